@@ -1,0 +1,22 @@
+# Packaging proof: consumers build against tokchron by find_package after cmake --install to a
+# temporary prefix, by add_subdirectory, by FetchContent with a local SOURCE_DIR, and by
+# pkg-config; each runs a program that records a request and prints its TTFT.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pkg=$TOKCHRON_ROOT/tests/package
+cmake -S "$TOKCHRON_ROOT" -B "$work/lib" -G Ninja -DTOKCHRON_BUILD_TESTS=OFF \
+  -DTOKCHRON_BUILD_EXAMPLES=OFF -DTOKCHRON_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --install "$work/lib" --prefix "$work/prefix" >/dev/null
+for kind in find_package add_subdirectory fetchcontent; do
+  echo "--- consumer via $kind"
+  cmake -S "$pkg/$kind" -B "$work/$kind" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+    -DTOKCHRON_SOURCE="$TOKCHRON_ROOT" >"$work/$kind.log" 2>&1 || { cat "$work/$kind.log"; exit 1; }
+  cmake --build "$work/$kind" >/dev/null
+  "$work/$kind/consumer"
+done
+echo "--- consumer via pkg-config"
+PKG_CONFIG_PATH="$work/prefix/share/pkgconfig" pkg-config --modversion tokchron
+# shellcheck disable=SC2046
+c++ -std=c++17 $(PKG_CONFIG_PATH="$work/prefix/share/pkgconfig" pkg-config --cflags tokchron) \
+  "$pkg/consumer/main.cpp" -o "$work/pc_consumer"
+"$work/pc_consumer"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every tokchron test: installs what is missing from Debian's packages, then runs each
+# stage in .ci/stages/ in order (g++/clang++ x C++17/C++20, packaging, and the stages later
+# components add). TOKCHRON_STAGES="10 20" runs only the stages whose names start so.
+set -euo pipefail
+TOKCHRON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export TOKCHRON_ROOT
+cd "$TOKCHRON_ROOT"
+# shellcheck source=lib.sh
+source .ci/lib.sh
+need_pkgs "${TOKCHRON_BASE_PKGS[@]}"
+export TOKCHRON_CI_BUILD=${TOKCHRON_CI_BUILD:-$TOKCHRON_ROOT/build/ci}
+mkdir -p "$TOKCHRON_CI_BUILD"
+
+start_all=$(date +%s)
+failed=()
+for stage in .ci/stages/*.sh; do
+  name=$(basename "$stage" .sh)
+  if [ -n "${TOKCHRON_STAGES:-}" ]; then
+    keep=0
+    for s in $TOKCHRON_STAGES; do [[ $name == "$s"* ]] && keep=1; done
+    [ $keep -eq 1 ] || continue
+  fi
+  echo "=== stage $name ==="
+  t0=$(date +%s)
+  if bash -euo pipefail -c 'source .ci/lib.sh; source "$0"' "$stage"; then
+    echo "=== stage $name passed in $(( $(date +%s) - t0 )) s ==="
+  else
+    echo "=== stage $name FAILED after $(( $(date +%s) - t0 )) s ==="
+    failed+=("$name")
+  fi
+done
+echo "=== all stages done in $(( $(date +%s) - start_all )) s ==="
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED stages: ${failed[*]}"
+  exit 1
+fi
+echo "ALL TESTS PASSED"

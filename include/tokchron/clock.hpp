@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_CLOCK_HPP
+#define TOKCHRON_CLOCK_HPP
+
+/// \file
+/// Clocks and the contract they meet.
+///
+/// A *clock* is any type `C` with `C::duration`, `C::time_point` (a `std::chrono::time_point`),
+/// a `static constexpr bool is_steady`, and `now()` callable on an instance (`c.now()`), which
+/// covers the standard clocks (static `now()`) and stateful ones such as `manual_clock`.
+/// Recorders hold a copy of their clock; the standard clocks are empty, so that costs nothing.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <ratio>
+#include <type_traits>
+#include <utility>
+
+#include "tokchron/config.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TOKCHRON_HAS_RDTSC 1
+#else
+#define TOKCHRON_HAS_RDTSC 0
+#endif
+
+TOKCHRON_BEGIN_NAMESPACE
+
+#if TOKCHRON_HAS_RDTSC
+namespace detail {
+__extension__ typedef __int128
+    int128_t;  // NOLINT(modernize-use-using): __extension__ needs typedef
+}  // namespace detail
+#endif
+
+namespace detail {
+template <class T>
+struct is_time_point : std::false_type {};
+template <class C, class D>
+struct is_time_point<std::chrono::time_point<C, D>> : std::true_type {};
+
+template <class C, class = void>
+struct is_clock_impl : std::false_type {};
+template <class C>
+struct is_clock_impl<C,
+                     std::void_t<typename C::duration, typename C::time_point,
+                                 decltype(C::is_steady), decltype(std::declval<const C&>().now())>>
+    : std::bool_constant<
+          is_time_point<typename C::time_point>::value &&
+          std::is_same_v<decltype(std::declval<const C&>().now()), typename C::time_point>> {};
+}  // namespace detail
+
+/// True when `C` meets the clock contract described at the top of this header.
+template <class C>
+inline constexpr bool is_clock_v = detail::is_clock_impl<C>::value;
+
+#if TOKCHRON_HAS_CONCEPTS
+/// The clock contract as a C++20 concept.
+template <class C>
+concept clock = is_clock_v<C>;
+#endif
+
+/// The default clock: monotonic, unaffected by wall-clock changes; about 19 ns a read (vDSO).
+using default_clock = std::chrono::steady_clock;
+
+/// Converts any duration to seconds as a double: the only unit tokchron reports in.
+template <class Rep, class Period>
+[[nodiscard]] constexpr double to_seconds(std::chrono::duration<Rep, Period> d) noexcept {
+  return std::chrono::duration<double>(d).count();
+}
+
+/// Converts seconds (a double) to the duration type `D`, rounding to the nearest tick.
+template <class D>
+[[nodiscard]] constexpr D from_seconds(double s) noexcept {
+  const double ticks =
+      s * static_cast<double>(D::period::den) / static_cast<double>(D::period::num);
+  return D(static_cast<typename D::rep>(ticks < 0 ? ticks - 0.5 : ticks + 0.5));
+}
+
+/// A clock whose time only moves when told to, for tests: no test sleeps.
+///
+/// Copies share one time source, so a recorder holding a copy sees every `advance`. The time
+/// starts at zero nanoseconds. Thread safety: `now`, `set` and `advance` may be called from any
+/// thread (the time is an atomic).
+class manual_clock {
+ public:
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<manual_clock, duration>;
+  static constexpr bool is_steady = true;  // time only moves when the test moves it
+
+  manual_clock() : now_(std::make_shared<std::atomic<rep>>(0)) {}
+
+  /// The current manual time.
+  [[nodiscard]] time_point now() const noexcept {
+    return time_point(duration(now_->load(std::memory_order_relaxed)));
+  }
+  /// Sets the time to `since_zero` after the epoch (may move backwards: tests of misuse).
+  void set(duration since_zero) const noexcept {
+    now_->store(since_zero.count(), std::memory_order_relaxed);
+  }
+  /// Moves the time forward by `d` and returns the new time.
+  time_point advance(duration d) const noexcept {
+    return time_point(duration(now_->fetch_add(d.count(), std::memory_order_relaxed) + d.count()));
+  }
+  /// A time point `since_zero` after this clock's epoch.
+  [[nodiscard]] static constexpr time_point at(duration since_zero) noexcept {
+    return time_point(since_zero);
+  }
+
+ private:
+  std::shared_ptr<std::atomic<rep>> now_;
+};
+
+/// A clock on the CPU's time-stamp counter (rdtsc), in nanoseconds: about 9 ns a read against
+/// 19 ns for `steady_clock` on a KVM guest with a TSC clocksource.
+///
+/// Calibrated once, on the first `now()` in the process, against `steady_clock` over about
+/// 10 ms (that first call pays for it; call `tsc_clock::calibrate()` at start-up to move the cost).
+/// Caveats: the TSC must be invariant (constant rate, not stopped in sleep states), which all
+/// x86-64 CPUs of the last decade are; readings taken on different sockets may be skewed by
+/// tens of nanoseconds; the calibration error (about 1e-4 relative) accumulates as drift against
+/// `steady_clock` over long runs, so compare tsc times only with tsc times. rdtsc is not
+/// serialising: a reading may move by a few nanoseconds relative to neighbouring instructions.
+/// On other architectures it falls back to `steady_clock` (`uses_tsc` is false).
+class tsc_clock {
+ public:
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<tsc_clock, duration>;
+  static constexpr bool is_steady = true;
+  static constexpr bool uses_tsc = TOKCHRON_HAS_RDTSC != 0;
+
+  /// Nanoseconds since an arbitrary origin fixed at calibration.
+  [[nodiscard]] static time_point now() noexcept {
+#if TOKCHRON_HAS_RDTSC
+    const calibration& c = calibrate();
+    const auto ticks = static_cast<std::int64_t>(__builtin_ia32_rdtsc() - c.base_ticks);
+    // Q32 fixed-point multiply: ns = ticks * ns_per_tick; 128-bit product avoids overflow.
+    const auto ns = static_cast<std::int64_t>(
+        (static_cast<detail::int128_t>(ticks) * static_cast<detail::int128_t>(c.ns_per_tick_q32)) >>
+        32);
+    return time_point(duration(ns));
+#else
+    return time_point(
+        std::chrono::duration_cast<duration>(std::chrono::steady_clock::now().time_since_epoch()));
+#endif
+  }
+
+  /// Nanoseconds per TSC tick as measured at calibration (1.0 when the fallback is in use).
+  [[nodiscard]] static double ns_per_tick() noexcept {
+#if TOKCHRON_HAS_RDTSC
+    return static_cast<double>(calibrate().ns_per_tick_q32) / 4294967296.0;
+#else
+    return 1.0;
+#endif
+  }
+
+#if TOKCHRON_HAS_RDTSC
+  struct calibration {
+    std::uint64_t base_ticks;
+    std::uint64_t ns_per_tick_q32;
+  };
+  /// Runs the one-time calibration (thread-safe, idempotent) and returns its result.
+  static const calibration& calibrate() noexcept {
+    static const calibration c = measure();
+    return c;
+  }
+
+ private:
+  static calibration measure() noexcept {
+    using sc = std::chrono::steady_clock;
+    const auto t0 = sc::now();
+    const std::uint64_t c0 = __builtin_ia32_rdtsc();
+    sc::time_point t1;
+    do {
+      t1 = sc::now();
+    } while (t1 - t0 < std::chrono::milliseconds(10));
+    const std::uint64_t c1 = __builtin_ia32_rdtsc();
+    const double ns = static_cast<double>(std::chrono::duration_cast<duration>(t1 - t0).count());
+    const double ticks = c1 > c0 ? static_cast<double>(c1 - c0) : 1.0;
+    return calibration{c0, static_cast<std::uint64_t>(ns / ticks * 4294967296.0 + 0.5)};
+  }
+#endif
+};
+
+static_assert(is_clock_v<std::chrono::steady_clock>);
+static_assert(is_clock_v<manual_clock>);
+static_assert(is_clock_v<tsc_clock>);
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_CLOCK_HPP

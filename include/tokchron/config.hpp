@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_CONFIG_HPP
+#define TOKCHRON_CONFIG_HPP
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "tokchron/version.hpp"
+
+/// Everything lives in tokchron::v1 (inline), so two copies of different major versions of this
+/// header-only library can be linked into one binary without ODR clashes.
+#define TOKCHRON_BEGIN_NAMESPACE \
+  namespace tokchron {           \
+  inline namespace v1 {
+#define TOKCHRON_END_NAMESPACE \
+  }                            \
+  }
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define TOKCHRON_HAS_EXCEPTIONS 1
+#else
+#define TOKCHRON_HAS_EXCEPTIONS 0
+#endif
+
+#if TOKCHRON_HAS_EXCEPTIONS
+/// Throws `type(message)`: used only for bad configuration, never on a recording path.
+#define TOKCHRON_THROW(type, message) throw type(message)
+#define TOKCHRON_TRY try
+#define TOKCHRON_CATCH_ALL catch (...)
+#else
+/// Without exceptions, bad configuration is fatal: the message is printed and the program aborts.
+#define TOKCHRON_THROW(type, message) \
+  (std::fprintf(stderr, "tokchron: %s: %s\n", #type, (message)), std::abort())
+#define TOKCHRON_TRY if (true)
+#define TOKCHRON_CATCH_ALL else
+#endif
+
+/// Internal invariant check, active unless NDEBUG is defined. Never used for input validation.
+#ifdef NDEBUG
+#define TOKCHRON_ASSERT(cond) ((void)0)
+#else
+#define TOKCHRON_ASSERT(cond)                                                                  \
+  ((cond) ? (void)0                                                                            \
+          : (std::fprintf(stderr, "tokchron: assertion failed: %s (%s:%d)\n", #cond, __FILE__, \
+                          __LINE__),                                                           \
+             std::abort()))
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TOKCHRON_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TOKCHRON_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define TOKCHRON_LIKELY(x) (x)
+#define TOKCHRON_UNLIKELY(x) (x)
+#endif
+
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+#define TOKCHRON_HAS_CONCEPTS 1
+#else
+#define TOKCHRON_HAS_CONCEPTS 0
+#endif
+
+#endif  // TOKCHRON_CONFIG_HPP

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_METRICS_CANONICAL_HPP
+#define TOKCHRON_METRICS_CANONICAL_HPP
+
+/// \file
+/// tokchron's own metric definitions, each a documented function of a request timeline.
+///
+/// Notation: `a` = arrival (the intended arrival when recorded, else the send time); `t1` = the
+/// first chunk carrying a token; `tN` = the last chunk carrying a token; `f` = finish; `N` = the
+/// sum of chunk token counts. Chunks with 0 tokens (role, usage, `[DONE]`) never count as tokens.
+/// A metric whose inputs were not recorded, or whose formula is undefined (TPOT for N < 2), is
+/// an empty `std::optional`, never a silent 0. Differences of time points are exact durations of
+/// the clock; ratios are `std::chrono::duration<double, period>` of the same period.
+///
+/// | metric              | formula                         | needs                       |
+/// |---------------------|---------------------------------|-----------------------------|
+/// | ttft                | t1 - a                          | a token                     |
+/// | ttft_from_send      | t1 - send                       | send, a token               |
+/// | ttft_from_scheduled | t1 - first scheduled            | scheduled, a token          |
+/// | e2e                 | f - a                           | finish                      |
+/// | queue_time          | first scheduled - (queued or a) | scheduled                   |
+/// | prefill_time        | t1 - first scheduled            | scheduled, a token          |
+/// | decode_time         | tN - t1                         | a token                     |
+/// | tpot                | (tN - t1) / (N - 1)             | N >= 2                      |
+/// | normalized_latency  | (f - a) / N                     | finish, N >= 1              |
+/// | output_rate         | N / (f - a), tokens per second  | finish, N >= 1, f > a       |
+/// | itl per token       | k samples g/k per chunk of k tokens after gap g; the first token
+///                         chunk's other k1 - 1 tokens give k1 - 1 samples of 0, so there are
+///                         N - 1 samples summing to decode_time and their mean is tpot |
+/// | itl per chunk       | t_i - t_{i-1} over consecutive token chunks (token chunks - 1)   |
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+
+#include "tokchron/config.hpp"
+#include "tokchron/timeline/request_timeline.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// A duration of the timeline's clock period with a fractional count (for ratios such as TPOT).
+template <class Timeline>
+using fractional_duration_t = std::chrono::duration<double, typename Timeline::duration::period>;
+
+namespace detail {
+template <class TP>
+[[nodiscard]] constexpr std::optional<typename TP::duration> diff(
+    const std::optional<TP>& later, const std::optional<TP>& earlier) noexcept {
+  if (!later || !earlier) return std::nullopt;
+  return *later - *earlier;
+}
+}  // namespace detail
+
+/// Time to first token from arrival: t1 - a.
+template <class Timeline>
+[[nodiscard]] auto ttft(const Timeline& tl) noexcept {
+  return detail::diff(tl.first_token_time(), tl.arrival());
+}
+/// Time to first token from the actual send: t1 - send (differs from ttft by issue delay).
+template <class Timeline>
+[[nodiscard]] auto ttft_from_send(const Timeline& tl) noexcept {
+  return detail::diff(tl.first_token_time(), tl.send_time());
+}
+/// Time to first token from the first scheduling: t1 - first scheduled (engine-side view).
+template <class Timeline>
+[[nodiscard]] auto ttft_from_scheduled(const Timeline& tl) noexcept {
+  return detail::diff(tl.first_token_time(), tl.first_scheduled());
+}
+/// End-to-end latency: f - a, whatever the finish reason.
+template <class Timeline>
+[[nodiscard]] auto e2e(const Timeline& tl) noexcept {
+  return detail::diff(tl.finish_time(), tl.arrival());
+}
+/// Queue time: first scheduled - queued (arrival when queueing was not recorded).
+template <class Timeline>
+[[nodiscard]] auto queue_time(const Timeline& tl) noexcept {
+  return detail::diff(tl.first_scheduled(), tl.queued_time() ? tl.queued_time() : tl.arrival());
+}
+/// Prefill time: t1 - first scheduled (includes any preemption before the first token).
+template <class Timeline>
+[[nodiscard]] auto prefill_time(const Timeline& tl) noexcept {
+  return detail::diff(tl.first_token_time(), tl.first_scheduled());
+}
+/// Decode time: tN - t1 (zero for a single token chunk).
+template <class Timeline>
+[[nodiscard]] auto decode_time(const Timeline& tl) noexcept {
+  return detail::diff(tl.last_token_time(), tl.first_token_time());
+}
+/// Time per output token: (tN - t1) / (N - 1), defined only for N >= 2.
+template <class Timeline>
+[[nodiscard]] std::optional<fractional_duration_t<Timeline>> tpot(const Timeline& tl) noexcept {
+  const std::uint64_t n = tl.output_tokens();
+  const auto d = decode_time(tl);
+  if (n < 2 || !d) return std::nullopt;
+  return fractional_duration_t<Timeline>(*d) / static_cast<double>(n - 1);
+}
+/// Normalised latency: (f - a) / N, defined for N >= 1.
+template <class Timeline>
+[[nodiscard]] std::optional<fractional_duration_t<Timeline>> normalized_latency(
+    const Timeline& tl) noexcept {
+  const std::uint64_t n = tl.output_tokens();
+  const auto d = e2e(tl);
+  if (n < 1 || !d) return std::nullopt;
+  return fractional_duration_t<Timeline>(*d) / static_cast<double>(n);
+}
+/// Per-request output rate in tokens per second: N / (f - a), defined for N >= 1 and f > a.
+template <class Timeline>
+[[nodiscard]] std::optional<double> output_rate(const Timeline& tl) noexcept {
+  const std::uint64_t n = tl.output_tokens();
+  const auto d = e2e(tl);
+  if (n < 1 || !d || *d <= Timeline::duration::zero()) return std::nullopt;
+  return static_cast<double>(n) / std::chrono::duration<double>(*d).count();
+}
+
+/// Calls `f(gap)` for each gap between consecutive token chunks (per-chunk ITL, as vLLM's
+/// client pools them). Needs a store that keeps chunks. Returns the number of calls.
+template <class Timeline, class F>
+std::size_t for_each_itl_per_chunk(const Timeline& tl, F&& f) {
+  static_assert(Timeline::store_type::keeps_chunks,
+                "per-chunk ITL needs a full_store; a streaming_store hands gaps to its sink");
+  std::size_t calls = 0;
+  bool have_prev = false;
+  typename Timeline::time_point prev{};
+  for (const auto& c : tl.store().chunks()) {
+    if (c.tokens == 0) continue;
+    if (have_prev) {
+      f(c.time - prev);
+      ++calls;
+    }
+    prev = c.time;
+    have_prev = true;
+  }
+  return calls;
+}
+
+/// Calls `f(gap_per_token)` once per output token after the first (N - 1 calls): a chunk of k
+/// tokens after gap g gives k calls with g/k; the first token chunk's extra tokens give 0.
+/// Needs a store that keeps chunks. Returns the number of calls.
+template <class Timeline, class F>
+std::size_t for_each_itl_per_token(const Timeline& tl, F&& f) {
+  static_assert(Timeline::store_type::keeps_chunks,
+                "per-token ITL needs a full_store; a streaming_store hands gaps to its sink");
+  using fd = fractional_duration_t<Timeline>;
+  std::size_t calls = 0;
+  bool have_prev = false;
+  typename Timeline::time_point prev{};
+  for (const auto& c : tl.store().chunks()) {
+    if (c.tokens == 0) continue;
+    const fd each = have_prev ? fd(c.time - prev) / static_cast<double>(c.tokens) : fd::zero();
+    for (std::uint32_t i = have_prev ? 0u : 1u; i < c.tokens; ++i) {
+      f(each);
+      ++calls;
+    }
+    prev = c.time;
+    have_prev = true;
+  }
+  return calls;
+}
+
+/// Every canonical per-request metric of one timeline, in seconds (empty where undefined).
+struct request_metrics {
+  std::optional<double> ttft, ttft_from_send, ttft_from_scheduled, tpot, e2e, queue_time,
+      prefill_time, decode_time, normalized_latency, output_rate;
+  std::uint64_t output_tokens = 0;
+  std::optional<std::uint64_t> prompt_tokens;
+  std::uint32_t preemptions = 0;
+  bool succeeded = false;
+};
+
+/// Computes `request_metrics` for a timeline.
+template <class Timeline>
+[[nodiscard]] request_metrics canonical_metrics(const Timeline& tl) noexcept {
+  auto sec = [](const auto& d) -> std::optional<double> {
+    if (!d) return std::nullopt;
+    return std::chrono::duration<double>(*d).count();
+  };
+  request_metrics m;
+  m.ttft = sec(ttft(tl));
+  m.ttft_from_send = sec(ttft_from_send(tl));
+  m.ttft_from_scheduled = sec(ttft_from_scheduled(tl));
+  m.tpot = sec(tpot(tl));
+  m.e2e = sec(e2e(tl));
+  m.queue_time = sec(queue_time(tl));
+  m.prefill_time = sec(prefill_time(tl));
+  m.decode_time = sec(decode_time(tl));
+  m.normalized_latency = sec(normalized_latency(tl));
+  m.output_rate = output_rate(tl);
+  m.output_tokens = tl.output_tokens();
+  m.prompt_tokens = tl.prompt_tokens();
+  m.preemptions = tl.preemptions();
+  m.succeeded = tl.succeeded();
+  return m;
+}
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_METRICS_CANONICAL_HPP

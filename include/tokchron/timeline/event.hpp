@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_TIMELINE_EVENT_HPP
+#define TOKCHRON_TIMELINE_EVENT_HPP
+
+/// \file
+/// The vocabulary of a request's life: chunk kinds, finish reasons and recording statuses.
+
+#include <cstdint>
+#include <string_view>
+
+#include "tokchron/config.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// What a streamed response chunk carried. Only the token count decides what tokchron's
+/// canonical metrics see; the kind lets a profile reproduce a tool that skips some chunks.
+enum class chunk_kind : std::uint8_t {
+  text,   ///< ordinary content (tokens > 0 normally)
+  empty,  ///< a choices entry with empty text, e.g. the role chunk of a chat stream
+  usage,  ///< a usage-only chunk (no choices), usually the last one
+  done,   ///< the `[DONE]` line of an SSE stream
+};
+
+/// Why a request ended.
+enum class finish_reason : std::uint8_t {
+  stop,       ///< the model produced a stop token or sequence
+  length,     ///< the output-length limit was reached
+  aborted,    ///< the client went away or cancelled
+  error,      ///< the server failed the request
+  timed_out,  ///< an allotted time ran out
+  rejected,   ///< refused before being scheduled (queue full, queue timeout)
+};
+
+/// True when a request that ended for `r` counts as completed (stop or length).
+[[nodiscard]] constexpr bool is_success(finish_reason r) noexcept {
+  return r == finish_reason::stop || r == finish_reason::length;
+}
+
+/// The result of one recording call. Anything but `ok` means the call changed nothing except
+/// the timeline's misuse counter.
+enum class record_status : std::uint8_t {
+  ok,
+  time_went_backwards,  ///< earlier than the latest event already recorded
+  not_started,          ///< a chunk, schedule or finish before arrival or send was recorded
+  already_started,      ///< arrival or send recorded twice, or arrival after send
+  after_finish,         ///< any event after finish
+  finished_twice,       ///< finish called again
+  out_of_memory,        ///< the store could not grow; the chunk was dropped
+  count_overflow,       ///< the token count would overflow 32 bits
+};
+
+/// A short lowercase name of a status, for logs.
+[[nodiscard]] constexpr std::string_view to_string(record_status s) noexcept {
+  switch (s) {
+    case record_status::ok: return "ok";
+    case record_status::time_went_backwards: return "time_went_backwards";
+    case record_status::not_started: return "not_started";
+    case record_status::already_started: return "already_started";
+    case record_status::after_finish: return "after_finish";
+    case record_status::finished_twice: return "finished_twice";
+    case record_status::out_of_memory: return "out_of_memory";
+    case record_status::count_overflow: return "count_overflow";
+  }
+  return "unknown";
+}
+
+/// The name of a finish reason as used in traces and exports ("stop", "length", ...).
+[[nodiscard]] constexpr std::string_view to_string(finish_reason r) noexcept {
+  switch (r) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::aborted: return "aborted";
+    case finish_reason::error: return "error";
+    case finish_reason::timed_out: return "timed_out";
+    case finish_reason::rejected: return "rejected";
+  }
+  return "unknown";
+}
+
+/// The name of a chunk kind as used in traces ("text", "empty", "usage", "done").
+[[nodiscard]] constexpr std::string_view to_string(chunk_kind k) noexcept {
+  switch (k) {
+    case chunk_kind::text: return "text";
+    case chunk_kind::empty: return "empty";
+    case chunk_kind::usage: return "usage";
+    case chunk_kind::done: return "done";
+  }
+  return "unknown";
+}
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_TIMELINE_EVENT_HPP

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_TIMELINE_REQUEST_TIMELINE_HPP
+#define TOKCHRON_TIMELINE_REQUEST_TIMELINE_HPP
+
+/// \file
+/// `basic_request_timeline`: what happened to one request, on one clock.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "tokchron/clock.hpp"
+#include "tokchron/config.hpp"
+#include "tokchron/timeline/event.hpp"
+#include "tokchron/timeline/store.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+namespace detail {
+// Empty-base optimisation for the clock: the standard clocks cost no bytes.
+template <class Clock, bool Empty = std::is_empty_v<Clock> && !std::is_final_v<Clock>>
+class clock_holder : private Clock {
+ protected:
+  clock_holder() = default;
+  explicit clock_holder(const Clock& c) : Clock(c) {}
+  [[nodiscard]] const Clock& get_clock() const noexcept { return *this; }
+};
+template <class Clock>
+class clock_holder<Clock, false> {
+ protected:
+  clock_holder() = default;
+  explicit clock_holder(const Clock& c) : clock_(c) {}
+  [[nodiscard]] const Clock& get_clock() const noexcept { return clock_; }
+
+ private:
+  Clock clock_{};
+};
+}  // namespace detail
+
+/// The recorded life of one request: intended arrival, actual send, queueing, scheduling and
+/// preemption, every output chunk, and the finish with its reason.
+///
+/// Every recording call takes an optional timestamp, so a server can pass a time it already
+/// read; without one it reads `Clock`. Recording calls are `noexcept`, allocate only when the
+/// store grows, and return a `record_status`: on misuse (time going backwards, a chunk before
+/// the request started or after it finished, finishing twice) nothing recorded changes and the
+/// misuse counter goes up. Events must be recorded in non-decreasing time order, arrival (or
+/// send) first. Thread safety: one writer; readers need the writer to have finished or an
+/// external happens-before (the `collect/` layer gives the many-thread view).
+///
+/// \code
+///   tokchron::request_timeline tl;
+///   tl.arrive();
+///   tl.chunk(1);                   // first token
+///   tl.chunk(3);                   // a chunk of 3 tokens
+///   tl.finish(tokchron::finish_reason::stop);
+///   auto ttft = tokchron::ttft(tl);  // std::optional<steady_clock::duration>
+/// \endcode
+template <class Clock = default_clock, class Store = full_store<>>
+class basic_request_timeline : private detail::clock_holder<Clock> {
+  static_assert(is_clock_v<Clock>, "Clock must meet the clock contract (see tokchron/clock.hpp)");
+
+ public:
+  using clock_type = Clock;
+  using time_point = typename Clock::time_point;
+  using duration = typename Clock::duration;
+  using store_type = typename Store::template bind<Clock>;
+
+  basic_request_timeline() = default;
+  /// A timeline that reads `clock` (e.g. a shared `manual_clock`) and keeps chunks in `store`.
+  explicit basic_request_timeline(const Clock& clock, store_type store = store_type())
+      : detail::clock_holder<Clock>(clock), store_(std::move(store)) {}
+
+  // --- recording ---------------------------------------------------------------------------
+
+  /// The time the request was meant to start: a load generator's scheduled send time, or the
+  /// server's receive time. Recording it separately from `send` keeps coordinated omission
+  /// visible. Must be the first event.
+  record_status arrive() noexcept { return arrive(now()); }
+  record_status arrive(time_point t) noexcept {
+    if (started()) return misuse(record_status::already_started);
+    arrival_ = t;
+    has_ |= bit_arrival;
+    latest_ = t;
+    return record_status::ok;
+  }
+
+  /// The time the request was actually sent (client side). Arrival defaults to it.
+  record_status send() noexcept { return send(now()); }
+  record_status send(time_point t) noexcept {
+    if (has(bit_send) || has(bit_queued | bit_scheduled) || store_.chunk_count() > 0)
+      return misuse(record_status::already_started);
+    if (record_status s = check_time(t, false); s != record_status::ok) return misuse(s);
+    send_ = t;
+    has_ |= bit_send;
+    latest_ = t;
+    return record_status::ok;
+  }
+
+  /// The time the request entered the scheduler's waiting queue.
+  record_status queued() noexcept { return queued(now()); }
+  record_status queued(time_point t) noexcept {
+    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+    if (!has(bit_queued)) queued_ = t;
+    has_ |= bit_queued;
+    latest_ = t;
+    return record_status::ok;
+  }
+
+  /// The time the request was scheduled to run. The first time is kept; a later call after a
+  /// preemption records a reschedule.
+  record_status scheduled() noexcept { return scheduled(now()); }
+  record_status scheduled(time_point t) noexcept {
+    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+    if (!has(bit_scheduled)) first_scheduled_ = t;
+    last_scheduled_ = t;
+    has_ |= bit_scheduled;
+    latest_ = t;
+    return record_status::ok;
+  }
+
+  /// The time the request was preempted (its KV cache freed; it waits to be rescheduled).
+  record_status preempted() noexcept { return preempted(now()); }
+  record_status preempted(time_point t) noexcept {
+    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+    if (record_status s = store_.add_preemption(t); s != record_status::ok) return misuse(s);
+    last_preempted_ = t;
+    latest_ = t;
+    return record_status::ok;
+  }
+
+  /// One streamed output chunk carrying `tokens` tokens (0 is legal: a role or usage chunk).
+  record_status chunk(std::uint32_t tokens, chunk_kind kind = chunk_kind::text) noexcept {
+    return chunk(now(), tokens, kind);
+  }
+  record_status chunk(time_point t, std::uint32_t tokens,
+                      chunk_kind kind = chunk_kind::text) noexcept {
+    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+    if (record_status s = store_.add_chunk(t, tokens, kind); s != record_status::ok)
+      return misuse(s);
+    latest_ = t;
+    return record_status::ok;
+  }
+
+  /// The end of the request: the last byte of the response, a failure or a rejection.
+  record_status finish(finish_reason reason = finish_reason::stop) noexcept {
+    return finish(now(), reason);
+  }
+  record_status finish(time_point t, finish_reason reason = finish_reason::stop) noexcept {
+    if (has(bit_finish)) return misuse(record_status::finished_twice);
+    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+    finish_ = t;
+    reason_ = reason;
+    has_ |= bit_finish;
+    latest_ = t;
+    return record_status::ok;
+  }
+
+  /// Prompt length in tokens, when known.
+  void set_prompt_tokens(std::uint64_t n) noexcept { prompt_tokens_ = n; }
+  /// The output-token count the server reported (e.g. OpenAI `usage.completion_tokens`), which
+  /// some tools prefer to counting chunk tokens.
+  void set_reported_output_tokens(std::uint64_t n) noexcept { reported_output_tokens_ = n; }
+
+  // --- queries -------------------------------------------------------------------------------
+
+  /// The recorded arrival, or the send time when only that was recorded.
+  [[nodiscard]] std::optional<time_point> arrival() const noexcept {
+    if (has(bit_arrival)) return arrival_;
+    return send_time();
+  }
+  /// Whether arrival was recorded explicitly (rather than defaulting to send).
+  [[nodiscard]] bool has_explicit_arrival() const noexcept { return has(bit_arrival); }
+  [[nodiscard]] std::optional<time_point> send_time() const noexcept {
+    return get(bit_send, send_);
+  }
+  [[nodiscard]] std::optional<time_point> queued_time() const noexcept {
+    return get(bit_queued, queued_);
+  }
+  [[nodiscard]] std::optional<time_point> first_scheduled() const noexcept {
+    return get(bit_scheduled, first_scheduled_);
+  }
+  [[nodiscard]] std::optional<time_point> last_scheduled() const noexcept {
+    return get(bit_scheduled, last_scheduled_);
+  }
+  [[nodiscard]] std::optional<time_point> last_preempted() const noexcept {
+    return preemptions() ? std::optional<time_point>(last_preempted_) : std::nullopt;
+  }
+  [[nodiscard]] std::uint32_t preemptions() const noexcept { return store_.preemption_count(); }
+  [[nodiscard]] std::optional<time_point> finish_time() const noexcept {
+    return get(bit_finish, finish_);
+  }
+  [[nodiscard]] std::optional<finish_reason> reason() const noexcept {
+    return has(bit_finish) ? std::optional<finish_reason>(reason_) : std::nullopt;
+  }
+  [[nodiscard]] bool finished() const noexcept { return has(bit_finish); }
+  /// Finished with stop or length.
+  [[nodiscard]] bool succeeded() const noexcept { return finished() && is_success(reason_); }
+  /// Tokens over all chunks.
+  [[nodiscard]] std::uint64_t output_tokens() const noexcept { return store_.output_tokens(); }
+  [[nodiscard]] std::optional<std::uint64_t> prompt_tokens() const noexcept {
+    return prompt_tokens_;
+  }
+  [[nodiscard]] std::optional<std::uint64_t> reported_output_tokens() const noexcept {
+    return reported_output_tokens_;
+  }
+  [[nodiscard]] std::optional<time_point> first_token_time() const noexcept {
+    return store_.first_token_time();
+  }
+  [[nodiscard]] std::optional<time_point> last_token_time() const noexcept {
+    return store_.last_token_time();
+  }
+  /// How many recording calls were refused (misuse), and the most recent refusal.
+  [[nodiscard]] std::uint32_t misuse_count() const noexcept { return misuses_; }
+  [[nodiscard]] record_status last_misuse() const noexcept { return last_misuse_; }
+
+  [[nodiscard]] const store_type& store() const noexcept { return store_; }
+  [[nodiscard]] store_type& store() noexcept { return store_; }
+  [[nodiscard]] const Clock& clock() const noexcept { return this->get_clock(); }
+  [[nodiscard]] time_point now() const noexcept { return this->get_clock().now(); }
+
+ private:
+  enum : std::uint8_t {
+    bit_arrival = 1,
+    bit_send = 2,
+    bit_queued = 4,
+    bit_scheduled = 8,
+    bit_finish = 16,
+  };
+  [[nodiscard]] bool has(std::uint8_t bits) const noexcept { return (has_ & bits) != 0; }
+  [[nodiscard]] bool started() const noexcept { return has(bit_arrival | bit_send); }
+  [[nodiscard]] std::optional<time_point> get(std::uint8_t bit, time_point t) const noexcept {
+    return has(bit) ? std::optional<time_point>(t) : std::nullopt;
+  }
+  [[nodiscard]] record_status check_time(time_point t, bool need_start) const noexcept {
+    if (has(bit_finish)) return record_status::after_finish;
+    if (need_start && !started()) return record_status::not_started;
+    if (started() && t < latest_) return record_status::time_went_backwards;
+    return record_status::ok;
+  }
+  record_status misuse(record_status s) noexcept {
+    if (misuses_ != UINT32_MAX) ++misuses_;
+    last_misuse_ = s;
+    return s;
+  }
+
+  store_type store_{};
+  time_point arrival_{}, send_{}, queued_{}, first_scheduled_{}, last_scheduled_{},
+      last_preempted_{}, finish_{}, latest_{};
+  std::optional<std::uint64_t> prompt_tokens_, reported_output_tokens_;
+  std::uint32_t misuses_ = 0;
+  std::uint8_t has_ = 0;
+  finish_reason reason_ = finish_reason::stop;
+  record_status last_misuse_ = record_status::ok;
+};
+
+/// A timeline on `steady_clock` that keeps every chunk: the common case.
+using request_timeline = basic_request_timeline<>;
+
+/// A timeline on `steady_clock` with O(1) memory, handing gaps to `Sink`.
+template <class Sink = null_gap_sink>
+using streaming_request_timeline = basic_request_timeline<default_clock, streaming_store<Sink>>;
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_TIMELINE_REQUEST_TIMELINE_HPP

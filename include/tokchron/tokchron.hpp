@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_TOKCHRON_HPP
+#define TOKCHRON_TOKCHRON_HPP
+
+/// \file
+/// The umbrella header: every standard-library-only public header of tokchron. Adaptor headers
+/// that need a third-party library (Boost, prometheus-cpp) are not included; include them
+/// yourself. Every header also compiles on its own.
+
+#include "tokchron/clock.hpp"
+#include "tokchron/config.hpp"
+#include "tokchron/metrics/canonical.hpp"
+#include "tokchron/quantile/estimator.hpp"
+#include "tokchron/quantile/exact.hpp"
+#include "tokchron/timeline/event.hpp"
+#include "tokchron/timeline/request_timeline.hpp"
+#include "tokchron/timeline/store.hpp"
+#include "tokchron/version.hpp"
+// tokchron:umbrella-end (headers added by later components go above this line)
+
+#endif  // TOKCHRON_TOKCHRON_HPP

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "tokchron/clock.hpp"
+
+using namespace std::chrono_literals;
+
+TEST_CASE("manual_clock: copies share one time that moves only when told") {
+  tokchron::manual_clock c;
+  CHECK(c.now().time_since_epoch() == 0ns);
+  tokchron::manual_clock copy = c;
+  c.advance(120ms);
+  CHECK(copy.now().time_since_epoch() == 120ms);
+  copy.set(5s);
+  CHECK(c.now() == tokchron::manual_clock::at(5s));
+  CHECK(c.advance(1ns).time_since_epoch() == 5s + 1ns);
+}
+
+TEST_CASE("clock contract") {
+  static_assert(tokchron::is_clock_v<std::chrono::steady_clock>);
+  static_assert(tokchron::is_clock_v<std::chrono::system_clock>);
+  static_assert(tokchron::is_clock_v<tokchron::manual_clock>);
+  static_assert(tokchron::is_clock_v<tokchron::tsc_clock>);
+  static_assert(!tokchron::is_clock_v<int>);
+  static_assert(std::is_same_v<tokchron::default_clock, std::chrono::steady_clock>);
+  CHECK(tokchron::manual_clock::is_steady);
+}
+
+TEST_CASE("to_seconds and from_seconds round-trip") {
+  CHECK(tokchron::to_seconds(1500ms) == doctest::Approx(1.5));
+  CHECK(tokchron::from_seconds<std::chrono::nanoseconds>(0.120) == 120ms);
+  CHECK(tokchron::from_seconds<std::chrono::nanoseconds>(-0.5e-9) == -1ns);
+}
+
+TEST_CASE("tsc_clock: monotonic and calibrated against steady_clock") {
+  const auto a = tokchron::tsc_clock::now();
+  const auto b = tokchron::tsc_clock::now();
+  CHECK(b >= a);
+  if (!tokchron::tsc_clock::uses_tsc) return;
+  CHECK(tokchron::tsc_clock::ns_per_tick() > 0.01);   // under 100 GHz
+  CHECK(tokchron::tsc_clock::ns_per_tick() < 100.0);  // over 10 MHz
+  // Busy-wait 50 ms of steady time (no sleep: the point is the two clocks' rates, not the
+  // duration). The calibration measures over 10 ms, so a 1% rate error would be gross.
+  const auto s0 = std::chrono::steady_clock::now();
+  const auto t0 = tokchron::tsc_clock::now();
+  std::chrono::steady_clock::time_point s1;
+  do {
+    s1 = std::chrono::steady_clock::now();
+  } while (s1 - s0 < 50ms);
+  const auto t1 = tokchron::tsc_clock::now();
+  const double steady_ns = std::chrono::duration<double, std::nano>(s1 - s0).count();
+  const double tsc_ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+  CHECK(std::fabs(tsc_ns / steady_ns - 1.0) < 0.01);
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "tokchron/quantile/exact.hpp"
+
+using tokchron::exact_quantiles;
+using tokchron::quantile_method;
+
+namespace {
+// Values 1..n added in a shuffled order (the estimator must sort).
+exact_quantiles<> one_to(int n) {
+  std::vector<double> v;
+  for (int i = 1; i <= n; ++i) v.push_back(i);
+  std::mt19937 rng(42);
+  std::shuffle(v.begin(), v.end(), rng);
+  exact_quantiles<> e;
+  for (double x : v) CHECK(e.add(x));
+  return e;
+}
+double q(const exact_quantiles<>& e, double p, quantile_method m) { return *e.quantile(p, m); }
+constexpr auto lin = quantile_method::linear;
+constexpr auto low = quantile_method::lower;
+constexpr auto nr = quantile_method::nearest_rank;
+}  // namespace
+
+TEST_CASE("the estimator contract holds") {
+  static_assert(tokchron::is_quantile_estimator_v<exact_quantiles<>>);
+  static_assert(tokchron::is_mergeable_estimator_v<exact_quantiles<>>);
+  static_assert(tokchron::is_quantile_estimator_v<exact_quantiles<long>>);
+  static_assert(!tokchron::is_quantile_estimator_v<std::vector<double>>);
+}
+
+TEST_CASE("empty input gives empty optionals") {
+  exact_quantiles<> e;
+  CHECK(e.empty());
+  CHECK(!e.quantile(0.5));
+  CHECK(!e.mean());
+  CHECK(!e.min());
+  CHECK(!e.max());
+  CHECK(!e.stddev());
+  CHECK(!e.cdf(1.0));
+  CHECK(e.rank(1.0) == 0);
+}
+
+TEST_CASE("n = 1: every method returns the sample") {
+  exact_quantiles<> e;
+  e.add(5.0);
+  for (double p : {0.0, 0.5, 0.99, 1.0})
+    for (auto m : {lin, low, nr}) CHECK(q(e, p, m) == 5.0);
+  CHECK(*e.stddev(0) == 0.0);
+  CHECK(!e.stddev(1));
+}
+
+TEST_CASE("n = 2 by hand") {
+  exact_quantiles<> e;
+  e.add(3.0);
+  e.add(1.0);
+  CHECK(q(e, 0.5, lin) == 2.0);
+  CHECK(q(e, 0.5, low) == 3.0);  // floor(2 * 0.5) = 1
+  CHECK(q(e, 0.5, nr) == 1.0);   // ceil(0.5 * 2) - 1 = 0
+  CHECK(q(e, 0.99, lin) == doctest::Approx(2.98));
+  CHECK(q(e, 0.99, low) == 3.0);
+  CHECK(q(e, 0.99, nr) == 3.0);
+  for (auto m : {lin, low, nr}) {
+    CHECK(q(e, 0.0, m) == 1.0);
+    CHECK(q(e, 1.0, m) == 3.0);
+  }
+}
+
+TEST_CASE("n = 100 at P99: the three methods disagree, as the tools do") {
+  const auto e = one_to(100);
+  CHECK(q(e, 0.99, lin) == doctest::Approx(99.01));  // h = 98.01
+  CHECK(q(e, 0.99, low) == 100.0);                   // floor(99.0) = 99 -> x[99]
+  CHECK(q(e, 0.99, nr) == 99.0);                     // ceil(99.0) - 1 = 98 -> x[98]
+  CHECK(q(e, 0.95, lin) == doctest::Approx(95.05));
+  CHECK(q(e, 0.95, low) == 96.0);
+  CHECK(q(e, 0.95, nr) == 95.0);
+  CHECK(q(e, 0.5, lin) == 50.5);
+  CHECK(q(e, 0.5, low) == 51.0);
+  CHECK(q(e, 0.5, nr) == 50.0);
+  // 100 * 0.29 is 28.999999999999996 in binary floating point: Python's int(n * p) gives 28,
+  // and so must we (trtllm-bench's method is reproduced, not idealised).
+  CHECK(q(e, 0.29, low) == 29.0);
+  CHECK(q(e, 0.29, nr) == 29.0);
+}
+
+TEST_CASE("n = 101 by hand") {
+  const auto e = one_to(101);
+  CHECK(q(e, 0.99, lin) == 100.0);  // h = 99 exactly
+  CHECK(q(e, 0.99, low) == 100.0);  // floor(99.99) = 99
+  CHECK(q(e, 0.99, nr) == 100.0);   // ceil(99.99) - 1 = 99
+  CHECK(q(e, 0.999, lin) == doctest::Approx(100.9));
+  CHECK(q(e, 0.999, low) == 101.0);
+  CHECK(q(e, 0.999, nr) == 101.0);
+  CHECK(q(e, 0.5, lin) == 51.0);
+  CHECK(q(e, 0.5, low) == 51.0);
+  CHECK(q(e, 0.5, nr) == 51.0);
+}
+
+TEST_CASE("mean, std with ddof 0 and 1, min, max, rank, cdf") {
+  const auto e = one_to(100);
+  CHECK(*e.mean() == 50.5);
+  CHECK(e.sum() == 5050.0);
+  CHECK(*e.stddev(0) == doctest::Approx(std::sqrt(9999.0 / 12.0)).epsilon(1e-12));
+  CHECK(*e.stddev(1) == doctest::Approx(std::sqrt(100.0 * 101.0 / 12.0)).epsilon(1e-12));
+  CHECK(*e.min() == 1.0);
+  CHECK(*e.max() == 100.0);
+  CHECK(e.rank(10.0) == 10);
+  CHECK(e.rank(10.5) == 10);
+  CHECK(e.rank(0.0) == 0);
+  CHECK(*e.cdf(25.0) == 0.25);
+  CHECK(e.relative_error() == 0.0);
+}
+
+TEST_CASE("NaN and infinities are rejected and counted; state unchanged") {
+  auto e = one_to(10);
+  CHECK(!e.add(std::numeric_limits<double>::quiet_NaN()));
+  CHECK(!e.add(std::numeric_limits<double>::infinity()));
+  CHECK(!e.add(-std::numeric_limits<double>::infinity()));
+  CHECK(e.rejected() == 3);
+  CHECK(e.count() == 10);
+  CHECK(*e.max() == 10.0);
+  CHECK(e.sum() == 55.0);
+}
+
+TEST_CASE("negative values and zero are ordinary samples") {
+  exact_quantiles<> e;
+  e.add(-2.0);
+  e.add(0.0);
+  e.add(2.0);
+  CHECK(q(e, 0.5, lin) == 0.0);
+  CHECK(*e.min() == -2.0);
+}
+
+TEST_CASE("a probability outside [0, 1] is a caller error") {
+  const auto e = one_to(3);
+  CHECK_THROWS_AS((void)e.quantile(1.5), std::invalid_argument);
+  CHECK_THROWS_AS((void)e.quantile(-0.1), std::invalid_argument);
+  CHECK_THROWS_AS((void)e.quantile(std::numeric_limits<double>::quiet_NaN()),
+                  std::invalid_argument);
+}
+
+TEST_CASE("merge equals one stream") {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> d(std::log(0.05), 0.5);
+  exact_quantiles<> all, a, b;
+  for (int i = 0; i < 1000; ++i) {
+    const double x = d(rng);
+    all.add(x);
+    (i % 3 ? a : b).add(x);
+  }
+  a.merge(b);
+  CHECK(a.count() == all.count());
+  for (double p : {0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0})
+    for (auto m : {lin, low, nr}) CHECK(q(a, p, m) == q(all, p, m));
+  CHECK(a.sum() == doctest::Approx(all.sum()).epsilon(1e-12));
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// The README's definitions table is checked against what the code computes.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tokchron/metrics/canonical.hpp"
+#include "tokchron/testing.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream is(s);
+  while (std::getline(is, cur, sep)) out.push_back(cur);
+  return out;
+}
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" `");
+  const auto e = s.find_last_not_of(" `");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+}  // namespace
+
+TEST_CASE("README definitions table matches the code") {
+  std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/README.md");
+  REQUIRE(in.good());
+  std::map<std::string, std::string> examples;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("definitions-table:begin") != std::string::npos)
+      inside = true;
+    else if (line.find("definitions-table:end") != std::string::npos)
+      inside = false;
+    else if (inside && line.rfind("| `", 0) == 0) {
+      const auto cols = split(line, '|');  // "", metric, formula, unit, edge, example
+      REQUIRE(cols.size() >= 6);
+      examples[trim(cols[1])] = trim(cols[cols.size() - 1]);
+    }
+  }
+  const auto tl = tokchron::testing::script()
+                      .arrive(0ms)
+                      .send(2ms)
+                      .queued(5ms)
+                      .scheduled(40ms)
+                      .chunk(100ms, 0, tokchron::chunk_kind::empty)
+                      .chunk(120ms, 1)
+                      .chunk(150ms, 3)
+                      .chunk(170ms, 1)
+                      .chunk(180ms, 0, tokchron::chunk_kind::usage)
+                      .finish(180ms)
+                      .timeline();
+  const auto m = tokchron::canonical_metrics(tl);
+  std::vector<double> per_token, per_chunk;
+  tokchron::for_each_itl_per_token(tl,
+                                   [&](auto g) { per_token.push_back(tokchron::to_seconds(g)); });
+  tokchron::for_each_itl_per_chunk(tl,
+                                   [&](auto g) { per_chunk.push_back(tokchron::to_seconds(g)); });
+
+  const std::map<std::string, std::vector<double>> computed = {
+      {"ttft", {*m.ttft}},
+      {"ttft_from_send", {*m.ttft_from_send}},
+      {"ttft_from_scheduled", {*m.ttft_from_scheduled}},
+      {"e2e", {*m.e2e}},
+      {"queue_time", {*m.queue_time}},
+      {"prefill_time", {*m.prefill_time}},
+      {"decode_time", {*m.decode_time}},
+      {"tpot", {*m.tpot}},
+      {"normalized_latency", {*m.normalized_latency}},
+      {"output_rate", {*m.output_rate}},
+      {"itl_per_token", per_token},
+      {"itl_per_chunk", per_chunk},
+  };
+  CHECK(examples.size() == computed.size());
+  for (const auto& entry : computed) {
+    const std::string& name = entry.first;
+    const std::vector<double>& values = entry.second;
+    CAPTURE(name);
+    REQUIRE(examples.count(name) == 1);
+    const auto text = split(examples[name], ',');
+    REQUIRE(text.size() == values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      // The README prints at most 12 significant digits.
+      CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
+    }
+  }
+}
