@@ -1,0 +1,38 @@
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests
+# (doctest test suite "concurrency") under ThreadSanitizer, both with -fno-sanitize-recover so any
+# finding fails; the recording and estimator headers built with -fno-exceptions; and the public
+# headers compiled by nvcc when it is present.
+san=$TOKCHRON_CI_BUILD/asan-ubsan
+echo "--- clang++ ASan+UBSan: every test"
+configure_build "$san" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+  -DTOKCHRON_BUILD_BENCHMARKS=OFF \
+  -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+(cd "$san" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j "$(tc_jobs)" --timeout 900)
+
+tsan=$TOKCHRON_CI_BUILD/tsan
+echo "--- clang++ TSan: the concurrency tests"
+cmake -S "$TOKCHRON_ROOT" -B "$tsan" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_BUILD_EXAMPLES=OFF \
+  -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >"$tsan.configure.log" 2>&1 || { cat "$tsan.configure.log"; exit 1; }
+cmake --build "$tsan" -j "$(tc_jobs)" --target tokchron_tests
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan/tests/tokchron_tests" -ts=concurrency
+
+echo "--- -fno-exceptions: recording and estimator headers"
+c++ -std=c++17 -O1 -fno-exceptions -Wall -Wextra -Werror -I"$TOKCHRON_ROOT/include" \
+  "$TOKCHRON_ROOT/tests/no_exceptions/main.cpp" -o "$TOKCHRON_CI_BUILD/no_exceptions"
+"$TOKCHRON_CI_BUILD/no_exceptions"
+
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$nvcc" ]; then
+  echo "--- nvcc: the umbrella header in a CUDA translation unit"
+  printf '#include "tokchron/tokchron.hpp"\n__global__ void k(int* p) { *p = 1; }\nint main() { tokchron::request_timeline tl; tl.arrive(); return tl.misuse_count(); }\n' \
+    >"$TOKCHRON_CI_BUILD/nvcc_headers.cu"
+  "$nvcc" -std=c++17 -I"$TOKCHRON_ROOT/include" -c "$TOKCHRON_CI_BUILD/nvcc_headers.cu" \
+    -o "$TOKCHRON_CI_BUILD/nvcc_headers.o"
+  echo "nvcc compiled the public headers"
+else
+  echo "--- nvcc not found ($nvcc): skipping the CUDA header check"
+fi
