@@ -16,7 +16,8 @@ need_pkgs() {
 
 # The packages every build needs.
 TOKCHRON_BASE_PKGS=(build-essential g++ clang cmake ninja-build pkg-config
-                    libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev)
+                    libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
+                    libopenblas-dev)
 
 tc_jobs() { nproc 2>/dev/null || echo 2; }
 
