@@ -16,6 +16,7 @@
 #include "tokchron/timeline/request_timeline.hpp"
 #include "tokchron/timeline/store.hpp"
 #include "tokchron/version.hpp"
+#include "tokchron/quantile/log_histogram.hpp"
 // tokchron:umbrella-end (headers added by later components go above this line)
 
 #endif  // TOKCHRON_TOKCHRON_HPP
