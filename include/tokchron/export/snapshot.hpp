@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_EXPORT_SNAPSHOT_HPP
+#define TOKCHRON_EXPORT_SNAPSHOT_HPP
+
+/// \file
+/// Plain snapshot data: what every exporter (Prometheus text, prometheus-cpp, OTLP, JSON, CSV)
+/// reads. Snapshots are taken from estimators, run summaries and SLA verdicts by the functions
+/// here and in the exporters; they are values (copyable, no references into live state), so a
+/// snapshot taken under a lock can be written out after the lock is released.
+///
+/// Units: times in seconds (Prometheus base units), counts as integers. Names follow Prometheus
+/// conventions: a family's `name` is its base name (`tokchron_ttft_seconds`,
+/// `tokchron_requests`); writers add the `_total`, `_bucket`, `_sum`, `_count` suffixes.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tokchron/config.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// One label: a name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with "__") and any UTF-8 value.
+struct label {
+  std::string name;
+  std::string value;
+  friend bool operator==(const label& a, const label& b) {
+    return a.name == b.name && a.value == b.value;
+  }
+};
+using label_set = std::vector<label>;
+
+/// What a metric family is, as Prometheus and OpenTelemetry type it.
+enum class metric_kind : std::uint8_t {
+  counter,    ///< monotonic total; written with the `_total` suffix
+  gauge,      ///< a value that goes up and down
+  histogram,  ///< cumulative `le` buckets, `_sum` and `_count`
+};
+
+/// "counter", "gauge" or "histogram".
+[[nodiscard]] constexpr std::string_view to_string(metric_kind k) noexcept {
+  switch (k) {
+    case metric_kind::counter: return "counter";
+    case metric_kind::gauge: return "gauge";
+    case metric_kind::histogram: return "histogram";
+  }
+  return "unknown";
+}
+
+/// One cumulative bucket of a classic histogram: samples <= `upper_bound`.
+struct histogram_bucket {
+  double upper_bound = 0;
+  std::uint64_t cumulative_count = 0;
+};
+
+/// A classic (Prometheus `le`) histogram: finite upper bounds, strictly increasing, with
+/// non-decreasing cumulative counts; the `+Inf` bucket is implicit and equals `count`.
+struct histogram_data {
+  std::vector<histogram_bucket> buckets;
+  std::uint64_t count = 0;
+  double sum = 0;
+};
+
+/// An OpenTelemetry exponential histogram (also Prometheus' native-histogram layout): bucket
+/// `offset + i` of a side holds values in (base^(offset+i), base^(offset+i+1)] with
+/// base = 2^(2^-scale); `zero_count` holds values with |x| <= `zero_threshold`.
+struct exponential_histogram_data {
+  int scale = 0;
+  std::uint64_t count = 0;
+  double sum = 0;
+  std::optional<double> min, max;
+  std::uint64_t zero_count = 0;
+  double zero_threshold = 0;
+  std::int32_t positive_offset = 0;
+  std::vector<std::uint64_t> positive_counts;
+  std::int32_t negative_offset = 0;
+  std::vector<std::uint64_t> negative_counts;
+};
+
+/// One series of a family: its labels and its value (counter, gauge) or histogram.
+struct metric_point {
+  label_set labels;
+  double value = 0;
+  histogram_data histogram;
+};
+
+/// A metric family: one name, help and kind, one point per label set.
+struct metric_family {
+  std::string name;  ///< base name, without `_total` (counters) or `_bucket` (histograms)
+  std::string help;
+  metric_kind kind = metric_kind::gauge;
+  std::string unit;  ///< OpenMetrics unit ("seconds"); the name must then end in "_" + unit
+  std::vector<metric_point> points;
+
+  /// Adds a counter or gauge point.
+  metric_family& add(double v, label_set labels = {}) {
+    points.push_back(metric_point{std::move(labels), v, {}});
+    return *this;
+  }
+  /// Adds a histogram point.
+  metric_family& add(histogram_data h, label_set labels = {}) {
+    points.push_back(metric_point{std::move(labels), 0, std::move(h)});
+    return *this;
+  }
+};
+
+/// Everything one exposition holds.
+struct metrics_snapshot {
+  std::vector<metric_family> families;
+
+  /// Appends a family and returns it (for `.add(...)` chains). References stay valid until the
+  /// next `family` call.
+  metric_family& family(std::string name, std::string help, metric_kind kind,
+                        std::string unit = {}) {
+    families.push_back(metric_family{std::move(name), std::move(help), kind, std::move(unit), {}});
+    return families.back();
+  }
+};
+
+// --- classic histogram bucket boundaries ---------------------------------------------------
+
+/// Bucket presets from vLLM's `/metrics` (seconds), for dashboards that already exist.
+/// `vllm_ttft_buckets` is `vllm:time_to_first_token_seconds`, `vllm_itl_buckets`
+/// `vllm:inter_token_latency_seconds` (and the older time_per_output_token), and
+/// `vllm_request_latency_buckets` e2e / queue / prefill / decode / inference time.
+[[nodiscard]] inline std::vector<double> vllm_ttft_buckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+}
+/// See `vllm_ttft_buckets`.
+[[nodiscard]] inline std::vector<double> vllm_itl_buckets() {
+  return {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+          0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+}
+/// See `vllm_ttft_buckets`.
+[[nodiscard]] inline std::vector<double> vllm_request_latency_buckets() {
+  return {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+          30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+}
+
+/// The upper bound of exponential bucket `index` at `scale`: 2^((index + 1) / 2^scale), the
+/// OpenTelemetry / Prometheus native-histogram boundary, computed the same way on every
+/// replica (so `le` labels agree across a fleet).
+[[nodiscard]] inline double exponential_bucket_upper(int scale, std::int64_t index) noexcept {
+  // (index + 1) / 2^scale is exact in double for the ranges used here.
+  return std::exp2(std::ldexp(static_cast<double>(index + 1), -scale));
+}
+
+/// The exponential bucket index at `scale` holding x > 0 (OTel convention: bucket i holds
+/// (base^i, base^(i+1)]). Exact at boundaries computed by `exponential_bucket_upper`.
+[[nodiscard]] inline std::int64_t exponential_bucket_index(int scale, double x) noexcept {
+  auto i = static_cast<std::int64_t>(std::ceil(std::ldexp(std::log2(x), scale))) - 1;
+  // log2 may be off by an ulp next to a boundary: settle against the boundaries themselves.
+  while (i > std::numeric_limits<std::int32_t>::min() &&
+         exponential_bucket_upper(scale, i - 1) >= x)
+    --i;
+  while (exponential_bucket_upper(scale, i) < x) ++i;
+  return i;
+}
+
+/// The classic-histogram error bound of exponential boundaries at `scale`: every value read off
+/// by linear interpolation inside a bucket (PromQL's `histogram_quantile`) lies in the same
+/// bucket as the true quantile, so its relative error is at most base - 1 = 2^(2^-scale) - 1
+/// (scale 3: 9.05 %, 4: 4.43 %, 5: 2.19 %), for quantiles inside the covered range.
+[[nodiscard]] inline double exponential_buckets_error(int scale) noexcept {
+  return std::exp2(std::ldexp(1.0, -scale)) - 1.0;
+}
+
+/// Classic-histogram upper bounds aligned with exponential buckets at `scale` (in [-10, 12])
+/// covering [lo, hi] (0 < lo < hi): the boundaries of the buckets from the one holding `lo` to
+/// the one holding `hi`, lower bound of the first included (so PromQL's first bucket, which it
+/// interpolates from 0, holds nothing). A `log_histogram` at any scale >= `scale` converts to
+/// these bounds without loss. Throws std::invalid_argument on a bad range or scale, or when
+/// the list would exceed `max_buckets`.
+[[nodiscard]] inline std::vector<double> exponential_buckets(int scale, double lo, double hi,
+                                                             std::size_t max_buckets = 1000) {
+  if (scale < -10 || scale > 12)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: exponential bucket scale must be in [-10, 12]");
+  if (!(lo > 0) || !(hi > lo) || !std::isfinite(hi))
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: exponential buckets need a finite range 0 < lo < hi");
+  const std::int64_t first = exponential_bucket_index(scale, lo);
+  const std::int64_t last = exponential_bucket_index(scale, hi);
+  const auto n = static_cast<std::size_t>(last - first + 2);
+  if (n > max_buckets)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: exponential buckets: too many buckets for the range at this scale");
+  std::vector<double> b;
+  b.reserve(n);
+  for (std::int64_t i = first - 1; i <= last; ++i) b.push_back(exponential_bucket_upper(scale, i));
+  return b;
+}
+
+namespace detail {
+template <class E, class = void>
+struct has_rank : std::false_type {};
+template <class E>
+struct has_rank<E, std::void_t<decltype(std::declval<const E&>().rank(0.0))>> : std::true_type {};
+
+inline void check_upper_bounds(const std::vector<double>& upper_bounds) {
+  for (std::size_t i = 0; i < upper_bounds.size(); ++i) {
+    if (!std::isfinite(upper_bounds[i]))
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: histogram bucket bounds must be finite (+Inf is implicit)");
+    if (i > 0 && !(upper_bounds[i] > upper_bounds[i - 1]))
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: histogram bucket bounds must be strictly increasing");
+  }
+}
+}  // namespace detail
+
+/// A classic histogram of estimator `e` with the given finite, strictly increasing upper
+/// bounds (throws std::invalid_argument otherwise). Needs `e.rank(x)` (samples <= x); with
+/// `exact_quantiles` the counts are exact. Complexity: O(b log n) for b bounds.
+template <class Estimator>
+[[nodiscard]] histogram_data classic_histogram(const Estimator& e,
+                                               const std::vector<double>& upper_bounds) {
+  static_assert(detail::has_rank<Estimator>::value,
+                "classic_histogram needs an estimator with rank(x) (samples <= x)");
+  detail::check_upper_bounds(upper_bounds);
+  histogram_data h;
+  h.count = e.count();
+  h.sum = e.sum();
+  h.buckets.reserve(upper_bounds.size());
+  for (double ub : upper_bounds) {
+    using V = typename Estimator::value_type;
+    h.buckets.push_back(
+        histogram_bucket{ub, static_cast<std::uint64_t>(e.rank(static_cast<V>(ub)))});
+  }
+  return h;
+}
+
+// --- run summaries and SLA verdicts, as plain data ------------------------------------------
+
+/// One metric's distribution in a run summary (seconds, or tokens/s for rates). `percentiles`
+/// holds (p in [0, 100], value) pairs in the order requested; empty values mean no samples.
+struct distribution_snapshot {
+  std::string metric;  ///< "ttft", "tpot", "itl", "e2el", "queue", "prefill", "decode", ...
+  std::uint64_t count = 0;
+  std::optional<double> mean, median, stddev, min, max;
+  std::vector<std::pair<double, std::optional<double>>> percentiles;
+};
+
+/// One SLA objective's verdict (see sla/verdict.hpp), as plain data.
+struct verdict_snapshot {
+  std::string objective;  ///< "p95(ttft) < 1.5s"
+  std::string metric;     ///< "ttft"
+  std::string status;     ///< "pass", "fail" or "insufficient_data"
+  double threshold = 0;   ///< in the metric's base unit (seconds, tokens/s)
+  std::optional<double> measured, margin;
+  double lower = -std::numeric_limits<double>::infinity();
+  double upper = std::numeric_limits<double>::infinity();
+  double confidence = 0;
+  std::uint64_t samples = 0;
+};
+
+/// A run summary as plain data: the scalar fields a summary has (names as tokchron-report's
+/// JSON spells them: "completed", "duration", "request_throughput", ...), in order, then the
+/// per-metric distributions and the SLA verdicts.
+struct run_snapshot {
+  std::string profile;
+  std::vector<std::pair<std::string, std::optional<double>>> fields;
+  std::vector<distribution_snapshot> metrics;
+  std::vector<verdict_snapshot> slo;
+
+  /// The named scalar field, if present and defined.
+  [[nodiscard]] std::optional<double> field(std::string_view name) const noexcept {
+    for (const auto& f : fields)
+      if (f.first == name) return f.second;
+    return std::nullopt;
+  }
+};
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_EXPORT_SNAPSHOT_HPP

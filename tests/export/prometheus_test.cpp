@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "export/golden.hpp"
+#include "tokchron/export/prometheus.hpp"
+#include "tokchron/export/snapshot.hpp"
+#include "tokchron/quantile/exact.hpp"
+
+using tokchron::metric_kind;
+
+namespace {
+// PromQL's histogram_quantile (promql/quantile.go, bucketQuantile) on one classic histogram:
+// rank q * count, the first bucket whose cumulative count reaches it, linear interpolation
+// inside that bucket from its lower bound (0 for the first bucket).
+double promql_quantile(double q, const tokchron::histogram_data& h) {
+  const double rank = q * static_cast<double>(h.count);
+  double lower = 0, below = 0;
+  for (const auto& b : h.buckets) {
+    const double c = static_cast<double>(b.cumulative_count);
+    if (c >= rank) {
+      if (c == below) return b.upper_bound;
+      return lower + (b.upper_bound - lower) * ((rank - below) / (c - below));
+    }
+    lower = b.upper_bound;
+    below = c;
+  }
+  return h.buckets.back().upper_bound;  // rank in the +Inf bucket
+}
+
+tokchron::metrics_snapshot sample_snapshot() {
+  tokchron::exact_quantiles<> ttft;
+  for (double x : {0.0005, 0.003, 0.004, 0.019, 0.02, 0.3, 1.0, 3.0, 3000.0}) CHECK(ttft.add(x));
+  tokchron::metrics_snapshot s;
+  s.family("tokchron_requests", "Finished requests, by outcome.", metric_kind::counter)
+      .add(40, {{"outcome", "stop"}})
+      .add(2, {{"outcome", "length"}});
+  s.family("tokchron_running_requests", "Requests being decoded.\nSecond \\ line \"quoted\".",
+           metric_kind::gauge)
+      .add(3.5, {{"note", "a\"b\\c\nd"}});
+  s.family("tokchron_ttft_seconds", "Time to first token.", metric_kind::histogram, "seconds")
+      .add(tokchron::classic_histogram(ttft, tokchron::vllm_ttft_buckets()), {{"model", "llama"}});
+  s.family("tokchron_empty_seconds", "A family with no points yet.", metric_kind::histogram,
+           "seconds");
+  return s;
+}
+}  // namespace
+
+TEST_CASE("prometheus text: golden 0.0.4 and OpenMetrics output") {
+  const auto s = sample_snapshot();
+  tokchron::prometheus_options o;
+  o.const_labels = {{"replica", "r1"}};
+  tokchron_test::check_golden("sample.prom", tokchron::to_prometheus(s, o));
+  o.openmetrics = true;
+  tokchron_test::check_golden("sample.openmetrics", tokchron::to_prometheus(s, o));
+}
+
+TEST_CASE("prometheus text: counters, escaping, cumulative buckets") {
+  const std::string t = tokchron::to_prometheus(sample_snapshot());
+  CHECK(t.find("# TYPE tokchron_requests_total counter\n") != std::string::npos);
+  CHECK(t.find("tokchron_requests_total{outcome=\"stop\"} 40\n") != std::string::npos);
+  CHECK(t.find("tokchron_running_requests{note=\"a\\\"b\\\\c\\nd\"} 3.5\n") != std::string::npos);
+  // 0.0.4 HELP escapes backslash and newline only.
+  CHECK(t.find("# HELP tokchron_running_requests Requests being decoded.\\nSecond \\\\ line "
+               "\"quoted\".\n") != std::string::npos);
+  // Samples <= le, by hand: 0.0005 | 0.003 0.004 | 0.019 0.02 | 0.3 | 1.0 | 3.0 | 3000 (> 2560).
+  CHECK(t.find("tokchron_ttft_seconds_bucket{model=\"llama\",le=\"0.001\"} 1\n") !=
+        std::string::npos);
+  CHECK(t.find("le=\"0.005\"} 3\n") != std::string::npos);
+  CHECK(t.find("le=\"0.02\"} 5\n") != std::string::npos);  // 0.02 itself is <= 0.02
+  CHECK(t.find("le=\"0.25\"} 5\n") != std::string::npos);
+  CHECK(t.find("le=\"1\"} 7\n") != std::string::npos);
+  CHECK(t.find("le=\"2560\"} 8\n") != std::string::npos);
+  CHECK(t.find("le=\"+Inf\"} 9\n") != std::string::npos);
+  CHECK(t.find("tokchron_ttft_seconds_count{model=\"llama\"} 9\n") != std::string::npos);
+}
+
+TEST_CASE("prometheus text: numbers as prometheus-cpp writes them") {
+  std::string s;
+  tokchron::detail::append_prometheus_number(s, 0.1);
+  s += ' ';
+  tokchron::detail::append_prometheus_number(s, 1e-5);
+  s += ' ';
+  tokchron::detail::append_prometheus_number(s, std::numeric_limits<double>::infinity());
+  s += ' ';
+  tokchron::detail::append_prometheus_number(s, -std::numeric_limits<double>::infinity());
+  s += ' ';
+  tokchron::detail::append_prometheus_number(s, std::nan(""));
+  s += ' ';
+  tokchron::detail::append_prometheus_number(s, std::exp2(1.0 / 16));
+  CHECK(s == "0.1 1e-05 +Inf -Inf NaN 1.044273782427414");
+}
+
+TEST_CASE("prometheus text: bad names are configuration errors and write nothing") {
+  auto throws = [](tokchron::metrics_snapshot s) {
+    std::string out = "kept";
+    CHECK_THROWS_AS(tokchron::write_prometheus(out, s), std::invalid_argument);
+    CHECK(out == "kept");
+  };
+  {
+    tokchron::metrics_snapshot s;
+    s.family("9bad", "h", metric_kind::gauge).add(1);
+    throws(s);
+  }
+  {
+    tokchron::metrics_snapshot s;
+    s.family("ok", "h", metric_kind::gauge).add(1, {{"bad-name", "v"}});
+    throws(s);
+  }
+  {
+    tokchron::metrics_snapshot s;
+    s.family("ok", "h", metric_kind::gauge).add(1, {{"__reserved", "v"}});
+    throws(s);
+  }
+  {
+    tokchron::metrics_snapshot s;
+    s.family("ok", "h", metric_kind::gauge).add(1, {{"a", "v"}, {"a", "w"}});
+    throws(s);
+  }
+  {
+    tokchron::metrics_snapshot s;
+    s.family("ok_seconds", "h", metric_kind::histogram)
+        .add(tokchron::histogram_data{}, {{"le", "1"}});
+    throws(s);
+  }
+  {
+    tokchron::metrics_snapshot s;
+    s.family("ok_total", "h", metric_kind::counter).add(1);
+    throws(s);
+  }
+  {
+    tokchron::metrics_snapshot s;
+    s.family("ok_ms", "h", metric_kind::gauge, "seconds").add(1);
+    throws(s);
+  }
+  {
+    tokchron::metrics_snapshot s;
+    s.family("dup", "h", metric_kind::gauge).add(1);
+    s.family("dup", "h", metric_kind::gauge).add(2);
+    throws(s);
+  }
+  {
+    tokchron::histogram_data h;
+    h.count = 3;
+    h.buckets = {{1.0, 2}, {0.5, 3}};
+    tokchron::metrics_snapshot s;
+    s.family("h_seconds", "h", metric_kind::histogram).add(h);
+    throws(s);
+  }
+  {
+    tokchron::histogram_data h;
+    h.count = 1;
+    h.buckets = {{1.0, 2}};  // more below 1 than in total
+    tokchron::metrics_snapshot s;
+    s.family("h_seconds", "h", metric_kind::histogram).add(h);
+    throws(s);
+  }
+  tokchron::exact_quantiles<> e;
+  CHECK_THROWS_AS((void)tokchron::classic_histogram(e, {1.0, 1.0}), std::invalid_argument);
+  CHECK_THROWS_AS((void)tokchron::classic_histogram(e, {std::nan("")}), std::invalid_argument);
+}
+
+TEST_CASE("exponential buckets: aligned with OTel bucket indices") {
+  for (int scale : {-1, 0, 2, 4, 5}) {
+    CAPTURE(scale);
+    const auto b = tokchron::exponential_buckets(scale, 1e-4, 100.0);
+    REQUIRE(b.size() >= 2);
+    CHECK(b.front() < 1e-4);
+    CHECK(b.back() >= 100.0);
+    CHECK(b[b.size() - 2] < 100.0);
+    const double base = std::exp2(std::ldexp(1.0, -scale));
+    CHECK(tokchron::exponential_buckets_error(scale) == doctest::Approx(base - 1).epsilon(1e-12));
+    const std::int64_t first = tokchron::exponential_bucket_index(scale, b.front());
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      // b[i] is the inclusive upper edge of bucket first + i; the next double is above it.
+      CHECK(tokchron::exponential_bucket_index(scale, b[i]) ==
+            first + static_cast<std::int64_t>(i));
+      CHECK(tokchron::exponential_bucket_index(scale, std::nextafter(b[i], 1e300)) ==
+            first + static_cast<std::int64_t>(i) + 1);
+      if (i > 0) CHECK(b[i] / b[i - 1] == doctest::Approx(base).epsilon(1e-12));
+    }
+  }
+  CHECK(tokchron::exponential_bucket_upper(0, 0) == 2.0);
+  CHECK(tokchron::exponential_bucket_upper(0, -1) == 1.0);
+  CHECK(tokchron::exponential_bucket_index(0, 1.0) == -1);  // (0.5, 1]
+  CHECK_THROWS_AS((void)tokchron::exponential_buckets(4, 0.0, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS((void)tokchron::exponential_buckets(4, 2.0, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS((void)tokchron::exponential_buckets(13, 1.0, 2.0), std::invalid_argument);
+  CHECK_THROWS_AS((void)tokchron::exponential_buckets(12, 1e-9, 1e9), std::invalid_argument);
+}
+
+TEST_CASE("exponential buckets: PromQL's interpolation stays within base - 1") {
+  // The bound the README states: histogram_quantile answers inside the bucket holding the
+  // nearest-rank sample quantile, so |answer / exact - 1| <= base - 1.
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> lognormal(std::log(0.05), 0.8);
+  std::exponential_distribution<double> expo(20.0);
+  for (int scale : {2, 3, 4, 5}) {
+    for (int dist = 0; dist < 3; ++dist) {
+      CAPTURE(scale);
+      CAPTURE(dist);
+      tokchron::exact_quantiles<> e;
+      for (int i = 0; i < 20000; ++i) {
+        double x = dist == 0   ? lognormal(rng)
+                   : dist == 1 ? 1e-3 + expo(rng)
+                               : 0.02 + 0.001 * (i % 7);
+        x = std::clamp(x, 1e-3, 900.0);
+        CHECK(e.add(x));
+      }
+      const auto h =
+          tokchron::classic_histogram(e, tokchron::exponential_buckets(scale, 1e-3, 1e3));
+      const double bound = tokchron::exponential_buckets_error(scale);
+      double worst = 0;
+      for (double q = 0.01; q < 0.9995; q += 0.005) {
+        const double exact = *e.quantile(q, tokchron::quantile_method::nearest_rank);
+        const double est = promql_quantile(q, h);
+        worst = std::max(worst, std::fabs(est / exact - 1));
+      }
+      CHECK(worst <= bound * (1 + 1e-12));
+      CHECK(worst > 0);  // the bound is not vacuous: interpolation does err
+    }
+  }
+}
