@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_IO_TRACE_HPP
+#define TOKCHRON_IO_TRACE_HPP
+
+/// \file
+/// The request-trace record of tokchron's JSON Lines format (README "Trace format"), its
+/// validation, and its conversion to and from a request timeline. Standard library only; the
+/// JSON reading and writing is in `io/trace_json.hpp` (nlohmann-json adaptor).
+///
+/// One record is one request; times are seconds (double) on one monotonic clock. Timelines made
+/// from records run on `trace_clock` (integer nanoseconds since the trace clock's zero), so a
+/// time survives record -> timeline -> record to the nanosecond.
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokchron/clock.hpp"
+#include "tokchron/config.hpp"
+#include "tokchron/timeline/event.hpp"
+#include "tokchron/timeline/request_timeline.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// The clock of replayed traces: integer nanoseconds since the trace's zero. It is never read
+/// (`now()` returns the zero): every event of a replayed timeline carries its own time.
+struct trace_clock {
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<trace_clock, duration>;
+  static constexpr bool is_steady = true;
+  [[nodiscard]] static constexpr time_point now() noexcept { return time_point{}; }
+};
+
+/// A timeline replayed from a trace: trace clock, every chunk kept.
+using trace_timeline = basic_request_timeline<trace_clock>;
+
+/// One chunk of a trace record: `[time, tokens]` or `[time, tokens, kind]`.
+struct trace_chunk {
+  double time = 0;  ///< seconds
+  std::uint32_t tokens = 0;
+  chunk_kind kind = chunk_kind::text;
+  friend bool operator==(const trace_chunk& a, const trace_chunk& b) noexcept {
+    return a.time == b.time && a.tokens == b.tokens && a.kind == b.kind;
+  }
+};
+
+/// One request of a trace. Required: `send` and `chunks` (possibly empty). Everything else is
+/// optional; `arrival` defaults to `send`, `end` to the last chunk (or `send` without chunks).
+struct trace_record {
+  std::string id;
+  std::optional<double> arrival;  ///< intended arrival (seconds)
+  double send = 0;                ///< actual send (seconds)
+  std::optional<double> queued, scheduled;
+  std::vector<double> preempted;  ///< preemption times (tokchron extension)
+  std::optional<std::uint64_t> prompt_tokens;
+  std::vector<trace_chunk> chunks;
+  std::optional<double> end;
+  std::optional<std::uint64_t> usage_output_tokens;
+  bool ok = true;
+  std::string error;  ///< the failure's message (empty when none)
+  /// Why the request ended (tokchron extension; default: stop when ok, error otherwise).
+  std::optional<finish_reason> reason;
+
+  friend bool operator==(const trace_record& a, const trace_record& b) {
+    return a.id == b.id && a.arrival == b.arrival && a.send == b.send && a.queued == b.queued &&
+           a.scheduled == b.scheduled && a.preempted == b.preempted &&
+           a.prompt_tokens == b.prompt_tokens && a.chunks == b.chunks && a.end == b.end &&
+           a.usage_output_tokens == b.usage_output_tokens && a.ok == b.ok && a.error == b.error &&
+           a.reason == b.reason;
+  }
+};
+
+/// What is wrong with a record: the field (JSON path such as `chunks[2][0]`) and why.
+struct trace_issue {
+  std::string field;
+  std::string message;
+};
+
+/// The finish reason named `s` ("stop", "length", "aborted", "error", "timed_out", "rejected").
+[[nodiscard]] inline std::optional<finish_reason> parse_finish_reason(std::string_view s) noexcept {
+  for (finish_reason r : {finish_reason::stop, finish_reason::length, finish_reason::aborted,
+                          finish_reason::error, finish_reason::timed_out, finish_reason::rejected})
+    if (to_string(r) == s) return r;
+  return std::nullopt;
+}
+
+/// The chunk kind named `s` ("text", "empty", "usage", "done").
+[[nodiscard]] inline std::optional<chunk_kind> parse_chunk_kind(std::string_view s) noexcept {
+  for (chunk_kind k : {chunk_kind::text, chunk_kind::empty, chunk_kind::usage, chunk_kind::done})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
+}
+
+namespace detail {
+/// Times must be finite and fit the trace clock (|t| < 9e9 s, about 285 years).
+[[nodiscard]] inline bool valid_trace_time(double t) noexcept {
+  return std::isfinite(t) && std::fabs(t) < 9e9;
+}
+[[nodiscard]] inline trace_clock::time_point trace_time(double seconds) noexcept {
+  return trace_clock::time_point(from_seconds<trace_clock::duration>(seconds));
+}
+}  // namespace detail
+
+/// The finish reason a record implies: its `reason`, else stop when ok and error otherwise.
+[[nodiscard]] inline finish_reason reason_of(const trace_record& r) noexcept {
+  if (r.reason) return *r.reason;
+  return r.ok ? finish_reason::stop : finish_reason::error;
+}
+
+/// Checks a record: finite times, events in order (arrival <= send <= queued <= scheduled <=
+/// chunks <= end, preemptions within), kinds consistent with `ok`. Empty when the record is
+/// valid. O(chunks).
+[[nodiscard]] inline std::optional<trace_issue> validate(const trace_record& r) {
+  auto bad = [](std::string field, std::string msg) {
+    return std::optional<trace_issue>(trace_issue{std::move(field), std::move(msg)});
+  };
+  if (!detail::valid_trace_time(r.send)) return bad("send", "must be a finite time in seconds");
+  if (r.arrival && !detail::valid_trace_time(*r.arrival))
+    return bad("arrival", "must be a finite time in seconds");
+  if (r.arrival && *r.arrival > r.send) return bad("arrival", "is later than send");
+  double latest = r.send;
+  const char* latest_name = "send";
+  for (auto [name, v] : {std::pair<const char*, const std::optional<double>*>{"queued", &r.queued},
+                         {"scheduled", &r.scheduled}}) {
+    if (!*v) continue;
+    if (!detail::valid_trace_time(**v)) return bad(name, "must be a finite time in seconds");
+    if (**v < latest) return bad(name, std::string("is earlier than ") + latest_name);
+    latest = **v;
+    latest_name = name;
+  }
+  const double before_chunks = latest;
+  const char* before_chunks_name = latest_name;
+  for (std::size_t i = 0; i < r.chunks.size(); ++i) {
+    const std::string f = "chunks[" + std::to_string(i) + "][0]";
+    const double t = r.chunks[i].time;
+    if (!detail::valid_trace_time(t)) return bad(f, "must be a finite time in seconds");
+    if (t < latest)
+      return bad(f, i == 0 ? std::string("is earlier than ") + latest_name
+                           : std::string("is earlier than the previous chunk"));
+    latest = t;
+    latest_name = "the last chunk";
+  }
+  for (std::size_t i = 0; i < r.preempted.size(); ++i) {
+    const std::string f = "preempted[" + std::to_string(i) + "]";
+    const double t = r.preempted[i];
+    if (!detail::valid_trace_time(t)) return bad(f, "must be a finite time in seconds");
+    if (t < before_chunks) return bad(f, std::string("is earlier than ") + before_chunks_name);
+    if (i > 0 && t < r.preempted[i - 1]) return bad(f, "is earlier than the previous preemption");
+  }
+  if (r.end) {
+    if (!detail::valid_trace_time(*r.end)) return bad("end", "must be a finite time in seconds");
+    if (*r.end < latest) return bad("end", std::string("is earlier than ") + latest_name);
+    if (!r.preempted.empty() && *r.end < r.preempted.back())
+      return bad("end", "is earlier than the last preemption");
+  }
+  if (r.reason && is_success(*r.reason) != r.ok)
+    return bad("finish_reason",
+               r.ok ? "is a failure but ok is true" : "is a success but ok is false");
+  return std::nullopt;
+}
+
+/// Replays `r` into a fresh timeline on `trace_clock`. Throws std::invalid_argument naming the
+/// field when `validate(r)` finds a problem (call `validate` first to handle it as a value).
+[[nodiscard]] inline trace_timeline to_timeline(const trace_record& r) {
+  if (auto issue = validate(r))
+    TOKCHRON_THROW(std::invalid_argument,
+                   ("tokchron: trace record: " + issue->field + " " + issue->message).c_str());
+  trace_timeline tl;
+  tl.store().reserve(r.chunks.size());
+  const auto at = detail::trace_time;
+  if (r.arrival) (void)tl.arrive(at(*r.arrival));
+  (void)tl.send(at(r.send));
+  if (r.queued) (void)tl.queued(at(*r.queued));
+  if (r.scheduled) (void)tl.scheduled(at(*r.scheduled));
+  // Preemptions interleave with chunks in time order (a preemption at a chunk's time goes first).
+  std::size_t pi = 0;
+  for (const trace_chunk& c : r.chunks) {
+    while (pi < r.preempted.size() && r.preempted[pi] <= c.time)
+      (void)tl.preempted(at(r.preempted[pi++]));
+    (void)tl.chunk(at(c.time), c.tokens, c.kind);
+  }
+  while (pi < r.preempted.size()) (void)tl.preempted(at(r.preempted[pi++]));
+  double end = r.chunks.empty() ? r.send : r.chunks.back().time;
+  if (!r.preempted.empty() && r.preempted.back() > end) end = r.preempted.back();
+  if (r.end) end = *r.end;
+  (void)tl.finish(at(end), reason_of(r));
+  if (r.prompt_tokens) tl.set_prompt_tokens(*r.prompt_tokens);
+  if (r.usage_output_tokens) tl.set_reported_output_tokens(*r.usage_output_tokens);
+  return tl;
+}
+
+/// Makes a trace record of a finished timeline that keeps chunks (any clock). Times are seconds
+/// since `zero` (e.g. the run's start), so records of one run share one clock. `id` and `error`
+/// are copied into the record. Unfinished timelines get no `end` and `ok` = false.
+template <class Timeline>
+[[nodiscard]] trace_record to_trace_record(const Timeline& tl, typename Timeline::time_point zero,
+                                           std::string id = {}, std::string error = {}) {
+  static_assert(Timeline::store_type::keeps_chunks,
+                "a trace record lists every chunk: the timeline needs a full_store");
+  auto s = [&](typename Timeline::time_point t) { return to_seconds(t - zero); };
+  trace_record r;
+  r.id = std::move(id);
+  r.error = std::move(error);
+  if (tl.has_explicit_arrival() && tl.arrival()) r.arrival = s(*tl.arrival());
+  if (tl.send_time())
+    r.send = s(*tl.send_time());
+  else if (tl.arrival())
+    r.send = s(*tl.arrival());
+  if (tl.queued_time()) r.queued = s(*tl.queued_time());
+  if (tl.first_scheduled()) r.scheduled = s(*tl.first_scheduled());
+  for (const auto& t : tl.store().preemption_times()) r.preempted.push_back(s(t));
+  r.prompt_tokens = tl.prompt_tokens();
+  r.chunks.reserve(tl.store().chunks().size());
+  for (const auto& c : tl.store().chunks())
+    r.chunks.push_back(trace_chunk{s(c.time), c.tokens, c.kind});
+  if (tl.finish_time()) r.end = s(*tl.finish_time());
+  r.usage_output_tokens = tl.reported_output_tokens();
+  r.ok = tl.succeeded();
+  if (tl.reason() && *tl.reason() != (r.ok ? finish_reason::stop : finish_reason::error))
+    r.reason = tl.reason();
+  return r;
+}
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_IO_TRACE_HPP

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_METRICS_RUN_SUMMARY_HPP
+#define TOKCHRON_METRICS_RUN_SUMMARY_HPP
+
+/// \file
+/// Run summaries: what a benchmark tool prints at the end of a run, computed from a set of
+/// finished timelines under a `profile` (metrics/profiles.hpp): duration, completed and failed
+/// counts, request / output / total token throughput (also per GPU), mean concurrency (sum E2E
+/// / duration and the time-weighted in-flight average), peak concurrency, and for each metric
+/// (ttft, tpot, itl, e2el, queue, prefill, decode, per-user tokens/s) count, mean, median, std,
+/// min, max and percentiles, plus the prompt and output length distributions.
+///
+/// Statistics are exact: every sample is kept, and percentiles are read by the profile's
+/// `quantile_method` through `exact_quantiles`, so a tool's numbers are reproduced to rounding
+/// (relative difference below 1e-12 in the tests). Memory: 8 bytes per sample; building the
+/// summary sorts each metric's samples (radix sort, O(n)). Only completed requests (by the
+/// profile's rule) enter the latency statistics and token totals; every request counts for the
+/// duration and the in-flight concurrency. Thread safety: a summarizer has one writer.
+///
+/// Goodput and SLA fields are added by `sla/` (into `run_summary::extra`), from the per-request
+/// values kept when `summary_options::keep_requests` is set.
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "tokchron/config.hpp"
+#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/quantile/exact.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// One requested percentile and its value (empty when there are no samples).
+struct percentile_value {
+  double percent;  ///< e.g. 99.9
+  std::optional<double> value;
+};
+
+/// The statistics of one metric over a run. Units: seconds for latencies, tokens/s for rates,
+/// tokens for lengths. Without samples `count` is 0 and every value is empty. `stddev` is empty
+/// when the profile's tool reports no std, or when count <= ddof.
+struct distribution {
+  std::uint64_t count = 0;
+  std::uint64_t invalid = 0;  ///< requests the profile's rule refused (MLPerf: N = 1 for TPOT)
+  std::optional<double> mean, median, stddev, min, max;
+  std::vector<percentile_value> percentiles;
+
+  /// The value at `percent` if it was requested.
+  [[nodiscard]] std::optional<double> at(double percent) const noexcept {
+    for (const auto& p : percentiles)
+      if (p.percent == percent) return p.value;
+    return std::nullopt;
+  }
+};
+
+/// What to summarise and how.
+struct summary_options {
+  /// Percentiles in percent (each in [0, 100]); empty: the profile's defaults.
+  std::vector<double> percentiles;
+  /// GPUs serving the run, for the per-GPU throughputs (empty: not reported).
+  std::optional<unsigned> gpus;
+  /// The run's duration in seconds when known from outside (e.g. a vLLM result file's
+  /// `duration`); otherwise measured by the profile's duration rule.
+  std::optional<double> duration;
+  /// Keep every request's `profiled_request` in `run_summary::requests` (for goodput and SLAs).
+  bool keep_requests = false;
+};
+
+/// A run as one profile reports it. Throughputs are per second of `duration`; every value that
+/// needs a positive duration is empty without one.
+struct run_summary {
+  std::string profile;                           ///< the profile's name
+  std::uint64_t requests = 0;                    ///< every request summarised
+  std::uint64_t completed = 0;                   ///< completed by the profile's rule
+  std::uint64_t failed = 0;                      ///< requests - completed
+  std::uint64_t input_tokens = 0;                ///< sum of prompt tokens over completed requests
+  std::uint64_t output_tokens = 0;               ///< sum of N over completed requests
+  std::optional<double> duration;                ///< seconds
+  std::optional<double> request_throughput;      ///< requests/s by the profile's rps rule
+  std::optional<double> output_throughput;       ///< output tokens/s
+  std::optional<double> total_token_throughput;  ///< (input + output) tokens/s
+  std::optional<unsigned> gpus;
+  std::optional<double> request_throughput_per_gpu, output_throughput_per_gpu,
+      total_token_throughput_per_gpu;
+  std::optional<double> mean_concurrency;           ///< sum E2E (completed) / duration
+  std::optional<double> time_weighted_concurrency;  ///< in-flight requests averaged over time
+  std::uint64_t peak_concurrency = 0;               ///< most requests in flight at once
+  /// Per-metric statistics. `itl` pools the profile's ITL samples (per chunk or per token) or
+  /// holds one value per request (per-request grains).
+  distribution ttft, tpot, itl, e2el, queue, prefill, decode, user_output_rate;
+  distribution prompt_lengths, output_lengths;    ///< tokens, completed requests
+  std::vector<profiled_request> requests_detail;  ///< when `keep_requests`
+  /// Further named values added by later stages (goodput, SLA attainment), in output order.
+  std::vector<std::pair<std::string, std::optional<double>>> extra;
+};
+
+/// Parses a comma-separated percentile list such as "50,90,99.9" (percent, each in [0, 100]).
+/// Throws std::invalid_argument naming the bad item.
+[[nodiscard]] inline std::vector<double> parse_percentiles(std::string_view s) {
+  std::vector<double> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t comma = std::min(s.find(',', pos), s.size());
+    std::string_view item = s.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    double v = 0;
+    const auto res = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || res.ec != std::errc() || res.ptr != item.data() + item.size() ||
+        !(v >= 0.0 && v <= 100.0))
+      TOKCHRON_THROW(
+          std::invalid_argument,
+          ("tokchron: percentile '" + std::string(item) + "' is not a number in [0, 100]").c_str());
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+/// The report key of a percentile: "p50", "p99.9" (shortest form that reads back exactly).
+[[nodiscard]] inline std::string percentile_key(double percent) {
+  char buf[32];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, percent);
+    if (std::strtod(buf, nullptr) == percent) break;
+  }
+  return std::string("p") + buf;
+}
+
+namespace detail {
+[[noreturn]] inline void throw_bad_alloc() {
+#if TOKCHRON_HAS_EXCEPTIONS
+  throw std::bad_alloc();
+#else
+  std::fprintf(stderr, "tokchron: out of memory\n");
+  std::abort();
+#endif
+}
+
+/// Sorts doubles ascending (NaN-free input): LSD radix sort on the IEEE bits for large inputs,
+/// std::sort for small ones. O(n) for n above a few thousand.
+inline void sort_samples(std::vector<double>& v) {
+  const std::size_t n = v.size();
+  if (n < 4096) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  constexpr int bits = 11, passes = 6;
+  constexpr std::size_t buckets = std::size_t{1} << bits;
+  std::vector<std::uint64_t> keys(n), tmp(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t u;
+    std::memcpy(&u, &v[i], sizeof u);
+    keys[i] = (u >> 63) ? ~u : (u | (std::uint64_t{1} << 63));
+  }
+  std::vector<std::array<std::size_t, buckets>> hist(passes);
+  for (auto& h : hist) h.fill(0);
+  for (std::uint64_t k : keys)
+    for (int p = 0; p < passes; ++p) ++hist[p][(k >> (p * bits)) & (buckets - 1)];
+  for (int p = 0; p < passes; ++p) {
+    auto& h = hist[p];
+    if (std::count(h.begin(), h.end(), std::size_t{0}) == static_cast<std::ptrdiff_t>(buckets - 1))
+      continue;  // every key has the same digit: nothing to do
+    std::size_t sum = 0;
+    for (auto& c : h) {
+      const std::size_t c0 = c;
+      c = sum;
+      sum += c0;
+    }
+    for (std::uint64_t k : keys) tmp[h[(k >> (p * bits)) & (buckets - 1)]++] = k;
+    keys.swap(tmp);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t k = keys[i];
+    const std::uint64_t u = (k >> 63) ? (k & ~(std::uint64_t{1} << 63)) : ~k;
+    std::memcpy(&v[i], &u, sizeof u);
+  }
+}
+}  // namespace detail
+
+/// The statistics of `samples` (consumed) under `p`'s percentile method and std ddof.
+[[nodiscard]] inline distribution make_distribution(std::vector<double> samples, const profile& p,
+                                                    const std::vector<double>& percentiles) {
+  distribution d;
+  d.percentiles.reserve(percentiles.size());
+  detail::sort_samples(samples);
+  exact_quantiles<double> q;
+  q.reserve(samples.size());
+  for (double x : samples) q.add(x);  // in order: stays sorted, no second sort
+  samples = std::vector<double>();
+  d.count = q.count();
+  for (double pc : percentiles)
+    d.percentiles.push_back(percentile_value{pc, q.quantile(pc / 100.0, p.percentile_method)});
+  if (q.empty()) return d;
+  d.mean = q.mean();
+  d.median = q.quantile(0.5, p.percentile_method);
+  if (p.std_ddof) d.stddev = q.stddev(*p.std_ddof);
+  d.min = q.min();
+  d.max = q.max();
+  return d;
+}
+
+/// Accumulates timelines (with a full_store) and produces one profile's `run_summary`.
+///
+/// \code
+///   tokchron::run_summarizer<tokchron::request_timeline> s(tokchron::profiles::vllm);
+///   for (const auto& tl : finished) s.add(tl);
+///   tokchron::run_summary r = s.summary();   // r.ttft.at(99), r.output_throughput, ...
+/// \endcode
+/// `add` is O(chunks) and may throw std::bad_alloc; the summarizer is unchanged if it does.
+template <class Timeline>
+class run_summarizer {
+ public:
+  using time_point = typename Timeline::time_point;
+
+  /// Throws std::invalid_argument for a percentile outside [0, 100], zero GPUs, or a
+  /// non-positive or non-finite duration.
+  explicit run_summarizer(const profile& p, summary_options o = {}) : p_(&p), o_(std::move(o)) {
+    if (o_.percentiles.empty()) o_.percentiles = parse_percentiles(p.default_percentiles);
+    for (double pc : o_.percentiles)
+      if (!(pc >= 0.0 && pc <= 100.0))
+        TOKCHRON_THROW(std::invalid_argument, "tokchron: percentiles must be in [0, 100]");
+    if (o_.gpus && *o_.gpus == 0)
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: the GPU count must be positive");
+    if (o_.duration && !(std::isfinite(*o_.duration) && *o_.duration > 0))
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: the duration must be positive");
+  }
+
+  /// Adds one request.
+  void add(const Timeline& tl) {
+    const std::size_t itl_before = itl_.size();
+    const profiled_request r = evaluate(*p_, tl, [this](double g) noexcept { itl_push(g); });
+    if (itl_failed_) {  // out of memory part-way: forget this request's samples
+      itl_failed_ = false;
+      itl_.resize(itl_before);
+      detail::throw_bad_alloc();
+    }
+    ++requests_;
+    const auto origin = detail::origin_of(*p_, tl);
+    std::optional<time_point> end = tl.finish_time();
+    if (!end && tl.store().last_chunk_time()) end = tl.store().last_chunk_time();
+    if (origin && end) spans_.emplace_back(*origin, *end);
+    if (p_->duration == duration_rule::origin_to_finish) {
+      if (origin) widen_start(*origin);
+      if (end) widen_end(*end);
+    }
+    if (o_.keep_requests) requests_detail_.push_back(r);
+    if (!r.completed) return;
+    ++completed_;
+    if (p_->duration == duration_rule::origin_to_e2e_end && origin && r.e2el) {
+      widen_start(*origin);
+      widen_end(*origin + std::chrono::duration_cast<typename Timeline::duration>(
+                              from_seconds<std::chrono::nanoseconds>(*r.e2el)));
+    }
+    output_tokens_ += r.output_tokens;
+    output_len_.push_back(static_cast<double>(r.output_tokens));
+    if (r.prompt_tokens) {
+      input_tokens_ += *r.prompt_tokens;
+      prompt_len_.push_back(static_cast<double>(*r.prompt_tokens));
+    }
+    push(ttft_, r.ttft);
+    push(tpot_, r.tpot);
+    if (r.tpot_invalid) ++tpot_invalid_;
+    if (p_->itl == itl_grain::per_request_tpot || p_->itl == itl_grain::per_request_including_ttft)
+      push(itl_, r.itl);
+    if (r.e2el) {
+      e2el_.push_back(*r.e2el);
+      e2el_sum_ += *r.e2el;
+    }
+    push(queue_, r.queue);
+    push(prefill_, r.prefill);
+    push(decode_, r.decode);
+    push(rate_, r.user_rate);
+  }
+
+  /// The summary of everything added so far (the summarizer can keep accumulating).
+  [[nodiscard]] run_summary summary() const {
+    run_summary s;
+    const profile& p = *p_;
+    const auto& pc = o_.percentiles;
+    s.profile = std::string(p.name);
+    s.requests = requests_;
+    s.completed = completed_;
+    s.failed = requests_ - completed_;
+    s.input_tokens = input_tokens_;
+    s.output_tokens = output_tokens_;
+    if (o_.duration)
+      s.duration = *o_.duration;
+    else if (start_ && end_ && *end_ > *start_)
+      s.duration = to_seconds(*end_ - *start_);
+    if (s.duration) {
+      const double dur = *s.duration;
+      double n = static_cast<double>(completed_);
+      if (p.request_rate == rps_rule::all_requests) n = static_cast<double>(requests_);
+      if (p.request_rate == rps_rule::completed_minus_one)
+        n = completed_ > 0 ? static_cast<double>(completed_ - 1) : 0.0;
+      s.request_throughput = n / dur;
+      s.output_throughput = static_cast<double>(output_tokens_) / dur;
+      s.total_token_throughput = static_cast<double>(input_tokens_ + output_tokens_) / dur;
+      s.mean_concurrency = e2el_sum_ / dur;
+      s.time_weighted_concurrency = in_flight_integral() / dur;
+      if (o_.gpus) {
+        const double g = *o_.gpus;
+        s.request_throughput_per_gpu = *s.request_throughput / g;
+        s.output_throughput_per_gpu = *s.output_throughput / g;
+        s.total_token_throughput_per_gpu = *s.total_token_throughput / g;
+      }
+    }
+    s.gpus = o_.gpus;
+    s.peak_concurrency = peak_in_flight();
+    s.ttft = make_distribution(ttft_, p, pc);
+    s.tpot = make_distribution(tpot_, p, pc);
+    s.tpot.invalid = tpot_invalid_;
+    s.itl = make_distribution(itl_, p, pc);
+    s.e2el = make_distribution(e2el_, p, pc);
+    s.queue = make_distribution(queue_, p, pc);
+    s.prefill = make_distribution(prefill_, p, pc);
+    s.decode = make_distribution(decode_, p, pc);
+    s.user_output_rate = make_distribution(rate_, p, pc);
+    s.prompt_lengths = make_distribution(prompt_len_, p, pc);
+    s.output_lengths = make_distribution(output_len_, p, pc);
+    s.requests_detail = requests_detail_;
+    return s;
+  }
+
+  [[nodiscard]] const profile& profile_used() const noexcept { return *p_; }
+  [[nodiscard]] const summary_options& options() const noexcept { return o_; }
+
+ private:
+  static void push(std::vector<double>& v, const std::optional<double>& x) {
+    if (x) v.push_back(*x);
+  }
+  void itl_push(double g) noexcept {
+    TOKCHRON_TRY { itl_.push_back(g); }
+    TOKCHRON_CATCH_ALL { itl_failed_ = true; }
+  }
+  void widen_start(time_point t) noexcept {
+    if (!start_ || t < *start_) start_ = t;
+  }
+  void widen_end(time_point t) noexcept {
+    if (!end_ || t > *end_) end_ = t;
+  }
+  /// The integral of the in-flight count over time, in request-seconds: the sum of the spans.
+  [[nodiscard]] double in_flight_integral() const noexcept {
+    double sum = 0;
+    for (const auto& [a, b] : spans_) sum += to_seconds(b - a);
+    return sum;
+  }
+  /// The largest number of overlapping spans (a span ending when another starts does not
+  /// overlap it).
+  [[nodiscard]] std::uint64_t peak_in_flight() const {
+    std::vector<std::pair<time_point, int>> ev;
+    ev.reserve(spans_.size() * 2);
+    for (const auto& [a, b] : spans_) {
+      ev.emplace_back(a, 1);
+      ev.emplace_back(b, -1);
+    }
+    std::sort(ev.begin(), ev.end());  // at equal times -1 sorts before +1
+    std::int64_t cur = 0, peak = 0;
+    for (const auto& e : ev) {
+      cur += e.second;
+      peak = std::max(peak, cur);
+    }
+    return static_cast<std::uint64_t>(peak);
+  }
+
+  const profile* p_;
+  summary_options o_;
+  std::uint64_t requests_ = 0, completed_ = 0, input_tokens_ = 0, output_tokens_ = 0,
+                tpot_invalid_ = 0;
+  double e2el_sum_ = 0;
+  bool itl_failed_ = false;
+  std::optional<time_point> start_, end_;
+  std::vector<std::pair<time_point, time_point>> spans_;
+  std::vector<double> ttft_, tpot_, itl_, e2el_, queue_, prefill_, decode_, rate_, prompt_len_,
+      output_len_;
+  std::vector<profiled_request> requests_detail_;
+};
+
+/// Summarises the timelines in [first, last) under `p`.
+template <class It>
+[[nodiscard]] run_summary summarize(It first, It last, const profile& p, summary_options o = {}) {
+  run_summarizer<typename std::iterator_traits<It>::value_type> s(p, std::move(o));
+  for (; first != last; ++first) s.add(*first);
+  return s.summary();
+}
+
+/// Summarises a range of timelines (anything with begin/end) under `p`.
+template <class Range>
+[[nodiscard]] run_summary summarize(const Range& timelines, const profile& p,
+                                    summary_options o = {}) {
+  return summarize(std::begin(timelines), std::end(timelines), p, std::move(o));
+}
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_METRICS_RUN_SUMMARY_HPP
