@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_ENGINE_HPP
+#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_ENGINE_HPP
+
+/// \file
+/// The run loop: load generator -> scheduler -> backend, one step at a time, every event
+/// recorded in the requests' tokchron timelines.
+///
+/// With a virtual-time backend (sim) the clock jumps: to the end of each step, and over idle
+/// gaps to the next arrival or scheduler wake-up, so a 10-minute run takes milliseconds. With
+/// a real-time backend the clock follows `steady_clock` from the start of the run and idle gaps
+/// are slept. The run ends when arrivals have stopped and every request has finished.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+
+#include "backend.hpp"
+#include "loadgen.hpp"
+#include "request.hpp"
+#include "scheduler.hpp"
+
+namespace batching {
+
+/// What the engine measured besides the timelines (those hold the latency story).
+struct engine_stats {
+  double end_s = 0;             ///< virtual (or real) time when the last request finished
+  double busy_s = 0;            ///< time spent inside steps
+  double kv_block_seconds = 0;  ///< integral of KV blocks in use over step time
+  double batch_seconds = 0;     ///< integral of the batch's sequence count over step time
+  std::uint32_t kv_blocks_total = 0, kv_blocks_peak = 0;
+  std::uint64_t steps = 0;
+  double wall_s = 0;  ///< how long the run took on this machine
+
+  /// Share of the run the backend was busy.
+  [[nodiscard]] double busy_fraction() const noexcept { return end_s > 0 ? busy_s / end_s : 0; }
+  /// Time-averaged share of KV blocks in use over the run.
+  [[nodiscard]] double kv_use_mean() const noexcept {
+    return end_s > 0 && kv_blocks_total ? kv_block_seconds / (end_s * kv_blocks_total) : 0;
+  }
+  /// Time-averaged sequences per step over the run (idle time counts as 0).
+  [[nodiscard]] double mean_batch() const noexcept { return end_s > 0 ? batch_seconds / end_s : 0; }
+  [[nodiscard]] double kv_use_peak() const noexcept {
+    return kv_blocks_total ? double(kv_blocks_peak) / kv_blocks_total : 0;
+  }
+};
+
+/// A finished run: every request (in creation order) and the counters.
+struct run_result {
+  std::deque<request> requests;
+  engine_stats engine;
+  scheduler_stats sched;
+};
+
+/// Observes each step (tests check invariants with it): the plan as it was run, the result.
+using step_observer = std::function<void(const step_plan&, const step_result&, const scheduler&)>;
+
+/// Runs `load` through a scheduler with `cfg` on `be`. Throws `std::invalid_argument` for a
+/// bad configuration and `std::runtime_error` when the backend fails or the run cannot make
+/// progress (which would be a scheduler bug).
+[[nodiscard]] run_result run(const scheduler_config& cfg, const workload& load, backend& be,
+                             const step_observer& observe = {});
+
+}  // namespace batching
+
+#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_ENGINE_HPP

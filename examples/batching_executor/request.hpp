@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_HPP
+#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_HPP
+
+/// \file
+/// One request as the executor sees it: what the load generator asked for, the scheduler's
+/// state, and the tokchron timeline that records what happened to it.
+
+#include <cstdint>
+#include <vector>
+
+#include "backend.hpp"
+
+namespace batching {
+
+enum class request_state : std::uint8_t { created, waiting, running, finished };
+
+/// A request. Owned by the load generator (stable address for the whole run); the scheduler
+/// keeps pointers. Single-threaded.
+struct request {
+  explicit request(const clock_type& clock) : tl(clock) {}
+
+  // --- what was asked (set by the load generator) ------------------------------------------
+  std::uint64_t id = 0;
+  std::uint32_t user = 0;  ///< closed loop: the user who sent it
+  std::uint32_t prompt_tokens = 1;
+  std::uint32_t output_tokens = 1;     ///< the response's length: it ends after this many
+  std::uint32_t predicted_output = 1;  ///< a noisy prediction of `output_tokens` (SJF)
+  std::int32_t priority = 0;           ///< lower runs first under the priority policy
+  time_point arrival{};                ///< the intended arrival (= queued: no network here)
+
+  // --- scheduler state ---------------------------------------------------------------------
+  request_state state = request_state::created;
+  std::uint32_t computed = 0;         ///< tokens whose KV is cached
+  std::uint32_t generated = 0;        ///< output tokens produced so far
+  std::vector<std::uint32_t> blocks;  ///< the KV block table
+  std::uint32_t waited_steps = 0;     ///< steps spent waiting since it last joined the queue
+  bool promoted = false;              ///< jumps the policy order (starvation bound, timeout)
+  bool resumed = false;               ///< waiting again after a preemption (goes first)
+  bool ever_scheduled = false;
+
+  /// The record of its life (arrival, queued, scheduled, preempted, chunks, finish).
+  timeline tl;
+
+  /// Tokens of the sequence so far: prompt plus generated output.
+  [[nodiscard]] std::uint32_t num_tokens() const noexcept { return prompt_tokens + generated; }
+  /// Tokens still to compute before the next token can be sampled (1 when decoding).
+  [[nodiscard]] std::uint32_t pending_tokens() const noexcept { return num_tokens() - computed; }
+  /// True when the next step for it is a decode (not a prefill or recompute).
+  [[nodiscard]] bool decoding() const noexcept { return generated > 0 && pending_tokens() == 1; }
+};
+
+}  // namespace batching
+
+#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_HPP

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+#include "scheduler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace batching {
+namespace {
+
+template <class E, std::size_t N>
+E parse_enum(std::string_view s, const char* what,
+             const std::pair<std::string_view, E> (&names)[N]) {
+  std::string choices;
+  for (const auto& [name, value] : names) {
+    if (s == name) return value;
+    choices += choices.empty() ? "" : ", ";
+    choices += name;
+  }
+  throw std::invalid_argument(std::string(what) + ": unknown value '" + std::string(s) +
+                              "' (choose " + choices + ")");
+}
+
+constexpr std::pair<std::string_view, policy> policy_names[] = {
+    {"fcfs", policy::fcfs}, {"priority", policy::priority}, {"sjf", policy::sjf}};
+constexpr std::pair<std::string_view, sjf_key> sjf_names[] = {
+    {"prompt", sjf_key::prompt}, {"output", sjf_key::output}, {"predicted", sjf_key::predicted}};
+constexpr std::pair<std::string_view, prefill_priority> prefill_names[] = {
+    {"off", prefill_priority::off},
+    {"always", prefill_priority::always},
+    {"slo_aware", prefill_priority::slo_aware}};
+constexpr std::pair<std::string_view, kv_policy> kv_names[] = {
+    {"max_utilization", kv_policy::max_utilization},
+    {"guaranteed_no_evict", kv_policy::guaranteed_no_evict}};
+constexpr std::pair<std::string_view, queue_timeout_action> timeout_names[] = {
+    {"reject", queue_timeout_action::reject}, {"promote", queue_timeout_action::promote}};
+
+template <class E, std::size_t N>
+std::string_view name_of(E e, const std::pair<std::string_view, E> (&names)[N]) noexcept {
+  for (const auto& [name, value] : names)
+    if (value == e) return name;
+  return "unknown";
+}
+
+}  // namespace
+
+std::string_view to_string(policy p) noexcept { return name_of(p, policy_names); }
+std::string_view to_string(sjf_key k) noexcept { return name_of(k, sjf_names); }
+std::string_view to_string(prefill_priority p) noexcept { return name_of(p, prefill_names); }
+std::string_view to_string(kv_policy p) noexcept { return name_of(p, kv_names); }
+std::string_view to_string(queue_timeout_action a) noexcept { return name_of(a, timeout_names); }
+policy parse_policy(std::string_view s) { return parse_enum(s, "policy", policy_names); }
+sjf_key parse_sjf_key(std::string_view s) { return parse_enum(s, "sjf_key", sjf_names); }
+prefill_priority parse_prefill_priority(std::string_view s) {
+  return parse_enum(s, "prefill_priority", prefill_names);
+}
+kv_policy parse_kv_policy(std::string_view s) { return parse_enum(s, "kv_policy", kv_names); }
+queue_timeout_action parse_queue_timeout_action(std::string_view s) {
+  return parse_enum(s, "on_queue_timeout", timeout_names);
+}
+
+void scheduler_config::validate() const {
+  auto bad = [](const std::string& m) { throw std::invalid_argument("scheduler: " + m); };
+  if (max_batch_size == 0) bad("max_batch_size must be > 0");
+  if (max_num_batched_tokens < max_batch_size)
+    bad("max_num_batched_tokens (" + std::to_string(max_num_batched_tokens) +
+        ") must be >= max_batch_size (" + std::to_string(max_batch_size) +
+        "), or running decodes could wait forever");
+  if (block_size == 0) bad("block_size must be > 0");
+  if (max_queue_time && *max_queue_time < duration::zero()) bad("max_queue_time must be >= 0");
+  if (max_batch_delay < duration::zero()) bad("max_batch_delay must be >= 0");
+  if (prefill == prefill_priority::slo_aware && !ttft_target)
+    bad("prefill_priority slo_aware needs a TTFT target (an --slo on ttft, or --ttft-target)");
+  if (!(prefill_tokens_per_s > 0)) bad("prefill_tokens_per_s must be > 0");
+}
+
+scheduler::scheduler(const scheduler_config& cfg, std::uint32_t kv_blocks, backend* be)
+    : cfg_(cfg), pool_(kv_blocks, cfg.block_size), be_(be) {
+  cfg_.validate();
+  if (kv_blocks == 0) throw std::invalid_argument("scheduler: the KV cache has no blocks");
+}
+
+void scheduler::add(request& r, time_point now) {
+  r.state = request_state::waiting;
+  if (!cfg_.chunked_prefill && r.prompt_tokens > cfg_.max_num_batched_tokens) {
+    ++stats_.rejected_too_long;
+    finish(r, now, tokchron::finish_reason::rejected);
+    return;
+  }
+  if (pool_.blocks_for(std::uint64_t(r.prompt_tokens) + r.output_tokens) > pool_.total()) {
+    ++stats_.rejected_too_long;
+    finish(r, now, tokchron::finish_reason::rejected);
+    return;
+  }
+  note(r.tl.queued(now));
+  r.waited_steps = 0;
+  waiting_.push_back(&r);
+  unsorted_ = true;
+}
+
+void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
+  pool_.release(r.blocks);
+  if (be_ && r.ever_scheduled) be_->release(r.id);
+  note(r.tl.finish(t, why));
+  r.state = request_state::finished;
+  finished_.push_back(&r);
+}
+
+void scheduler::expire(time_point now) {
+  if (!cfg_.max_queue_time) return;
+  auto keep = waiting_.begin();
+  for (request* r : waiting_) {
+    const bool timed_out =
+        !r->ever_scheduled && !r->promoted && now - r->arrival > *cfg_.max_queue_time;
+    if (timed_out && cfg_.on_queue_timeout == queue_timeout_action::reject) {
+      ++stats_.rejected_timeout;
+      finish(*r, now, tokchron::finish_reason::rejected);
+      continue;
+    }
+    if (timed_out) {
+      r->promoted = true;
+      unsorted_ = true;
+      ++stats_.promoted_timeout;
+    }
+    *keep++ = r;
+  }
+  waiting_.erase(keep, waiting_.end());
+}
+
+void scheduler::sort_waiting() {
+  if (!unsorted_) return;  // admission only removes a prefix, which keeps the order
+  unsorted_ = false;
+  auto key = [this](const request* r) {
+    const bool first = r->resumed || r->promoted;
+    std::int64_t k = 0;
+    if (!first) {
+      if (cfg_.order == policy::priority) k = r->priority;
+      if (cfg_.order == policy::sjf)
+        k = cfg_.sjf == sjf_key::prompt   ? r->prompt_tokens
+            : cfg_.sjf == sjf_key::output ? r->output_tokens
+                                          : r->predicted_output;
+    }
+    return std::make_tuple(first ? 0 : 1, k, r->arrival, r->id);
+  };
+  std::sort(waiting_.begin(), waiting_.end(),
+            [&](const request* a, const request* b) { return key(a) < key(b); });
+}
+
+duration scheduler::predict_prefill(std::uint32_t tokens) const {
+  if (be_)
+    if (auto d = be_->predict_prefill(tokens)) return *d;
+  return tokchron::from_seconds<duration>(tokens / cfg_.prefill_tokens_per_s);
+}
+
+bool scheduler::delay_holds(time_point now) const {
+  if (cfg_.max_batch_delay <= duration::zero() || waiting_.empty()) return false;
+  const request* head = waiting_.front();
+  if (head->resumed || head->promoted) return false;
+  const std::size_t free_slots = cfg_.max_batch_size - running_.size();
+  if (waiting_.size() >= free_slots) return false;
+  time_point oldest = head->arrival;
+  for (const request* r : waiting_) oldest = std::min(oldest, r->arrival);
+  return now - oldest < cfg_.max_batch_delay;
+}
+
+std::uint32_t scheduler::chunk_for(const request& r, std::uint32_t budget) const noexcept {
+  if (r.decoding()) return budget >= 1 ? 1u : 0u;
+  const std::uint32_t need = r.pending_tokens();
+  // A recompute after preemption (prompt + generated tokens) may exceed the budget even when
+  // every prompt fits, so it is chunked whatever `chunked_prefill` says.
+  if (cfg_.chunked_prefill || r.generated > 0) return std::min(need, budget);
+  return need <= budget ? need : 0u;
+}
+
+std::uint32_t scheduler::admit_blocks(const request& r, std::uint32_t n) const noexcept {
+  if (cfg_.kv == kv_policy::guaranteed_no_evict)
+    return pool_.blocks_for(std::uint64_t(r.prompt_tokens) + r.output_tokens);
+  return pool_.blocks_for(std::uint64_t(r.computed) + n);
+}
+
+bool scheduler::wants_prefill_first(time_point now) const {
+  if (cfg_.prefill == prefill_priority::off) return false;
+  bool work = std::any_of(running_.begin(), running_.end(),
+                          [](const request* r) { return !r->decoding(); });
+  if (!work && !waiting_.empty() && running_.size() < cfg_.max_batch_size && !delay_holds(now))
+    work = true;
+  if (!work) return false;
+  if (cfg_.prefill == prefill_priority::always) return true;
+  // slo_aware: the oldest waiter's queue time plus its predicted prefill breaks the target.
+  const request* oldest = nullptr;
+  for (const request* r : waiting_)
+    if (!oldest || r->arrival < oldest->arrival) oldest = r;
+  if (!oldest) return false;
+  return (now - oldest->arrival) + predict_prefill(oldest->pending_tokens()) > *cfg_.ttft_target;
+}
+
+std::size_t scheduler::pick_victim(std::size_t from) const {
+  if (cfg_.order != policy::priority) return running_.size() - 1;
+  std::size_t worst = from;
+  for (std::size_t i = from + 1; i < running_.size(); ++i) {
+    const request* a = running_[i];
+    const request* w = running_[worst];
+    if (std::tie(a->priority, a->arrival, a->id) > std::tie(w->priority, w->arrival, w->id))
+      worst = i;
+  }
+  return worst;
+}
+
+void scheduler::preempt(std::size_t i, time_point now) {
+  request& r = *running_[i];
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+  pool_.release(r.blocks);
+  if (be_) be_->release(r.id);
+  r.computed = 0;
+  r.state = request_state::waiting;
+  r.resumed = true;
+  r.waited_steps = 0;
+  note(r.tl.preempted(now));
+  waiting_.insert(waiting_.begin(), &r);
+  unsorted_ = true;
+  ++stats_.preemptions;
+}
+
+void scheduler::add_work(step_plan& plan, request& r, std::uint32_t n, bool dec) {
+  sequence_work w;
+  w.seq_id = r.id;
+  w.past_tokens = r.computed;
+  w.decode = dec;
+  w.prefill_tokens = dec ? 0 : n;
+  w.samples = r.computed + n == r.num_tokens();
+  w.prompt_tokens = r.prompt_tokens;
+  plan.work.seqs.push_back(w);
+  plan.reqs.push_back(&r);
+}
+
+void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
+  const bool prefill_first = kind == step_kind::prefill_only;
+  std::uint32_t budget = cfg_.max_num_batched_tokens;
+  bool preempted = false;
+  // 1. running sequences, in admission order.
+  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+    request& r = *running_[i];
+    const bool dec = r.decoding();
+    const bool skip = (prefill_first && dec) || (kind == step_kind::decode_only && !dec);
+    const std::uint32_t n = skip ? 0u : chunk_for(r, budget);
+    if (n == 0) {
+      ++i;
+      continue;
+    }
+    const std::uint32_t need = pool_.blocks_for(std::uint64_t(r.computed) + n);
+    bool self = false;
+    while (!pool_.grow(r.blocks, need)) {
+      const std::size_t v = pick_victim(i);
+      self = running_[v] == &r;
+      preempt(v, now);
+      preempted = true;
+      if (self) break;
+    }
+    if (self) continue;  // r left running_; index i now holds the next one
+    add_work(plan, r, n, dec);
+    budget -= n;
+    ++i;
+  }
+  // 2. admissions, in policy order, only when nothing was preempted.
+  if (preempted || kind == step_kind::decode_only) return;
+  std::size_t admitted = 0;
+  while (admitted < waiting_.size() && running_.size() < cfg_.max_batch_size && budget > 0) {
+    request& r = *waiting_[admitted];
+    if (!r.resumed && !r.promoted && delay_holds(now)) break;
+    const std::uint32_t n = chunk_for(r, budget);
+    if (n == 0) break;
+    if (!pool_.grow(r.blocks, admit_blocks(r, n))) break;
+    r.state = request_state::running;
+    r.resumed = false;
+    r.promoted = false;
+    r.ever_scheduled = true;
+    r.waited_steps = 0;
+    note(r.tl.scheduled(now));
+    running_.push_back(&r);
+    add_work(plan, r, n, false);
+    budget -= n;
+    ++admitted;
+  }
+  waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(admitted));
+}
+
+bool scheduler::schedule(time_point now, step_plan& plan) {
+  plan.clear();
+  plan.start = now;
+  plan.work.block_size = pool_.block_size();
+  expire(now);
+  sort_waiting();
+  const bool pf = wants_prefill_first(now);
+  // Prefill-first steps are all-prefill, or all-decode when no prefill can run (vLLM v0).
+  build(now, pf ? step_kind::prefill_only : step_kind::mixed, plan);
+  if (pf && plan.work.empty()) build(now, step_kind::decode_only, plan);
+  plan.prefill_first = pf && !plan.work.empty() && plan.work.num_decodes() == 0;
+  // Waiting requests that were not admitted age by one step.
+  for (request* r : waiting_) {
+    ++r->waited_steps;
+    if (cfg_.order != policy::fcfs && cfg_.starvation_steps > 0 && !r->promoted && !r->resumed &&
+        r->waited_steps >= cfg_.starvation_steps) {
+      r->promoted = true;
+      unsorted_ = true;
+      ++stats_.promoted_starvation;
+    }
+  }
+  if (plan.work.empty()) return false;
+  // Block tables are final only now (later sequences may have preempted nothing, but a
+  // vector may have grown), so point at them here.
+  for (std::size_t i = 0; i < plan.reqs.size(); ++i) {
+    plan.work.seqs[i].blocks = plan.reqs[i]->blocks.data();
+    plan.work.seqs[i].num_blocks = static_cast<std::uint32_t>(plan.reqs[i]->blocks.size());
+  }
+  ++stats_.steps;
+  if (plan.prefill_first) ++stats_.prefill_first_steps;
+  stats_.max_batch_seen =
+      std::max(stats_.max_batch_seen, static_cast<std::uint32_t>(plan.work.seqs.size()));
+  stats_.max_tokens_seen = std::max(stats_.max_tokens_seen, plan.work.num_tokens());
+  return true;
+}
+
+void scheduler::complete(const step_plan& plan, const step_result& result, time_point end) {
+  if (result.outputs.size() != plan.work.seqs.size())
+    throw std::runtime_error("backend returned " + std::to_string(result.outputs.size()) +
+                             " outputs for a batch of " + std::to_string(plan.work.seqs.size()));
+  bool any_done = false;
+  for (std::size_t i = 0; i < plan.reqs.size(); ++i) {
+    request& r = *plan.reqs[i];
+    const sequence_work& w = plan.work.seqs[i];
+    const sequence_output& out = result.outputs[i];
+    r.computed += w.new_tokens();
+    if (!w.samples) continue;
+    if (out.tokens == 0)
+      throw std::runtime_error("backend produced no token for sequence " +
+                               std::to_string(w.seq_id) + ", which had to sample one");
+    const std::uint32_t k = std::min(out.tokens, r.output_tokens - r.generated);
+    r.generated += k;
+    note(r.tl.chunk(end, k));
+    if (r.generated >= r.output_tokens || out.stop) {
+      finish(r, end,
+             r.generated >= r.output_tokens && !out.stop ? tokchron::finish_reason::length
+                                                         : tokchron::finish_reason::stop);
+      any_done = true;
+    }
+  }
+  if (any_done)
+    running_.erase(
+        std::remove_if(running_.begin(), running_.end(),
+                       [](const request* r) { return r->state == request_state::finished; }),
+        running_.end());
+}
+
+void scheduler::abort_all(time_point now) {
+  for (request* r : running_) {
+    ++stats_.aborted;
+    finish(*r, now, tokchron::finish_reason::aborted);
+  }
+  for (request* r : waiting_) {
+    ++stats_.aborted;
+    finish(*r, now, tokchron::finish_reason::aborted);
+  }
+  running_.clear();
+  waiting_.clear();
+}
+
+void scheduler::take_finished(std::vector<request*>& out) {
+  out.insert(out.end(), finished_.begin(), finished_.end());
+  finished_.clear();
+}
+
+std::optional<time_point> scheduler::next_wakeup(time_point now) const {
+  std::optional<time_point> t;
+  auto consider = [&](time_point c) {
+    if (c > now && (!t || c < *t)) t = c;
+  };
+  if (waiting_.empty()) return t;
+  time_point oldest = waiting_.front()->arrival;
+  for (const request* r : waiting_) {
+    oldest = std::min(oldest, r->arrival);
+    if (cfg_.max_queue_time && !r->ever_scheduled && !r->promoted)
+      consider(r->arrival + *cfg_.max_queue_time + duration(1));
+  }
+  if (cfg_.max_batch_delay > duration::zero()) consider(oldest + cfg_.max_batch_delay);
+  return t;
+}
+
+}  // namespace batching

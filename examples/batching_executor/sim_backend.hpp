@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SIM_BACKEND_HPP
+#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SIM_BACKEND_HPP
+
+/// \file
+/// `sim_backend`: a roofline model of one accelerator running one decoder-only model, on a
+/// virtual clock (docs/executor.md):
+///
+///     bytes = W + kvB (sum of decode contexts + sum of prefill pasts) + kvB new_tokens
+///     flops = 2 P new_tokens + sum_prefill 4 L d c (past + c/2) + sum_decode 4 L d (past + 1)
+///     t     = t_fixed + max(bytes / (eta_bw BW), flops / (eta_c F)) (1 + jitter)
+///
+/// W weight bytes, P parameters, kvB KV bytes per token, L layers, d hidden size, c a
+/// sequence's prefill chunk, past its cached context; a decode attends over past + 1 positions.
+/// jitter is sigma * z, z standard normal clipped to [-3, 3], seeded: the same seed gives the
+/// same step times. KV capacity: (memory * mem_util - W - activation_reserve) / kvB tokens.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend.hpp"
+#include "random.hpp"
+
+namespace batching {
+
+/// An accelerator: memory bytes, bandwidth (bytes/s) and dense fp16 throughput (FLOP/s).
+struct hardware_spec {
+  std::string name;
+  double memory_bytes = 0, bandwidth = 0, flops = 0;
+};
+/// A model: parameters, weight bytes, KV bytes per token, layers and hidden size.
+struct model_spec {
+  std::string name;
+  double params = 0, weight_bytes = 0, kv_bytes_per_token = 0;
+  std::uint32_t layers = 0, hidden = 0;
+};
+
+/// Presets `a10g`, `a100-80g`, `h100`, `h200`; throws `std::invalid_argument` listing them.
+[[nodiscard]] hardware_spec hardware_preset(std::string_view name);
+/// Presets `llama2-7b`, `llama3-8b` (fp16 weights and KV); throws listing them.
+[[nodiscard]] model_spec model_preset(std::string_view name);
+
+/// Every constant of the model; `set(key, value)` overrides one by name.
+struct sim_config {
+  hardware_spec hw = hardware_preset("a10g");
+  model_spec model = model_preset("llama2-7b");
+  double eta_bw = 0.8;        ///< achieved fraction of peak bandwidth (Vidur fits 0.75-0.8)
+  double eta_compute = 0.55;  ///< achieved fraction of peak FLOP/s (0.5-0.55)
+  double t_fixed_s = 0.002;   ///< per-step launch/scheduling overhead (1-3 ms)
+  double jitter = 0.02;       ///< sd of the relative step-time noise
+  double mem_util = 0.9;      ///< share of memory the engine may use (vLLM gpu_memory_utilization)
+  double activation_reserve_bytes = 1073741824.0;  ///< kept free for activations (1 GiB)
+  std::uint64_t seed = 1;
+
+  /// Overrides one constant: bandwidth, flops, memory (hardware); params, weight_bytes,
+  /// kv_bytes_per_token, layers, hidden (model); eta_bw, eta_compute, t_fixed, jitter,
+  /// mem_util, activation_reserve. Values are plain numbers in base units (bytes, FLOP/s,
+  /// seconds). Throws `std::invalid_argument` for an unknown key or bad value.
+  void set(std::string_view key, double value);
+  /// Throws `std::invalid_argument` when a constant is out of range or no KV fits.
+  void validate() const;
+  /// KV tokens that fit in memory after weights and the activation reserve (may be <= 0).
+  [[nodiscard]] double kv_capacity_tokens() const noexcept;
+};
+
+/// The cost of one step before jitter.
+struct step_cost {
+  double bytes = 0, flops = 0;
+  double memory_s = 0, compute_s = 0;  ///< bytes / (eta_bw BW), flops / (eta_c F)
+  double seconds = 0;                  ///< t_fixed + max(memory_s, compute_s)
+  [[nodiscard]] bool compute_bound() const noexcept { return compute_s > memory_s; }
+};
+
+/// The simulated backend. Deterministic for a seed; single-threaded.
+class sim_backend final : public backend {
+ public:
+  /// Throws `std::invalid_argument` for an invalid config.
+  explicit sim_backend(const sim_config& cfg);
+
+  [[nodiscard]] std::string name() const override;
+  [[nodiscard]] bool virtual_time() const noexcept override { return true; }
+  [[nodiscard]] std::uint32_t kv_blocks(std::uint32_t block_size) const override;
+  step_result step(const batch& b) override;
+  [[nodiscard]] std::optional<duration> predict_prefill(std::uint32_t tokens) const override;
+
+  /// The roofline cost of `b` (no jitter): the formula at the top of this file.
+  [[nodiscard]] step_cost cost(const batch& b) const noexcept;
+  [[nodiscard]] const sim_config& config() const noexcept { return cfg_; }
+
+ private:
+  sim_config cfg_;
+  rng rng_;
+};
+
+}  // namespace batching
+
+#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SIM_BACKEND_HPP
