@@ -17,6 +17,13 @@
 #include "tokchron/timeline/store.hpp"
 #include "tokchron/version.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
+#include "tokchron/metrics/fluidity.hpp"
+#include "tokchron/sla/capacity.hpp"
+#include "tokchron/sla/consistency.hpp"
+#include "tokchron/sla/evaluator.hpp"
+#include "tokchron/sla/goodput.hpp"
+#include "tokchron/sla/objective.hpp"
+#include "tokchron/sla/verdict.hpp"
 // tokchron:umbrella-end (headers added by later components go above this line)
 
 #endif  // TOKCHRON_TOKCHRON_HPP
