@@ -17,6 +17,7 @@
 #include "tokchron/timeline/store.hpp"
 #include "tokchron/version.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
+#include "tokchron/quantile/windowed.hpp"
 #include "tokchron/metrics/fluidity.hpp"
 #include "tokchron/sla/capacity.hpp"
 #include "tokchron/sla/consistency.hpp"

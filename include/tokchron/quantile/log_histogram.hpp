@@ -610,6 +610,12 @@ class log_histogram::bucket_range {
   [[nodiscard]] iterator begin() const noexcept { return {s_, s_->next_nonzero(0), bias_}; }
   [[nodiscard]] iterator end() const noexcept { return {s_, s_->size(), bias_}; }
   [[nodiscard]] bool empty() const noexcept { return s_->next_nonzero(0) == s_->size(); }
+  /// The number of non-empty buckets. O(buckets).
+  [[nodiscard]] std::size_t size() const noexcept {
+    std::size_t n = 0;
+    for (auto it = begin(); it != end(); ++it) ++n;
+    return n;
+  }
   /// The lowest and highest non-empty index (empty() must be false).
   [[nodiscard]] std::int32_t first_index() const noexcept { return (*begin()).index; }
   [[nodiscard]] std::int32_t last_index() const noexcept {

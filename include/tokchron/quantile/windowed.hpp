@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_QUANTILE_WINDOWED_HPP
+#define TOKCHRON_QUANTILE_WINDOWED_HPP
+
+/// \file
+/// `windowed<Estimator, Clock>`: the last W seconds of a distribution (e.g. 60 s as 6 slices of
+/// 10 s), for online SLA monitors. A ring of estimators; a slice rolls over on the injected clock.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tokchron/clock.hpp"
+#include "tokchron/config.hpp"
+#include "tokchron/quantile/estimator.hpp"
+#include "tokchron/quantile/log_histogram.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// A sliding window over a mergeable estimator: `slices` estimators, each covering
+/// `window / slices` of the clock's time, aligned to the clock's epoch (slice k covers
+/// [k d, (k + 1) d)). At time t (slice K) the view holds slices K - slices + 1 .. K, i.e. the
+/// samples of the last (slices - 1) d + (t mod d): between W - d and W, so more slices give a
+/// smoother window.
+///
+/// `add(x)` reads the clock once and records into the current slice; when the clock has
+/// moved into a new slice, that slice's ring slot is cleared and reused (`Estimator::clear()`,
+/// which for `log_histogram` keeps its memory: no allocation in steady state). `add(t, x)`
+/// takes a time already read; a sample older than the window (its slice has left the ring)
+/// is dropped and counted in `late()` and `rejected()`. Queries evaluate at the clock's now
+/// (or a given time): counts, sum, min, max read the live slices; `quantile` and `snapshot`
+/// merge them (O(slices x buckets)). The class meets the estimator contract itself (not
+/// mergeable), so SLA code generic over estimators accepts it. Error bound: the estimator's.
+///
+/// Thread safety: one writer; concurrent readers only while nobody writes.
+template <class Estimator = log_histogram, class Clock = default_clock>
+class windowed {
+  static_assert(is_mergeable_estimator_v<Estimator>, "windowed needs a mergeable estimator");
+  static_assert(is_clock_v<Clock>, "windowed needs a clock (see clock.hpp)");
+
+ public:
+  using estimator_type = Estimator;
+  using clock_type = Clock;
+  using value_type = typename Estimator::value_type;
+  using duration = typename Clock::duration;
+  using time_point = typename Clock::time_point;
+
+  /// A window of `window` split into `slices` equal slices; every slice starts as a copy of
+  /// `prototype` (so its precision carries). Throws std::invalid_argument unless window > 0,
+  /// slices >= 1 and window divides into `slices` whole ticks.
+  windowed(duration window, std::size_t slices, Clock clock = Clock{},
+           const Estimator& prototype = Estimator{})
+      : clock_(std::move(clock)), prototype_(prototype), window_(window) {
+    if (window.count() <= 0 || slices == 0 ||
+        window.count() % static_cast<typename duration::rep>(slices) != 0)
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: windowed needs window > 0 split into a whole number of ticks "
+                     "per slice");
+    slice_ = window / static_cast<typename duration::rep>(slices);
+    prototype_.clear();
+    slots_.assign(slices, slot{prototype_, never, 0});
+  }
+
+  /// Records `x` at the clock's now. False if the estimator rejected it.
+  bool add(value_type x) noexcept { return add(clock_.now(), x); }
+  /// Records `x` at time `t`. False if `t` is older than the window (counted in late()) or the
+  /// estimator rejected it.
+  bool add(time_point t, value_type x) noexcept {
+    const auto ticks = t.time_since_epoch().count();
+    if (TOKCHRON_LIKELY(ticks >= current_start_ && ticks < current_end_))
+      return slots_[current_].est.add(x);
+    return add_slow(ticks, x);
+  }
+
+  /// The live slices merged into one estimator (as of the clock's now, or `now`).
+  [[nodiscard]] Estimator snapshot() const { return snapshot(clock_.now()); }
+  [[nodiscard]] Estimator snapshot(time_point now) const {
+    Estimator r = prototype_;
+    for_each_slice(now, [&](const Estimator& e, time_point) { r.merge(e); });
+    return r;
+  }
+  /// Calls f(const Estimator&, time_point slice_start) for each live slice, oldest first.
+  template <class F>
+  void for_each_slice(time_point now, F&& f) const {
+    const std::int64_t k_now = slice_of(now.time_since_epoch().count());
+    const auto n = static_cast<std::int64_t>(slots_.size());
+    for (std::int64_t k = k_now - n + 1; k <= k_now; ++k) {
+      const slot& s = slots_[index_of(k)];
+      if (s.k == k) f(s.est, time_point(slice_ * static_cast<typename duration::rep>(k)));
+    }
+  }
+
+  // The estimator contract, evaluated at the clock's now.
+  [[nodiscard]] std::uint64_t count() const noexcept { return count(clock_.now()); }
+  [[nodiscard]] std::uint64_t count(time_point now) const noexcept {
+    std::uint64_t c = 0;
+    for_each_live(now, [&](const slot& s) { c += s.est.count(); });
+    return c;
+  }
+  /// Samples refused by the live slices, late ones included.
+  [[nodiscard]] std::uint64_t rejected() const noexcept {
+    std::uint64_t c = 0;
+    for_each_live(clock_.now(), [&](const slot& s) { c += s.est.rejected() + s.late; });
+    return c;
+  }
+  /// Samples dropped because their time was older than the window (live slices).
+  [[nodiscard]] std::uint64_t late() const noexcept {
+    std::uint64_t c = 0;
+    for_each_live(clock_.now(), [&](const slot& s) { c += s.late; });
+    return c;
+  }
+  [[nodiscard]] bool empty() const noexcept { return count() == 0; }
+  [[nodiscard]] double sum() const noexcept {
+    double r = 0;
+    for_each_live(clock_.now(), [&](const slot& s) { r += s.est.sum(); });
+    return r;
+  }
+  [[nodiscard]] std::optional<double> mean() const noexcept {
+    const time_point now = clock_.now();
+    std::uint64_t c = 0;
+    double r = 0;
+    for_each_live(now, [&](const slot& s) {
+      c += s.est.count();
+      r += s.est.sum();
+    });
+    if (c == 0) return std::nullopt;
+    return r / static_cast<double>(c);
+  }
+  [[nodiscard]] std::optional<value_type> min() const noexcept {
+    std::optional<value_type> r;
+    for_each_live(clock_.now(), [&](const slot& s) {
+      const auto m = s.est.min();
+      if (m && (!r || *m < *r)) r = m;
+    });
+    return r;
+  }
+  [[nodiscard]] std::optional<value_type> max() const noexcept {
+    std::optional<value_type> r;
+    for_each_live(clock_.now(), [&](const slot& s) {
+      const auto m = s.est.max();
+      if (m && (!r || *m > *r)) r = m;
+    });
+    return r;
+  }
+  /// The q-quantile of the live window (merges the slices; may throw std::bad_alloc, and
+  /// std::invalid_argument for q outside [0, 1]).
+  [[nodiscard]] std::optional<value_type> quantile(double q) const {
+    return snapshot().quantile(q);
+  }
+  [[nodiscard]] double relative_error() const noexcept { return prototype_.relative_error(); }
+
+  /// Forgets every sample.
+  void clear() noexcept {
+    for (slot& s : slots_) {
+      s.est.clear();
+      s.k = never;
+      s.late = 0;
+    }
+    newest_ = never;
+    current_start_ = 1;
+    current_end_ = 0;
+  }
+
+  [[nodiscard]] duration window() const noexcept { return window_; }
+  [[nodiscard]] duration slice_duration() const noexcept { return slice_; }
+  [[nodiscard]] std::size_t slices() const noexcept { return slots_.size(); }
+  [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+
+ private:
+  using rep = typename duration::rep;
+  static constexpr std::int64_t never = std::numeric_limits<std::int64_t>::min();
+  struct slot {
+    Estimator est;
+    std::int64_t k;      // slice number held, or never
+    std::uint64_t late;  // samples that arrived after their slice left the window
+  };
+
+  std::int64_t slice_of(rep ticks) const noexcept {
+    const rep d = slice_.count();
+    rep q = ticks / d;
+    if (ticks % d != 0 && ticks < 0) --q;  // floor
+    return static_cast<std::int64_t>(q);
+  }
+  std::size_t index_of(std::int64_t k) const noexcept {
+    const auto n = static_cast<std::int64_t>(slots_.size());
+    std::int64_t i = k % n;
+    if (i < 0) i += n;
+    return static_cast<std::size_t>(i);
+  }
+  template <class F>
+  void for_each_live(time_point now, F&& f) const noexcept {
+    const std::int64_t k_now = slice_of(now.time_since_epoch().count());
+    const auto n = static_cast<std::int64_t>(slots_.size());
+    for (const slot& s : slots_)
+      if (s.k != never && s.k <= k_now && s.k > k_now - n) f(s);
+  }
+
+  bool add_slow(rep ticks, value_type x) noexcept {
+    const std::int64_t k = slice_of(ticks);
+    const auto n = static_cast<std::int64_t>(slots_.size());
+    if (newest_ != never && k <= newest_ - n) {  // its slice has left the ring
+      ++slots_[current_].late;
+      return false;
+    }
+    slot& s = slots_[index_of(k)];
+    if (s.k != k) {  // a stale slot (older than the window): reuse it for slice k
+      s.est.clear();
+      s.k = k;
+      s.late = 0;
+    }
+    if (newest_ == never || k > newest_) {
+      newest_ = k;
+      current_ = index_of(k);
+      current_start_ = slice_.count() * static_cast<rep>(k);
+      current_end_ = current_start_ + slice_.count();
+    }
+    return s.est.add(x);
+  }
+
+  Clock clock_;
+  Estimator prototype_;
+  duration window_;
+  duration slice_{};
+  std::vector<slot> slots_;
+  std::int64_t newest_ = never;  // the newest slice recorded into
+  std::size_t current_ = 0;      // its slot
+  rep current_start_ = 1;        // its ticks [start, end); empty until the first add
+  rep current_end_ = 0;
+};
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_QUANTILE_WINDOWED_HPP
