@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tokchron/quantile/exact.hpp"
+#include "tokchron/quantile/log_histogram.hpp"
 
 namespace {
 using exact = tokchron::exact_quantiles<>;
@@ -79,6 +80,23 @@ TEST_CASE("collector: a prototype's samples are ignored") {
   auto w = c.make_writer();
   w.add(1);
   CHECK(c.snapshot().sorted_samples() == std::vector<double>{1});
+}
+
+TEST_CASE("collector: the default collector keeps the prototype's log_histogram configuration") {
+  const tokchron::log_histogram proto(0.001);
+  tokchron::collector c(proto);
+  auto w = c.make_writer();
+  for (int i = 1; i <= 1000; ++i) w.add(i * 1e-3);
+  const tokchron::log_histogram s = c.snapshot();
+  CHECK(s.scale() == proto.scale());
+  CHECK(s.count() == 1000);
+  CHECK(*s.min() == 1e-3);
+  CHECK(*s.max() == 1.0);
+  // the snapshot is the same histogram a single writer would have built
+  tokchron::log_histogram direct(0.001);
+  for (int i = 1; i <= 1000; ++i) direct.add(i * 1e-3);
+  CHECK(s == direct);  // scale, every bucket count, sum, min and max
+  CHECK(*s.quantile(0.99) == *direct.quantile(0.99));
 }
 
 TEST_CASE("collector: detached writers record nothing and say so") {
@@ -221,6 +239,47 @@ TEST_SUITE("concurrency") {
       CHECK(total.sum() == expected_sum);
       CHECK(c.writers() == 0);
     }
+  }
+
+  // The same with the default estimator: log_histogram counts, sums and extremes are exact.
+  TEST_CASE("collector: concurrent log_histogram writers give exact counts, sums and extremes") {
+    constexpr int writers = 3;
+    constexpr int events = 20000;
+    tokchron::collector c;
+    std::atomic<int> done{0};
+    std::atomic<std::uint64_t> taken{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < writers; ++t) {
+      threads.emplace_back([&c, &done, &taken, t] {
+        auto w = c.make_writer();
+        for (int i = 0; i < events; ++i) {
+          w.add(static_cast<double>(t * events + i + 1));
+          if (i == events / 2) {
+            const std::uint64_t seen = taken.load();
+            while (taken.load() < seen + 2) std::this_thread::yield();
+          }
+        }
+        done.fetch_add(1);
+      });
+    }
+    tokchron::log_histogram merged;
+    std::uint64_t nonempty = 0;
+    while (done.load() < writers) {
+      tokchron::log_histogram s = c.snapshot();
+      taken.fetch_add(1);
+      if (!s.empty()) ++nonempty;
+      merged.merge(s);
+    }
+    for (auto& th : threads) th.join();
+    merged.merge(c.snapshot());
+    const std::uint64_t n = std::uint64_t{writers} * events;
+    CHECK(nonempty >= 2);
+    REQUIRE(merged.count() == n);
+    CHECK(merged.sum() == static_cast<double>(n) * static_cast<double>(n + 1) / 2);
+    CHECK(*merged.min() == 1);
+    CHECK(*merged.max() == static_cast<double>(n));
+    CHECK(merged ==
+          c.cumulative());  // the intervals add up to the running total, bucket for bucket
   }
 
   // A snapshot that flips while a recording call is in progress waits for it, and the sample that

@@ -19,7 +19,7 @@
 /// locked instruction per sample on x86 but is portable.
 ///
 /// \code
-///   tokchron::basic_collector<tokchron::exact_quantiles<>> ttft;
+///   tokchron::collector ttft;           // log_histogram shards, 1 % relative error
 ///   // on each worker thread, once:
 ///   auto w = ttft.make_writer();
 ///   w.add(0.120);                       // noexcept, never blocks
@@ -41,6 +41,7 @@
 #include "tokchron/collect/detail/asymmetric_barrier.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/quantile/estimator.hpp"
+#include "tokchron/quantile/log_histogram.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
@@ -132,7 +133,7 @@ struct alignas(cache_line) collector_shard {
 /// Thread safety: `make_writer`, `snapshot`, `cumulative`, `writers` and `snapshots` may be called
 /// from any thread at any time (they serialise on an internal mutex that writers never take);
 /// each `writer` is used by one thread at a time.
-template <class Estimator>
+template <class Estimator = log_histogram>
 class basic_collector {
   static_assert(is_mergeable_estimator_v<Estimator>,
                 "a collector needs a mergeable estimator (see tokchron/quantile/estimator.hpp)");
@@ -342,6 +343,10 @@ class basic_collector {
 
   std::shared_ptr<state> state_;
 };
+
+/// A collector of the default estimator, `log_histogram` (1 % relative error unless a prototype
+/// says otherwise: `tokchron::collector c(tokchron::log_histogram(0.001));`).
+using collector = basic_collector<>;
 
 TOKCHRON_END_NAMESPACE
 
