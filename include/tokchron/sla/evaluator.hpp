@@ -41,6 +41,7 @@
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/fluidity.hpp"
+#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/sla/objective.hpp"
@@ -524,6 +525,24 @@ class slo_distributions {
       return;
     }
     add_metrics(m);
+  }
+  /// Records one request as a profile saw it (`evaluate(profile, timeline, ...)`): its TTFT
+  /// origin, TPOT rule and per-user rate. ITL (pooled per chunk or token by the profile) goes
+  /// through `add(slo_metric::itl, gap)`.
+  void add(const profiled_request& p) noexcept {
+    if (!p.completed) {
+      ++failed_;
+      return;
+    }
+    ++succeeded_;
+    put(slo_metric::ttft, p.ttft);
+    put(slo_metric::tpot, p.tpot);
+    put(slo_metric::e2el, p.e2el);
+    put(slo_metric::queue, p.queue);
+    put(slo_metric::prefill, p.prefill);
+    put(slo_metric::decode, p.decode);
+    put(slo_metric::normalized_latency, p.normalized_latency);
+    put(slo_metric::tokens_per_s, p.user_rate);
   }
   /// Adds one sample of `metric` directly.
   bool add(slo_metric metric, double x) noexcept {

@@ -25,6 +25,8 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/objective.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
@@ -145,6 +147,17 @@ struct goodput_options {
   missing_metric_rule missing = missing_metric_rule::met;
 };
 
+/// The goodput settings of a tool's profile: vLLM (`all_met_missing_zero`) and GenAI-Perf or
+/// canonical (`all_met_missing_ignored`) let a missing metric pass, AIPerf
+/// (`all_met_missing_fails`) does not. Profiles without a per-request goodput (`none`, MLPerf's
+/// `percentile_limits`) get the canonical rule.
+[[nodiscard]] constexpr goodput_options goodput_options_for(const profile& p) noexcept {
+  goodput_options o;
+  o.missing = p.goodput == goodput_rule::all_met_missing_fails ? missing_metric_rule::not_good
+                                                               : missing_metric_rule::met;
+  return o;
+}
+
 /// Counts of one goodput run.
 struct goodput_result {
   std::uint64_t requests = 0;                                       ///< finished requests seen
@@ -200,6 +213,15 @@ class goodput_counter {
       ++r_.missing;
     return good;
   }
+  /// Records one request as a profile saw it (its TTFT origin, TPOT and E2E rules).
+  bool add(const profiled_request& p) noexcept {
+    request_metrics m;
+    m.succeeded = p.completed;
+    m.ttft = p.ttft;
+    m.tpot = p.tpot;
+    m.e2e = p.e2el;
+    return add(m);
+  }
   /// Records a finished timeline (unfinished ones are ignored and return false).
   template <class Timeline>
   bool add_timeline(const Timeline& tl) noexcept {
@@ -221,6 +243,18 @@ class goodput_counter {
   goodput_options opt_;
   goodput_result r_;
 };
+
+/// Goodput of a run summarised with `summary_options::keep_requests` under its profile's rule
+/// and duration (throws std::invalid_argument when the summary kept no requests but has some).
+[[nodiscard]] inline goodput_result goodput(const run_summary& s, const request_slo& slo,
+                                            const profile& p) {
+  if (s.requests_detail.size() != s.requests)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: goodput needs a run summary made with keep_requests");
+  goodput_counter c(slo, goodput_options_for(p));
+  for (const auto& r : s.requests_detail) c.add(r);
+  return c.result(s.duration ? *s.duration : 0.0);
+}
 
 /// SLO attainment measured at one request rate.
 struct attainment_point {

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <vector>
+
+#include "tokchron/sla/goodput.hpp"
+#include "tokchron/testing.hpp"
+
+using namespace std::chrono_literals;
+using tokchron::request_slo;
+using tokchron::testing::script;
+
+TEST_CASE("per-request SLOs parse, and bad ones name the part") {
+  const auto s = request_slo::parse("ttft:1.5s,tpot:100ms, e2el = 10s");
+  CHECK(*s.ttft_s == 1.5);
+  CHECK(*s.tpot_s == doctest::Approx(0.1).epsilon(1e-15));
+  CHECK(*s.e2el_s == 10);
+  CHECK(s.to_string() == "ttft:1.5s,tpot:100ms,e2el:10s");
+  CHECK(request_slo::parse(s.to_string()).to_string() == s.to_string());
+  const char* bad[][2] = {{"ttft:1.5", "needs a unit"}, {"ttfx:1s", "unknown per-request limit"},
+                          {"ttft:1s,ttft:2s", "twice"}, {"ttft", "name:value"},
+                          {"ttft:fast", "number"},      {"ttft:1h", "unknown time unit"},
+                          {"", "empty limit"}};
+  for (const auto& b : bad) {
+    CAPTURE(b[0]);
+    const auto r = tokchron::parse_request_slo(b[0]);
+    CHECK(!r);
+    CHECK(std::string(r.error.message).find(b[1]) != std::string::npos);
+    CHECK_THROWS_AS((void)request_slo::parse(b[0]), std::invalid_argument);
+  }
+  CHECK(tokchron::parse_request_slo("ttft:1h").error.part("ttft:1h") == "h");
+}
+
+TEST_CASE("goodput: vLLM counts a missing TPOT as met, AIPerf as not good") {
+  std::vector<tokchron::testing::scripted_timeline> tls;
+  // good: TTFT 100 ms, TPOT 20 ms
+  tls.push_back(script().arrive(0ms).first_token(100ms).tokens(10, 20ms).finish().timeline());
+  // TTFT too slow
+  tls.push_back(script().arrive(0ms).first_token(2s).tokens(10, 20ms).finish().timeline());
+  // TPOT too slow
+  tls.push_back(script().arrive(0ms).first_token(100ms).tokens(10, 200ms).finish().timeline());
+  // one token only: no TPOT
+  tls.push_back(script().arrive(0ms).first_token(100ms).finish().timeline());
+  // failed
+  tls.push_back(script().arrive(0ms).finish(50ms, tokchron::finish_reason::error).timeline());
+  const auto slo = request_slo::parse("ttft:1.5s,tpot:100ms");
+
+  tokchron::goodput_counter vllm(slo, {tokchron::missing_metric_rule::met});
+  tokchron::goodput_counter aiperf(slo, {tokchron::missing_metric_rule::not_good});
+  for (const auto& tl : tls) {
+    vllm.add_timeline(tl);
+    aiperf.add_timeline(tl);
+  }
+  const auto v = vllm.result(10.0), a = aiperf.result(10.0);
+  CHECK(v.requests == 5);
+  CHECK(v.completed == 4);
+  CHECK(v.good == 2);
+  CHECK(a.good == 1);
+  CHECK(a.missing == 1);
+  CHECK(v.missed_ttft == 1);
+  CHECK(v.missed_tpot == 1);
+  CHECK(*v.attainment() == doctest::Approx(0.4));
+  CHECK(*v.goodput() == doctest::Approx(0.2));
+  CHECK(*a.goodput() == doctest::Approx(0.1));
+  CHECK(!vllm.result(0).goodput());
+  // a value equal to the limit is good (vLLM and GenAI-Perf: value <= SLO)
+  tokchron::goodput_counter edge(request_slo::parse("ttft:100ms"));
+  CHECK(edge.add_timeline(tls[0]));
+
+  // the rule comes from each tool's profile
+  CHECK(tokchron::goodput_options_for(tokchron::profiles::vllm).missing ==
+        tokchron::missing_metric_rule::met);
+  CHECK(tokchron::goodput_options_for(tokchron::profiles::aiperf).missing ==
+        tokchron::missing_metric_rule::not_good);
+  tokchron::summary_options so;
+  so.keep_requests = true;
+  so.duration = 10.0;
+  const auto sum_a = tokchron::summarize(tls, tokchron::profiles::aiperf, so);
+  CHECK(tokchron::goodput(sum_a, slo, tokchron::profiles::aiperf).good == 1);
+  const auto sum_v = tokchron::summarize(tls, tokchron::profiles::vllm, so);
+  CHECK(tokchron::goodput(sum_v, slo, tokchron::profiles::vllm).good == 2);
+  so.keep_requests = false;
+  CHECK_THROWS_AS((void)tokchron::goodput(tokchron::summarize(tls, tokchron::profiles::vllm, so),
+                                          slo, tokchron::profiles::vllm),
+                  std::invalid_argument);
+}
+
+TEST_CASE("DistServe goodput interpolates the target crossing between load points") {
+  using tokchron::attainment_point;
+  const std::vector<attainment_point> pts = {{4, 0.5}, {1, 0.99}, {3, 0.85}, {2, 0.95}};
+  const auto g = tokchron::distserve_goodput(pts, 0.9, 2);
+  REQUIRE(g.rate);
+  CHECK(*g.rate == doctest::Approx(2.5));  // halfway from 0.95 at 2 rps to 0.85 at 3 rps
+  CHECK(*g.per_gpu == doctest::Approx(1.25));
+  CHECK(!g.at_least);
+  // a later recovery does not extend the range: attainment must *stay* above the target
+  const auto dip = tokchron::distserve_goodput({{1, 0.95}, {2, 0.85}, {3, 0.95}}, 0.9);
+  CHECK(*dip.rate == doctest::Approx(1.5));
+  const auto all = tokchron::distserve_goodput({{1, 0.99}, {2, 0.97}});
+  CHECK(all.at_least);
+  CHECK(*all.rate == 2);
+  CHECK(!tokchron::distserve_goodput({{1, 0.5}}).rate);
+  CHECK(!tokchron::distserve_goodput({}).rate);
+  CHECK_THROWS_AS((void)tokchron::distserve_goodput({{1, 1.5}}), std::invalid_argument);
+  CHECK_THROWS_AS((void)tokchron::distserve_goodput({{1, 0.5}}, 0), std::invalid_argument);
+}
