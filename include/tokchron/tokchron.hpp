@@ -23,6 +23,7 @@
 #include "tokchron/sla/consistency.hpp"
 #include "tokchron/sla/evaluator.hpp"
 #include "tokchron/sla/goodput.hpp"
+#include "tokchron/sla/monitor.hpp"
 #include "tokchron/sla/objective.hpp"
 #include "tokchron/sla/verdict.hpp"
 // tokchron:umbrella-end (headers added by later components go above this line)

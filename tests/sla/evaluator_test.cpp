@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/sla/evaluator.hpp"
 #include "tokchron/testing.hpp"
 
@@ -334,4 +335,29 @@ TEST_CASE("an SLA judged on scripted timelines equals the hand computation") {
   CHECK(only_undecided.exit_code() == 4);
   only_undecided.verdicts.erase(only_undecided.verdicts.begin());
   CHECK(only_undecided.exit_code() == 0);
+}
+
+TEST_CASE("verdicts on a log_histogram bracket the exact ones within its error") {
+  tokchron::log_histogram h(0.01);
+  exact_quantiles<> e;
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> d(-2.5, 0.6);
+  for (int i = 0; i < 5000; ++i) {
+    const double x = d(rng);
+    h.add(x);
+    e.add(x);
+  }
+  const double err = h.relative_error();
+  for (double p : {50.0, 90.0, 99.0}) {
+    objective o = objective::parse("p99(ttft) < 1s");
+    o.percentile = p;
+    const auto ve = evaluate(o, e), vh = evaluate(o, h);
+    CAPTURE(p);
+    // the histogram's bounds contain the exact bounds, and are at most 2e wider
+    CHECK(vh.upper >= ve.upper);
+    CHECK(vh.upper <= ve.upper * (1 + err) / (1 - err) * (1 + 1e-12));
+    CHECK(vh.lower <= ve.lower);
+    CHECK(vh.lower >= ve.lower * (1 - err) / (1 + err) * (1 - 1e-12));
+    CHECK(*vh.measured == doctest::Approx(*ve.measured).epsilon(err));
+  }
 }

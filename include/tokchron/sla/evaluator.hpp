@@ -470,6 +470,25 @@ template <class Lookup>
   return out;
 }
 
+namespace detail {
+/// Calls f(metric, seconds or tokens/s) for every per-request SLO metric `m` defines (not ITL or
+/// fluidity: they need the chunks).
+template <class F>
+void for_each_slo_value(const request_metrics& m, F&& f) noexcept {
+  auto put = [&](slo_metric k, const std::optional<double>& x) {
+    if (x) f(k, *x);
+  };
+  put(slo_metric::ttft, m.ttft);
+  put(slo_metric::tpot, m.tpot);
+  put(slo_metric::e2el, m.e2e);
+  put(slo_metric::queue, m.queue_time);
+  put(slo_metric::prefill, m.prefill_time);
+  put(slo_metric::decode, m.decode_time);
+  put(slo_metric::normalized_latency, m.normalized_latency);
+  put(slo_metric::tokens_per_s, m.output_rate);
+}
+}  // namespace detail
+
 /// One estimator per `slo_metric`, fed one finished request at a time: the distributions an
 /// SLA is judged on. Successful requests (stop or length) feed every metric they define;
 /// failed ones are only counted (`failed()`), as the public tools leave them out of latency
@@ -582,14 +601,8 @@ class slo_distributions {
   }
   void add_metrics(const request_metrics& m) noexcept {
     ++succeeded_;
-    put(slo_metric::ttft, m.ttft);
-    put(slo_metric::tpot, m.tpot);
-    put(slo_metric::e2el, m.e2e);
-    put(slo_metric::queue, m.queue_time);
-    put(slo_metric::prefill, m.prefill_time);
-    put(slo_metric::decode, m.decode_time);
-    put(slo_metric::normalized_latency, m.normalized_latency);
-    put(slo_metric::tokens_per_s, m.output_rate);
+    detail::for_each_slo_value(
+        m, [&](slo_metric k, double x) { e_[static_cast<std::size_t>(k)].add(value(x)); });
   }
 
   Estimator e_[slo_metric_count]{};
