@@ -13,6 +13,7 @@
 #include "tokchron/export/prometheus.hpp"
 #include "tokchron/export/snapshot.hpp"
 #include "tokchron/quantile/exact.hpp"
+#include "tokchron/quantile/log_histogram.hpp"
 
 using tokchron::metric_kind;
 
@@ -167,33 +168,90 @@ TEST_CASE("prometheus text: bad names are configuration errors and write nothing
   CHECK_THROWS_AS((void)tokchron::classic_histogram(e, {std::nan("")}), std::invalid_argument);
 }
 
-TEST_CASE("exponential buckets: aligned with OTel bucket indices") {
+TEST_CASE("exponential buckets: on log_histogram bucket edges") {
   for (int scale : {-1, 0, 2, 4, 5}) {
     CAPTURE(scale);
     const auto b = tokchron::exponential_buckets(scale, 1e-4, 100.0);
     REQUIRE(b.size() >= 2);
     CHECK(b.front() < 1e-4);
+    CHECK(b[1] >= 1e-4);
     CHECK(b.back() >= 100.0);
     CHECK(b[b.size() - 2] < 100.0);
     const double base = std::exp2(std::ldexp(1.0, -scale));
     CHECK(tokchron::exponential_buckets_error(scale) == doctest::Approx(base - 1).epsilon(1e-12));
-    const std::int64_t first = tokchron::exponential_bucket_index(scale, b.front());
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      // b[i] is the inclusive upper edge of bucket first + i; the next double is above it.
-      CHECK(tokchron::exponential_bucket_index(scale, b[i]) ==
-            first + static_cast<std::int64_t>(i));
-      CHECK(tokchron::exponential_bucket_index(scale, std::nextafter(b[i], 1e300)) ==
-            first + static_cast<std::int64_t>(i) + 1);
-      if (i > 0) CHECK(b[i] / b[i - 1] == doctest::Approx(base).epsilon(1e-12));
+    // Each bound is a bucket's upper edge, bit for bit, at this and finer scales (the double
+    // nearest the edge: when it rounds above the edge, index_of puts it in the next bucket).
+    for (int finer : {scale, scale + 1, scale + 3}) {
+      const auto layout = tokchron::log_histogram::with_scale(finer);
+      for (std::size_t i = 1; i < b.size(); ++i) {
+        const std::int32_t k = layout.index_of(b[i]);
+        CHECK((layout.bucket_upper(k) == b[i] || layout.bucket_upper(k - 1) == b[i]));
+      }
     }
+    for (std::size_t i = 1; i < b.size(); ++i)
+      CHECK(b[i] / b[i - 1] == doctest::Approx(base).epsilon(1e-12));
   }
-  CHECK(tokchron::exponential_bucket_upper(0, 0) == 2.0);
-  CHECK(tokchron::exponential_bucket_upper(0, -1) == 1.0);
-  CHECK(tokchron::exponential_bucket_index(0, 1.0) == -1);  // (0.5, 1]
   CHECK_THROWS_AS((void)tokchron::exponential_buckets(4, 0.0, 1.0), std::invalid_argument);
   CHECK_THROWS_AS((void)tokchron::exponential_buckets(4, 2.0, 1.0), std::invalid_argument);
   CHECK_THROWS_AS((void)tokchron::exponential_buckets(13, 1.0, 2.0), std::invalid_argument);
   CHECK_THROWS_AS((void)tokchron::exponential_buckets(12, 1e-9, 1e9), std::invalid_argument);
+}
+
+TEST_CASE("classic histogram of a log_histogram: lossless on its bucket edges") {
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> d(std::log(0.2), 1.0);
+  for (int n : {5, 32, 33, 5000}) {
+    CAPTURE(n);
+    auto h = tokchron::log_histogram::with_scale(6);
+    tokchron::exact_quantiles<> e;
+    CHECK(h.add(0.0));
+    CHECK(e.add(0.0));
+    for (int i = 1; i < n; ++i) {
+      const double x = d(rng);
+      CHECK(h.add(x));
+      CHECK(e.add(x));
+    }
+    for (int scale : {2, 4, 5}) {
+      const auto bounds = tokchron::exponential_buckets(scale, 1e-3, 1e3);
+      const auto a = tokchron::classic_histogram(h, bounds);
+      const auto b = tokchron::classic_histogram(e, bounds);
+      REQUIRE(a.buckets.size() == b.buckets.size());
+      for (std::size_t i = 0; i < a.buckets.size(); ++i)
+        CHECK(a.buckets[i].cumulative_count == b.buckets[i].cumulative_count);
+      CHECK(a.count == b.count);
+    }
+    // Other bounds: each off by at most the one bucket straddling it.
+    const auto bounds = tokchron::vllm_ttft_buckets();
+    const auto a = tokchron::classic_histogram(h, bounds);
+    for (std::size_t i = 0; i < bounds.size(); ++i) {
+      CHECK(a.buckets[i].cumulative_count <= e.rank(bounds[i]));
+      CHECK(a.buckets[i].cumulative_count >= e.rank(bounds[i] / h.base()));
+    }
+  }
+}
+
+TEST_CASE("exponential histogram data: dense, lossless") {
+  auto h = tokchron::log_histogram::with_scale(3, 1e-6);
+  for (double x : {0.0, 1e-7, 0.5, 1.0, 1.0, 3.0, -2.0, 100.0}) CHECK(h.add(x));
+  const auto e = tokchron::exponential_histogram(h);
+  CHECK(e.scale == 3);
+  CHECK(e.zero_count == 2);
+  CHECK(e.zero_threshold == 1e-6);
+  std::uint64_t total = e.zero_count;
+  for (auto c : e.positive_counts) total += c;
+  for (auto c : e.negative_counts) total += c;
+  CHECK(total == 8);
+  CHECK(e.count == 8);
+  // 0.5 = 2^-1 is the upper edge of bucket -9 at scale 3; 1.0 of bucket -1; 100 of bucket 53.
+  CHECK(e.positive_offset == -9);
+  CHECK(e.positive_counts.front() == 1);
+  CHECK(e.positive_counts[8] == 2);
+  CHECK(e.positive_offset + static_cast<std::int32_t>(e.positive_counts.size()) - 1 ==
+        h.index_of(100.0));
+  CHECK(e.negative_offset == h.index_of(2.0));
+  CHECK(e.negative_counts == std::vector<std::uint64_t>{1});
+  CHECK(*e.min == -2.0);
+  CHECK(*e.max == 100.0);
 }
 
 TEST_CASE("exponential buckets: PromQL's interpolation stays within base - 1") {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/quantile/log_histogram.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
@@ -145,57 +146,39 @@ struct metrics_snapshot {
           30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 }
 
-/// The upper bound of exponential bucket `index` at `scale`: 2^((index + 1) / 2^scale), the
-/// OpenTelemetry / Prometheus native-histogram boundary, computed the same way on every
-/// replica (so `le` labels agree across a fleet).
-[[nodiscard]] inline double exponential_bucket_upper(int scale, std::int64_t index) noexcept {
-  // (index + 1) / 2^scale is exact in double for the ranges used here.
-  return std::exp2(std::ldexp(static_cast<double>(index + 1), -scale));
-}
-
-/// The exponential bucket index at `scale` holding x > 0 (OTel convention: bucket i holds
-/// (base^i, base^(i+1)]). Exact at boundaries computed by `exponential_bucket_upper`.
-[[nodiscard]] inline std::int64_t exponential_bucket_index(int scale, double x) noexcept {
-  auto i = static_cast<std::int64_t>(std::ceil(std::ldexp(std::log2(x), scale))) - 1;
-  // log2 may be off by an ulp next to a boundary: settle against the boundaries themselves.
-  while (i > std::numeric_limits<std::int32_t>::min() &&
-         exponential_bucket_upper(scale, i - 1) >= x)
-    --i;
-  while (exponential_bucket_upper(scale, i) < x) ++i;
-  return i;
-}
-
 /// The classic-histogram error bound of exponential boundaries at `scale`: every value read off
 /// by linear interpolation inside a bucket (PromQL's `histogram_quantile`) lies in the same
-/// bucket as the true quantile, so its relative error is at most base - 1 = 2^(2^-scale) - 1
-/// (scale 3: 9.05 %, 4: 4.43 %, 5: 2.19 %), for quantiles inside the covered range.
-[[nodiscard]] inline double exponential_buckets_error(int scale) noexcept {
-  return std::exp2(std::ldexp(1.0, -scale)) - 1.0;
+/// bucket as the true (nearest-rank) quantile, so its relative error is at most
+/// base - 1 = 2^(2^-scale) - 1 (scale 3: 9.05 %, 4: 4.43 %, 5: 2.19 %), for quantiles whose
+/// value lies inside the covered range. Throws std::invalid_argument outside [-10, 12].
+[[nodiscard]] inline double exponential_buckets_error(int scale) {
+  return log_histogram::with_scale(scale).base() - 1.0;
 }
 
-/// Classic-histogram upper bounds aligned with exponential buckets at `scale` (in [-10, 12])
-/// covering [lo, hi] (0 < lo < hi): the boundaries of the buckets from the one holding `lo` to
-/// the one holding `hi`, lower bound of the first included (so PromQL's first bucket, which it
-/// interpolates from 0, holds nothing). A `log_histogram` at any scale >= `scale` converts to
-/// these bounds without loss. Throws std::invalid_argument on a bad range or scale, or when
-/// the list would exceed `max_buckets`.
+/// Classic-histogram upper bounds on the bucket edges of a `log_histogram` at `scale` (in
+/// [-10, 12]) covering [lo, hi] (0 < lo < hi): the upper edges of the buckets from the one
+/// holding `lo` to the one holding `hi`, preceded by the lower edge of the first (so PromQL's
+/// first bucket, which it interpolates from 0, holds nothing below `lo`). The edges are
+/// bit-identical to `log_histogram::bucket_upper` at any scale >= `scale`, so such a histogram
+/// converts to them without loss, and every replica writes the same `le` labels. Throws
+/// std::invalid_argument on a bad range or scale, or when there would be more than
+/// `max_buckets` bounds.
 [[nodiscard]] inline std::vector<double> exponential_buckets(int scale, double lo, double hi,
                                                              std::size_t max_buckets = 1000) {
-  if (scale < -10 || scale > 12)
-    TOKCHRON_THROW(std::invalid_argument,
-                   "tokchron: exponential bucket scale must be in [-10, 12]");
   if (!(lo > 0) || !(hi > lo) || !std::isfinite(hi))
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: exponential buckets need a finite range 0 < lo < hi");
-  const std::int64_t first = exponential_bucket_index(scale, lo);
-  const std::int64_t last = exponential_bucket_index(scale, hi);
-  const auto n = static_cast<std::size_t>(last - first + 2);
+  const log_histogram layout = log_histogram::with_scale(scale);
+  const std::int32_t first = layout.index_of(lo);
+  const std::int32_t last = layout.index_of(hi);
+  const auto n = static_cast<std::size_t>(last - first) + 2;
   if (n > max_buckets)
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: exponential buckets: too many buckets for the range at this scale");
   std::vector<double> b;
   b.reserve(n);
-  for (std::int64_t i = first - 1; i <= last; ++i) b.push_back(exponential_bucket_upper(scale, i));
+  b.push_back(layout.bucket_lower(first));
+  for (std::int32_t i = first; i <= last; ++i) b.push_back(layout.bucket_upper(i));
   return b;
 }
 
@@ -236,6 +219,77 @@ template <class Estimator>
         histogram_bucket{ub, static_cast<std::uint64_t>(e.rank(static_cast<V>(ub)))});
   }
   return h;
+}
+
+/// A classic histogram of a `log_histogram`. While `h.is_exact()` every count is exact.
+/// Otherwise each bucket is counted under the first bound >= its upper edge: counts are exact
+/// for bounds on the histogram's bucket edges (`exponential_buckets` at a scale <= h.scale()),
+/// and for other bounds (the vLLM presets) the one bucket straddling a bound is counted above
+/// it (a value error of at most h.base() - 1 at that bound). O(buckets + bounds).
+[[nodiscard]] inline histogram_data classic_histogram(const log_histogram& h,
+                                                      const std::vector<double>& upper_bounds) {
+  detail::check_upper_bounds(upper_bounds);
+  histogram_data out;
+  out.count = h.count();
+  out.sum = h.sum();
+  out.buckets.reserve(upper_bounds.size());
+  if (h.is_exact()) {
+    for (double ub : upper_bounds) out.buckets.push_back(histogram_bucket{ub, h.rank(ub)});
+    return out;
+  }
+  // Edges computed at two scales may differ in the last bits; buckets are >= 1.7e-4 apart.
+  constexpr double tolerance = 1e-9;
+  const auto neg = h.negative_buckets();
+  const auto pos = h.positive_buckets();
+  // Negative buckets count from the most negative (the highest index) up.
+  std::vector<log_histogram::bucket> negatives(neg.begin(), neg.end());
+  std::size_t ni = negatives.size();
+  auto pit = pos.begin();
+  std::uint64_t below = 0;
+  bool zero_done = false;
+  for (double ub : upper_bounds) {
+    // Negative bucket i holds [-U_i, -L_i): all <= ub when -L_i <= ub.
+    while (ni > 0 && -h.bucket_lower(negatives[ni - 1].index) <= ub + tolerance * std::fabs(ub)) {
+      below += negatives[ni - 1].count;
+      --ni;
+    }
+    if (ni == 0 && !zero_done && h.zero_threshold() <= ub + tolerance * std::fabs(ub)) {
+      below += h.zero_count();
+      zero_done = true;
+    }
+    if (zero_done) {
+      while (pit != pos.end() && h.bucket_upper((*pit).index) <= ub * (1 + tolerance)) {
+        below += (*pit).count;
+        ++pit;
+      }
+    }
+    out.buckets.push_back(histogram_bucket{ub, below});
+  }
+  return out;
+}
+
+/// The OpenTelemetry exponential-histogram data of `h` (lossless: same scale, zero bucket,
+/// offsets and dense counts from the lowest to the highest non-empty bucket). Pass
+/// `h.downscaled(s)` to export at a coarser scale (OTel's default limit is 160 buckets).
+[[nodiscard]] inline exponential_histogram_data exponential_histogram(const log_histogram& h) {
+  exponential_histogram_data e;
+  e.scale = h.scale();
+  e.count = h.count();
+  e.sum = h.sum();
+  e.min = h.min();
+  e.max = h.max();
+  e.zero_count = h.zero_count();
+  e.zero_threshold = h.zero_threshold();
+  auto dense = [](const log_histogram::bucket_range& r, std::int32_t& offset,
+                  std::vector<std::uint64_t>& counts) {
+    if (r.empty()) return;
+    offset = r.first_index();
+    counts.assign(static_cast<std::size_t>(r.last_index() - offset) + 1, 0);
+    for (const auto b : r) counts[static_cast<std::size_t>(b.index - offset)] = b.count;
+  };
+  dense(h.positive_buckets(), e.positive_offset, e.positive_counts);
+  dense(h.negative_buckets(), e.negative_offset, e.negative_counts);
+  return e;
 }
 
 // --- run summaries and SLA verdicts, as plain data ------------------------------------------
