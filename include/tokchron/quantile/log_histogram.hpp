@@ -479,17 +479,14 @@ class log_histogram {
     if (k == 0) return min_;
     if (k + 1 >= count_) return max_;
     std::uint64_t seen = 0;
-    for (std::uint32_t p = neg_.size(); (p = neg_.prev_nonzero(p)) != neg_.size();) {
-      seen += neg_.get(p);
-      if (k < seen)
-        return clamp(-bucket_value(static_cast<std::int32_t>(neg_.first() + p) - bias_));
-    }
+    std::uint32_t p = neg_.locate(k, seen, true);
+    if (p != neg_.size())
+      return clamp(-bucket_value(static_cast<std::int32_t>(neg_.first() + p) - bias_));
     seen += zero_count_;
     if (k < seen) return clamp(0.0);
-    for (std::uint32_t p = pos_.next_nonzero(0); p < pos_.size(); p = pos_.next_nonzero(p + 1)) {
-      seen += pos_.get(p);
-      if (k < seen) return clamp(bucket_value(static_cast<std::int32_t>(pos_.first() + p) - bias_));
-    }
+    p = pos_.locate(k, seen, false);
+    if (p != pos_.size())
+      return clamp(bucket_value(static_cast<std::int32_t>(pos_.first() + p) - bias_));
     return max_;
   }
 

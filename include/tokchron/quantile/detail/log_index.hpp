@@ -244,6 +244,16 @@ class bucket_counts {
     }
     return size_;
   }
+  /// Adds counts to `seen` walking ascending (or descending) until seen > k; returns that
+  /// position, or size() when every count was added without passing k.
+  [[nodiscard]] std::uint32_t locate(std::uint64_t k, std::uint64_t& seen,
+                                     bool descending) const noexcept {
+    switch (width_) {
+      case 2: return locate_in(data_.c16, k, seen, descending);
+      case 4: return locate_in(data_.c32, k, seen, descending);
+      default: return locate_in(data_.c64, k, seen, descending);
+    }
+  }
   /// The sum of all counts (saturating is impossible: the histogram's total fits in 64 bits).
   [[nodiscard]] std::uint64_t total() const noexcept {
     std::uint64_t t = 0;
@@ -295,6 +305,22 @@ class bucket_counts {
   }
 
  private:
+  template <class T>
+  std::uint32_t locate_in(const T* c, std::uint64_t k, std::uint64_t& seen,
+                          bool descending) const noexcept {
+    if (descending) {
+      for (std::uint32_t i = size_; i-- > 0;) {
+        seen += c[i];
+        if (k < seen) return i;
+      }
+    } else {
+      for (std::uint32_t i = 0; i < size_; ++i) {
+        seen += c[i];
+        if (k < seen) return i;
+      }
+    }
+    return size_;
+  }
   union counters {
     std::uint16_t* c16;
     std::uint32_t* c32;
