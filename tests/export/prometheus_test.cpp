@@ -18,24 +18,6 @@
 using tokchron::metric_kind;
 
 namespace {
-// PromQL's histogram_quantile (promql/quantile.go, bucketQuantile) on one classic histogram:
-// rank q * count, the first bucket whose cumulative count reaches it, linear interpolation
-// inside that bucket from its lower bound (0 for the first bucket).
-double promql_quantile(double q, const tokchron::histogram_data& h) {
-  const double rank = q * static_cast<double>(h.count);
-  double lower = 0, below = 0;
-  for (const auto& b : h.buckets) {
-    const double c = static_cast<double>(b.cumulative_count);
-    if (c >= rank) {
-      if (c == below) return b.upper_bound;
-      return lower + (b.upper_bound - lower) * ((rank - below) / (c - below));
-    }
-    lower = b.upper_bound;
-    below = c;
-  }
-  return h.buckets.back().upper_bound;  // rank in the +Inf bucket
-}
-
 tokchron::metrics_snapshot sample_snapshot() {
   tokchron::exact_quantiles<> ttft;
   for (double x : {0.0005, 0.003, 0.004, 0.019, 0.02, 0.3, 1.0, 3.0, 3000.0}) CHECK(ttft.add(x));
@@ -254,6 +236,21 @@ TEST_CASE("exponential histogram data: dense, lossless") {
   CHECK(*e.max == 100.0);
 }
 
+TEST_CASE("promql_histogram_quantile: Prometheus' bucketQuantile by hand") {
+  tokchron::histogram_data h;
+  h.count = 10;
+  h.buckets = {{1.0, 2}, {2.0, 6}, {4.0, 8}};
+  CHECK(*tokchron::promql_histogram_quantile(0.1, h) ==
+        doctest::Approx(0.5));  // rank 1 of 2 in (0, 1]
+  CHECK(*tokchron::promql_histogram_quantile(0.4, h) ==
+        doctest::Approx(1.5));  // rank 4: 2 of 4 in (1, 2]
+  CHECK(*tokchron::promql_histogram_quantile(0.8, h) ==
+        doctest::Approx(4.0));  // rank 8: top of (2, 4]
+  CHECK(*tokchron::promql_histogram_quantile(0.95, h) == doctest::Approx(4.0));  // +Inf bucket
+  CHECK_FALSE(tokchron::promql_histogram_quantile(0.5, tokchron::histogram_data{}));
+  CHECK_FALSE(tokchron::promql_histogram_quantile(1.5, h));
+}
+
 TEST_CASE("exponential buckets: PromQL's interpolation stays within base - 1") {
   // The bound the README states: histogram_quantile answers inside the bucket holding the
   // nearest-rank sample quantile, so |answer / exact - 1| <= base - 1.
@@ -278,7 +275,7 @@ TEST_CASE("exponential buckets: PromQL's interpolation stays within base - 1") {
       double worst = 0;
       for (double q = 0.01; q < 0.9995; q += 0.005) {
         const double exact = *e.quantile(q, tokchron::quantile_method::nearest_rank);
-        const double est = promql_quantile(q, h);
+        const double est = *tokchron::promql_histogram_quantile(q, h);
         worst = std::max(worst, std::fabs(est / exact - 1));
       }
       CHECK(worst <= bound * (1 + 1e-12));

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// One replica of a serving fleet: serves tokchron's metrics on http://127.0.0.1:PORT/metrics
+// (through prometheus-cpp's Exposer and tokchron's Collectable, or through cpp-httplib and
+// tokchron's own writer, answering OpenMetrics when the scraper asks for it), waits until it
+// has been scraped a few times, then serves a burst of synthetic requests (latencies drawn
+// from a seeded lognormal) and records each finished request, and writes its TTFT histogram
+// (log_histogram's serialisation) to --dump so a checker can merge the fleet's true numbers.
+//
+//   fleet_replica --name r1 --server prometheus-cpp|httplib --port-file F --dump F
+//                 [--requests 4000] [--median-ms 200] [--seed 1] [--wait-scrapes 20]
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include <httplib.h>
+#include <prometheus/exposer.h>
+
+#include <tokchron/export/prometheus.hpp>
+#include <tokchron/export/prometheus_cpp.hpp>
+#include <tokchron/testing.hpp>
+
+#include "common.hpp"
+
+namespace {
+std::atomic<bool> stop{false};
+void on_signal(int) { stop = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string name = fleet::arg(argc, argv, "--name", "r1");
+  const std::string server = fleet::arg(argc, argv, "--server", "prometheus-cpp");
+  const std::string port_file = fleet::arg(argc, argv, "--port-file", "");
+  const std::string dump = fleet::arg(argc, argv, "--dump", "");
+  const int requests = std::stoi(fleet::arg(argc, argv, "--requests", "4000"));
+  const double median = std::stod(fleet::arg(argc, argv, "--median-ms", "200")) * 1e-3;
+  const auto seed = static_cast<std::uint64_t>(std::stoull(fleet::arg(argc, argv, "--seed", "1")));
+  const int wait_scrapes = std::stoi(fleet::arg(argc, argv, "--wait-scrapes", "20"));
+  if (port_file.empty() || dump.empty()) fleet::die("--port-file and --dump are required");
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+
+  auto metrics = std::make_shared<tokchron::prometheus_serving_metrics>(fleet::options(name));
+  std::atomic<int> scrapes{0}, openmetrics_scrapes{0};
+  int port = 0;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::shared_ptr<tokchron::prometheus_collectable> counted;
+  httplib::Server http;
+  std::thread http_thread;
+  if (server == "prometheus-cpp") {
+    exposer = std::make_unique<prometheus::Exposer>("127.0.0.1:0");
+    // The adaptor itself is all a server needs (exposer->RegisterCollectable(metrics)); this
+    // wrapper also counts scrapes so the replica knows when Prometheus has seen it.
+    counted = std::make_shared<tokchron::prometheus_collectable>([&] {
+      ++scrapes;
+      return metrics->snapshot();
+    });
+    exposer->RegisterCollectable(counted);
+    port = exposer->GetListeningPorts().at(0);
+  } else if (server == "httplib") {
+    http.Get("/metrics", [&](const httplib::Request& req, httplib::Response& res) {
+      tokchron::prometheus_options o;
+      o.openmetrics =
+          req.get_header_value("Accept").find("application/openmetrics-text") != std::string::npos;
+      res.set_content(tokchron::to_prometheus(metrics->snapshot(), o),
+                      std::string(o.openmetrics ? tokchron::openmetrics_content_type
+                                                : tokchron::prometheus_content_type));
+      if (o.openmetrics) ++openmetrics_scrapes;
+      ++scrapes;
+    });
+    port = http.bind_to_any_port("127.0.0.1");
+    if (port <= 0) fleet::die("cannot bind 127.0.0.1");
+    http_thread = std::thread([&] { http.listen_after_bind(); });
+  } else {
+    fleet::die("--server must be prometheus-cpp or httplib");
+  }
+  const std::string port_text = std::to_string(port) + "\n";
+  fleet::write_atomically(port_file, port_text.data(), port_text.size());
+  std::printf("fleet replica %s serving http://127.0.0.1:%d/metrics (%s)\n", name.c_str(), port,
+              server.c_str());
+  std::fflush(stdout);
+
+  while (!stop && scrapes < wait_scrapes) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+
+  // The burst: each request's timeline on a manual clock (times drawn, not waited for).
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> ttft(std::log(median), 0.6);
+  std::lognormal_distribution<double> gap(std::log(0.02), 0.3);
+  std::exponential_distribution<double> queue(1 / 0.01);
+  std::uniform_int_distribution<std::uint32_t> tokens(1, 64);
+  using sec = std::chrono::duration<double>;
+  auto at = [](double s) {
+    return std::chrono::duration_cast<tokchron::manual_clock::duration>(sec(s));
+  };
+  for (int i = 0; i < requests && !stop; ++i) {
+    const double q = queue(rng), first = q + ttft(rng);
+    auto s = tokchron::testing::script();
+    s.arrive(at(0)).scheduled(at(q)).chunk(at(first), 1);
+    double t = first;
+    const std::uint32_t n = tokens(rng);
+    for (std::uint32_t k = 1; k < n; ++k) s.chunk(at(t += gap(rng)), 1);
+    s.prompt_tokens(128).finish(at(t));
+    if (!metrics->record(s.timeline())) fleet::die("a request was not recorded");
+  }
+  const auto bytes = metrics->metrics().histogram(tokchron::serving_metric::ttft).serialize();
+  fleet::write_atomically(dump, bytes.data(), bytes.size());
+  std::printf("fleet replica %s recorded %d requests after %d scrapes (OpenMetrics scrapes: %d)\n",
+              name.c_str(), requests, scrapes.load(), openmetrics_scrapes.load());
+  std::fflush(stdout);
+
+  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (http_thread.joinable()) {
+    http.stop();
+    http_thread.join();
+  }
+  return 0;
+}
