@@ -27,21 +27,23 @@ using namespace std::chrono_literals;
 namespace {
 using big = boost::multiprecision::cpp_int;
 
-// Exact P(B <= k) for B ~ Binomial(n, a/b), as a double: sum C(n,i) a^i (b-a)^(n-i) / b^n in
-// exact integers, then one rounding.
-double exact_cdf(unsigned n, unsigned a, unsigned b, unsigned k) {
+// Exact P(B <= k) for k = 0..n, B ~ Binomial(n, a/b), as doubles: running sums of
+// C(n,i) a^i (b-a)^(n-i) / b^n in exact integers, each rounded once.
+std::vector<double> exact_cdfs(unsigned n, unsigned a, unsigned b) {
+  const big den = boost::multiprecision::pow(big(b), n);
+  std::vector<double> out;
   big num = 0, c = 1;
-  for (unsigned i = 0; i <= k && i <= n; ++i) {
+  for (unsigned i = 0; i <= n; ++i) {
     if (i > 0) c = c * (n - i + 1) / i;
     num +=
         c * boost::multiprecision::pow(big(a), i) * boost::multiprecision::pow(big(b - a), n - i);
+    // keep 80 significant bits of the quotient, then scale back
+    const long shift = static_cast<long>(boost::multiprecision::msb(den)) -
+                       static_cast<long>(boost::multiprecision::msb(num)) + 80;
+    const big scaled = (num << static_cast<unsigned>(shift)) / den;
+    out.push_back(std::ldexp(scaled.convert_to<double>(), static_cast<int>(-shift)));
   }
-  const big den = boost::multiprecision::pow(big(b), n);
-  // keep 80 significant bits of the quotient, then scale back
-  const long shift = static_cast<long>(boost::multiprecision::msb(den)) -
-                     static_cast<long>(boost::multiprecision::msb(num)) + 80;
-  const big scaled = (num << static_cast<unsigned>(shift)) / den;
-  return std::ldexp(scaled.convert_to<double>(), static_cast<int>(-shift));
+  return out;
 }
 
 exact_quantiles<> samples(const std::vector<double>& v) {
@@ -82,15 +84,16 @@ TEST_CASE("binomial tails equal the exact binomial computation") {
   for (unsigned n : ns) {
     for (const auto& p : ps) {
       const double pd = static_cast<double>(p[0]) / p[1];
+      const std::vector<double> cdf = exact_cdfs(n, p[0], p[1]);
       for (unsigned k = 0; k <= n; ++k) {
-        const double want = exact_cdf(n, p[0], p[1], k);
+        const double want = cdf[k];
         const double got = binomial_cdf(n, pd, k);
         CAPTURE(n);
         CAPTURE(pd);
         CAPTURE(k);
         // p as a double is within 1 ulp of a/b: the tail moves by at most n k ulp relative
         CHECK(std::fabs(got - want) <= 1e-11 * want + 1e-300);
-        const double want_sf = k == 0 ? 1.0 : 1.0 - exact_cdf(n, p[0], p[1], k - 1);
+        const double want_sf = k == 0 ? 1.0 : 1.0 - cdf[k - 1];
         CHECK(std::fabs(binomial_sf(n, pd, k) - want_sf) <= 1e-11 * want_sf + 1e-15);
       }
     }
@@ -124,6 +127,7 @@ TEST_CASE("order-statistic bound ranks are the exact extreme ranks at the confid
   for (unsigned n : {10u, 50u, 100u, 299u, 300u}) {
     for (const auto& p : {std::pair<unsigned, unsigned>{1, 2}, {9, 10}, {19, 20}, {99, 100}}) {
       const double q = static_cast<double>(p.first) / p.second;
+      const std::vector<double> cdf = exact_cdfs(n, p.first, p.second);
       for (double c : {0.9, 0.95, 0.99}) {
         const double alpha = 1 - c;
         const auto r = tokchron::quantile_bound_ranks(n, q, c);
@@ -132,19 +136,17 @@ TEST_CASE("order-statistic bound ranks are the exact extreme ranks at the confid
         CAPTURE(c);
         // lower: P(B <= l - 1) <= alpha, and l + 1 would break it
         if (r.lower >= 1) {
-          CHECK(exact_cdf(n, p.first, p.second, static_cast<unsigned>(r.lower - 1)) <= alpha);
-          if (r.lower < n)
-            CHECK(exact_cdf(n, p.first, p.second, static_cast<unsigned>(r.lower)) > alpha);
+          CHECK(cdf[r.lower - 1] <= alpha);
+          if (r.lower < n) CHECK(cdf[r.lower] > alpha);
         } else {
-          CHECK(exact_cdf(n, p.first, p.second, 0) > alpha);
+          CHECK(cdf[0] > alpha);
         }
         // upper: P(B >= u) = 1 - P(B <= u - 1) <= alpha, and u - 1 would break it
         if (r.upper <= n) {
-          CHECK(1 - exact_cdf(n, p.first, p.second, static_cast<unsigned>(r.upper - 1)) <= alpha);
-          if (r.upper > 1)
-            CHECK(1 - exact_cdf(n, p.first, p.second, static_cast<unsigned>(r.upper - 2)) > alpha);
+          CHECK(1 - cdf[r.upper - 1] <= alpha);
+          if (r.upper > 1) CHECK(1 - cdf[r.upper - 2] > alpha);
         } else {
-          CHECK(1 - exact_cdf(n, p.first, p.second, n - 1) > alpha);
+          CHECK(1 - cdf[n - 1] > alpha);
         }
       }
     }
