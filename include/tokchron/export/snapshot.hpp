@@ -24,7 +24,11 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
+#include "tokchron/sla/evaluator.hpp"
+#include "tokchron/sla/objective.hpp"
+#include "tokchron/sla/verdict.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
@@ -183,10 +187,7 @@ struct metrics_snapshot {
 }
 
 namespace detail {
-template <class E, class = void>
-struct has_rank : std::false_type {};
-template <class E>
-struct has_rank<E, std::void_t<decltype(std::declval<const E&>().rank(0.0))>> : std::true_type {};
+// has_rank: sla/evaluator.hpp.
 
 inline void check_upper_bounds(const std::vector<double>& upper_bounds) {
   for (std::size_t i = 0; i < upper_bounds.size(); ++i) {
@@ -332,46 +333,77 @@ template <class Estimator>
   return e;
 }
 
-// --- run summaries and SLA verdicts, as plain data ------------------------------------------
+// --- run summaries and SLA verdicts ---------------------------------------------------------
+// `run_summary` (metrics/run_summary.hpp) and `sla_verdict` (sla/verdict.hpp) are plain data
+// already; exporters read them as they are. These add them to a snapshot as gauges.
 
-/// One metric's distribution in a run summary (seconds, or tokens/s for rates). `percentiles`
-/// holds (p in [0, 100], value) pairs in the order requested; empty values mean no samples.
-struct distribution_snapshot {
-  std::string metric;  ///< "ttft", "tpot", "itl", "e2el", "queue", "prefill", "decode", ...
-  std::uint64_t count = 0;
-  std::optional<double> mean, median, stddev, min, max;
-  std::vector<std::pair<double, std::optional<double>>> percentiles;
-};
-
-/// One SLA objective's verdict (see sla/verdict.hpp), as plain data.
-struct verdict_snapshot {
-  std::string objective;  ///< "p95(ttft) < 1.5s"
-  std::string metric;     ///< "ttft"
-  std::string status;     ///< "pass", "fail" or "insufficient_data"
-  double threshold = 0;   ///< in the metric's base unit (seconds, tokens/s)
-  std::optional<double> measured, margin;
-  double lower = -std::numeric_limits<double>::infinity();
-  double upper = std::numeric_limits<double>::infinity();
-  double confidence = 0;
-  std::uint64_t samples = 0;
-};
-
-/// A run summary as plain data: the scalar fields a summary has (names as tokchron-report's
-/// JSON spells them: "completed", "duration", "request_throughput", ...), in order, then the
-/// per-metric distributions and the SLA verdicts.
-struct run_snapshot {
-  std::string profile;
-  std::vector<std::pair<std::string, std::optional<double>>> fields;
-  std::vector<distribution_snapshot> metrics;
-  std::vector<verdict_snapshot> slo;
-
-  /// The named scalar field, if present and defined.
-  [[nodiscard]] std::optional<double> field(std::string_view name) const noexcept {
-    for (const auto& f : fields)
-      if (f.first == name) return f.second;
-    return std::nullopt;
+/// Adds a run summary's scalar fields as gauges named `prefix` + field
+/// (`tokchron_run_duration_seconds`,
+/// `..._request_throughput`, `..._output_throughput`, `..._total_token_throughput`,
+/// `..._completed`, `..._failed`, `..._mean_concurrency`, `..._peak_concurrency`) and each latency
+/// distribution's percentiles as `prefix` + metric + `_seconds{percentile="95"}` gauges (an
+/// undefined value is left out), every point labelled `profile` plus `labels`.
+inline void add_run_summary(metrics_snapshot& s, const run_summary& r, const label_set& labels = {},
+                            const std::string& prefix = "tokchron_run_") {
+  label_set base = labels;
+  base.push_back(label{"profile", r.profile});
+  auto gauge = [&](const std::string& name, const char* help, std::optional<double> v) {
+    auto& f = s.family(prefix + name, help, metric_kind::gauge);
+    if (v) f.add(*v, base);
+  };
+  gauge("duration_seconds", "Run duration.", r.duration);
+  gauge("request_throughput", "Completed requests per second.", r.request_throughput);
+  gauge("output_throughput", "Output tokens per second.", r.output_throughput);
+  gauge("total_token_throughput", "Prompt and output tokens per second.", r.total_token_throughput);
+  gauge("completed", "Requests completed.", static_cast<double>(r.completed));
+  gauge("failed", "Requests failed.", static_cast<double>(r.failed));
+  gauge("mean_concurrency", "Sum of E2E latencies over the duration.", r.mean_concurrency);
+  gauge("peak_concurrency", "Most requests in flight at once.",
+        static_cast<double>(r.peak_concurrency));
+  const std::pair<const char*, const distribution*> dists[] = {
+      {"ttft", &r.ttft},   {"tpot", &r.tpot},       {"itl", &r.itl},      {"e2el", &r.e2el},
+      {"queue", &r.queue}, {"prefill", &r.prefill}, {"decode", &r.decode}};
+  for (const auto& [metric, d] : dists) {
+    if (d->count == 0) continue;
+    auto& f = s.family(prefix + metric + "_seconds",
+                       "Percentiles of the run's distribution, by the profile's method.",
+                       metric_kind::gauge, "seconds");
+    for (const auto& p : d->percentiles) {
+      if (!p.value) continue;
+      label_set l = base;
+      l.push_back(label{"percentile", detail::shortest_number(p.percent)});
+      f.add(*p.value, std::move(l));
+    }
   }
-};
+}
+
+/// Adds SLA verdicts as gauges `prefix` + `pass` (1 pass, 0 fail; no point when undecided),
+/// `decided`, `measured`, `threshold`, `margin` and `samples`, each point labelled `labels` plus
+/// `objective` ("p95(ttft) < 1.5s"). Values in the metric's base unit (seconds, tokens/s).
+inline void add_verdicts(metrics_snapshot& s, const sla_verdict& v, const label_set& labels = {},
+                         const std::string& prefix = "tokchron_slo_") {
+  auto fam = [&](const char* name, const char* help) {
+    return metric_family{prefix + name, help, metric_kind::gauge, {}, {}};
+  };
+  metric_family pass = fam("pass", "1 when the objective passes, 0 when it fails."),
+                decided = fam("decided", "1 when the data decide the objective, 0 when not."),
+                measured = fam("measured", "The measured statistic."),
+                threshold = fam("threshold", "The objective's threshold."),
+                margin = fam("margin", "Signed headroom (negative: missed by that much)."),
+                samples = fam("samples", "Samples judged.");
+  for (const auto& x : v.verdicts) {
+    label_set l = labels;
+    l.push_back(label{"objective", x.target.to_string()});
+    if (x.decided()) pass.add(x.passed() ? 1.0 : 0.0, l);
+    decided.add(x.decided() ? 1.0 : 0.0, l);
+    if (x.measured) measured.add(*x.measured, l);
+    threshold.add(x.target.threshold, l);
+    if (x.margin) margin.add(*x.margin, l);
+    samples.add(static_cast<double>(x.samples), l);
+  }
+  for (auto* f : {&pass, &decided, &measured, &threshold, &margin, &samples})
+    s.families.push_back(std::move(*f));
+}
 
 TOKCHRON_END_NAMESPACE
 
