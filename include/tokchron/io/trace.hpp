@@ -139,21 +139,21 @@ namespace detail {
   const double before_chunks = latest;
   const char* before_chunks_name = latest_name;
   for (std::size_t i = 0; i < r.chunks.size(); ++i) {
-    const std::string f = "chunks[" + std::to_string(i) + "][0]";
+    auto f = [i] { return "chunks[" + std::to_string(i) + "][0]"; };
     const double t = r.chunks[i].time;
-    if (!detail::valid_trace_time(t)) return bad(f, "must be a finite time in seconds");
+    if (!detail::valid_trace_time(t)) return bad(f(), "must be a finite time in seconds");
     if (t < latest)
-      return bad(f, i == 0 ? std::string("is earlier than ") + latest_name
-                           : std::string("is earlier than the previous chunk"));
+      return bad(f(), i == 0 ? std::string("is earlier than ") + latest_name
+                             : std::string("is earlier than the previous chunk"));
     latest = t;
     latest_name = "the last chunk";
   }
   for (std::size_t i = 0; i < r.preempted.size(); ++i) {
-    const std::string f = "preempted[" + std::to_string(i) + "]";
+    auto f = [i] { return "preempted[" + std::to_string(i) + "]"; };
     const double t = r.preempted[i];
-    if (!detail::valid_trace_time(t)) return bad(f, "must be a finite time in seconds");
-    if (t < before_chunks) return bad(f, std::string("is earlier than ") + before_chunks_name);
-    if (i > 0 && t < r.preempted[i - 1]) return bad(f, "is earlier than the previous preemption");
+    if (!detail::valid_trace_time(t)) return bad(f(), "must be a finite time in seconds");
+    if (t < before_chunks) return bad(f(), std::string("is earlier than ") + before_chunks_name);
+    if (i > 0 && t < r.preempted[i - 1]) return bad(f(), "is earlier than the previous preemption");
   }
   if (r.end) {
     if (!detail::valid_trace_time(*r.end)) return bad("end", "must be a finite time in seconds");

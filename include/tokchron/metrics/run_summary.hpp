@@ -36,6 +36,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -132,11 +133,12 @@ struct run_summary {
   return out;
 }
 
-/// The report key of a percentile: "p50", "p99.9" (shortest form that reads back exactly).
+/// The report key of a percentile: "p50", "p99.9" (the shortest fixed-point form that reads
+/// back exactly).
 [[nodiscard]] inline std::string percentile_key(double percent) {
-  char buf[32];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, percent);
+  char buf[48];
+  for (int decimals = 0; decimals <= 17; ++decimals) {
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, percent);
     if (std::strtod(buf, nullptr) == percent) break;
   }
   return std::string("p") + buf;
@@ -162,16 +164,28 @@ inline void sort_samples(std::vector<double>& v) {
   }
   constexpr int bits = 11, passes = 6;
   constexpr std::size_t buckets = std::size_t{1} << bits;
-  std::vector<std::uint64_t> keys(n), tmp(n);
-  for (std::size_t i = 0; i < n; ++i) {
+  // The keys live in v's own storage (bit patterns copied with memcpy), so one buffer is extra.
+  auto key = [](double d) {
     std::uint64_t u;
-    std::memcpy(&u, &v[i], sizeof u);
-    keys[i] = (u >> 63) ? ~u : (u | (std::uint64_t{1} << 63));
-  }
+    std::memcpy(&u, &d, sizeof u);
+    return (u >> 63) ? ~u : (u | (std::uint64_t{1} << 63));
+  };
+  auto unkey = [](std::uint64_t k) {
+    const std::uint64_t u = (k >> 63) ? (k & ~(std::uint64_t{1} << 63)) : ~k;
+    double d;
+    std::memcpy(&d, &u, sizeof d);
+    return d;
+  };
   std::vector<std::array<std::size_t, buckets>> hist(passes);
   for (auto& h : hist) h.fill(0);
-  for (std::uint64_t k : keys)
+  for (double& d : v) {
+    const std::uint64_t k = key(d);
+    std::memcpy(&d, &k, sizeof k);
     for (int p = 0; p < passes; ++p) ++hist[p][(k >> (p * bits)) & (buckets - 1)];
+  }
+  std::vector<double> tmp(n);
+  double* src = v.data();
+  double* dst = tmp.data();
   for (int p = 0; p < passes; ++p) {
     auto& h = hist[p];
     if (std::count(h.begin(), h.end(), std::size_t{0}) == static_cast<std::ptrdiff_t>(buckets - 1))
@@ -182,28 +196,28 @@ inline void sort_samples(std::vector<double>& v) {
       c = sum;
       sum += c0;
     }
-    for (std::uint64_t k : keys) tmp[h[(k >> (p * bits)) & (buckets - 1)]++] = k;
-    keys.swap(tmp);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t k;
+      std::memcpy(&k, &src[i], sizeof k);
+      std::memcpy(&dst[h[(k >> (p * bits)) & (buckets - 1)]++], &k, sizeof k);
+    }
+    std::swap(src, dst);
   }
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t k = keys[i];
-    const std::uint64_t u = (k >> 63) ? (k & ~(std::uint64_t{1} << 63)) : ~k;
-    std::memcpy(&v[i], &u, sizeof u);
+    std::uint64_t k;
+    std::memcpy(&k, &src[i], sizeof k);
+    v[i] = unkey(k);
   }
 }
 }  // namespace detail
 
-/// The statistics of `samples` (consumed) under `p`'s percentile method and std ddof.
-[[nodiscard]] inline distribution make_distribution(std::vector<double> samples, const profile& p,
+/// The statistics of sorted samples held in `q` under `p`'s percentile method and std ddof.
+[[nodiscard]] inline distribution make_distribution(const exact_quantiles<double>& q,
+                                                    const profile& p,
                                                     const std::vector<double>& percentiles) {
   distribution d;
-  d.percentiles.reserve(percentiles.size());
-  detail::sort_samples(samples);
-  exact_quantiles<double> q;
-  q.reserve(samples.size());
-  for (double x : samples) q.add(x);  // in order: stays sorted, no second sort
-  samples = std::vector<double>();
   d.count = q.count();
+  d.percentiles.reserve(percentiles.size());
   for (double pc : percentiles)
     d.percentiles.push_back(percentile_value{pc, q.quantile(pc / 100.0, p.percentile_method)});
   if (q.empty()) return d;
@@ -214,6 +228,55 @@ inline void sort_samples(std::vector<double>& v) {
   d.max = q.max();
   return d;
 }
+
+/// The statistics of `samples` (consumed) under `p`'s percentile method and std ddof.
+[[nodiscard]] inline distribution make_distribution(std::vector<double> samples, const profile& p,
+                                                    const std::vector<double>& percentiles) {
+  detail::sort_samples(samples);
+  exact_quantiles<double> q;
+  q.reserve(samples.size());
+  for (double x : samples) q.add(x);  // in order: stays sorted, no second sort
+  return make_distribution(q, p, percentiles);
+}
+
+namespace detail {
+/// One distribution to compute: its samples (consumed), profile, percentiles and destination.
+struct distribution_job {
+  std::vector<double>* samples;
+  const profile* p;
+  const std::vector<double>* percentiles;
+  distribution* out;
+};
+
+/// Computes every job's distribution. Jobs whose samples are identical (several profiles often
+/// agree on a metric's samples) share one sort. Frees the samples.
+inline void run_distribution_jobs(std::vector<distribution_job>& jobs) {
+  std::vector<bool> done(jobs.size(), false);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<double>& v = *jobs[i].samples;
+    std::vector<std::size_t> group{i};
+    for (std::size_t j = i + 1; j < jobs.size(); ++j) {
+      const std::vector<double>& w = *jobs[j].samples;
+      if (!done[j] && w.size() == v.size() &&
+          (v.empty() || std::memcmp(v.data(), w.data(), v.size() * sizeof(double)) == 0)) {
+        group.push_back(j);
+        done[j] = true;
+      }
+    }
+    sort_samples(v);
+    exact_quantiles<double> q;
+    q.reserve(v.size());
+    for (double x : v) q.add(x);  // in order: stays sorted
+    for (std::size_t j : group) {
+      const std::uint64_t invalid = jobs[j].out->invalid;
+      *jobs[j].out = make_distribution(q, *jobs[j].p, *jobs[j].percentiles);
+      jobs[j].out->invalid = invalid;
+      std::vector<double>().swap(*jobs[j].samples);
+    }
+  }
+}
+}  // namespace detail
 
 /// Accumulates timelines (with a full_store) and produces one profile's `run_summary`.
 ///
@@ -243,13 +306,7 @@ class run_summarizer {
 
   /// Adds one request.
   void add(const Timeline& tl) {
-    const std::size_t itl_before = itl_.size();
-    const profiled_request r = evaluate(*p_, tl, [this](double g) noexcept { itl_push(g); });
-    if (itl_failed_) {  // out of memory part-way: forget this request's samples
-      itl_failed_ = false;
-      itl_.resize(itl_before);
-      detail::throw_bad_alloc();
-    }
+    const profiled_request r = add_itl(tl);
     ++requests_;
     const auto origin = detail::origin_of(*p_, tl);
     std::optional<time_point> end = tl.finish_time();
@@ -288,11 +345,32 @@ class run_summarizer {
     push(rate_, r.user_rate);
   }
 
-  /// The summary of everything added so far (the summarizer can keep accumulating).
+  /// The summary of everything added so far (the summarizer can keep accumulating). Copies the
+  /// samples; `take_summary` does not.
   [[nodiscard]] run_summary summary() const {
+    run_summarizer copy(*this);
+    return copy.take_summary();
+  }
+
+  /// The summary, consuming the samples (the summarizer is left empty of samples).
+  [[nodiscard]] run_summary take_summary() {
+    if (!candidates_.empty()) {  // sharing another summarizer's samples: take a copy
+      itl_ = itl_view();
+      candidates_.clear();
+    }
     run_summary s;
+    std::vector<detail::distribution_job> jobs;
+    collect_summary(s, jobs);
+    detail::run_distribution_jobs(jobs);
+    return s;
+  }
+
+  /// Fills the scalar fields of `s` and appends the jobs that compute its distributions (for
+  /// summarising several profiles with shared sorts; see `summarize` over profiles). The jobs
+  /// point into `s` and this summarizer: run them with `detail::run_distribution_jobs` before
+  /// either moves.
+  void collect_summary(run_summary& s, std::vector<detail::distribution_job>& jobs) {
     const profile& p = *p_;
-    const auto& pc = o_.percentiles;
     s.profile = std::string(p.name);
     s.requests = requests_;
     s.completed = completed_;
@@ -323,30 +401,103 @@ class run_summarizer {
     }
     s.gpus = o_.gpus;
     s.peak_concurrency = peak_in_flight();
-    s.ttft = make_distribution(ttft_, p, pc);
-    s.tpot = make_distribution(tpot_, p, pc);
     s.tpot.invalid = tpot_invalid_;
-    s.itl = make_distribution(itl_, p, pc);
-    s.e2el = make_distribution(e2el_, p, pc);
-    s.queue = make_distribution(queue_, p, pc);
-    s.prefill = make_distribution(prefill_, p, pc);
-    s.decode = make_distribution(decode_, p, pc);
-    s.user_output_rate = make_distribution(rate_, p, pc);
-    s.prompt_lengths = make_distribution(prompt_len_, p, pc);
-    s.output_lengths = make_distribution(output_len_, p, pc);
-    s.requests_detail = requests_detail_;
-    return s;
+    const std::pair<std::vector<double>*, distribution*> all[] = {
+        {&ttft_, &s.ttft},
+        {&tpot_, &s.tpot},
+        {&itl_, &s.itl},
+        {&e2el_, &s.e2el},
+        {&queue_, &s.queue},
+        {&prefill_, &s.prefill},
+        {&decode_, &s.decode},
+        {&rate_, &s.user_output_rate},
+        {&prompt_len_, &s.prompt_lengths},
+        {&output_len_, &s.output_lengths}};
+    for (const auto& [samples, out] : all)
+      jobs.push_back(detail::distribution_job{samples, p_, &o_.percentiles, out});
+    if (!candidates_.empty())  // the pooled ITL samples are another summarizer's: share them
+      jobs[jobs.size() - 8].samples = const_cast<std::vector<double>*>(&itl_view());
+    s.requests_detail = std::move(requests_detail_);
+    requests_detail_.clear();
+  }
+
+  /// Sets the run's duration in seconds (as `summary_options::duration`), e.g. once a result
+  /// file that states it has been read. Throws std::invalid_argument unless finite and > 0.
+  void set_duration(double seconds) {
+    if (!(std::isfinite(seconds) && seconds > 0))
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: the duration must be positive");
+    o_.duration = seconds;
+  }
+
+  /// Lets this summarizer store no pooled ITL samples of its own while they equal those of one
+  /// of `earlier` (summarizers of other profiles that are given every timeline before this
+  /// one): each request's samples are compared with theirs, and only on the first difference
+  /// are they copied and kept separately. Memory for n identical streams: one. Call before the
+  /// first `add`; profiles with per-request ITL grains ignore it.
+  void share_itl_with(const std::vector<const run_summarizer*>& earlier) {
+    if (requests_ != 0 || !pooled(*p_)) return;
+    for (const run_summarizer* e : earlier)
+      if (e && e != this && pooled(*e->p_)) candidates_.push_back(e);
   }
 
   [[nodiscard]] const profile& profile_used() const noexcept { return *p_; }
   [[nodiscard]] const summary_options& options() const noexcept { return o_; }
 
  private:
+  static bool pooled(const profile& p) noexcept {
+    return p.itl == itl_grain::per_chunk || p.itl == itl_grain::per_token_split ||
+           p.itl == itl_grain::per_token_with_first;
+  }
+  /// The pooled ITL samples, wherever they are stored.
+  [[nodiscard]] const std::vector<double>& itl_view() const noexcept {
+    return candidates_.empty() ? itl_ : candidates_.front()->itl_view();
+  }
+  /// Evaluates `tl`, storing its pooled ITL samples (or checking that a candidate has them).
+  profiled_request add_itl(const Timeline& tl) {
+    if (candidates_.empty()) {
+      begin_ = itl_.size();
+      target_ = &itl_;
+      const profiled_request r = evaluate(*p_, tl, [this](double g) noexcept { itl_push(g); });
+      if (itl_failed_) {  // out of memory part-way: forget this request's samples
+        itl_failed_ = false;
+        itl_.resize(begin_);
+        detail::throw_bad_alloc();
+      }
+      return r;
+    }
+    scratch_.clear();
+    target_ = &scratch_;
+    const profiled_request r = evaluate(*p_, tl, [this](double g) noexcept { itl_push(g); });
+    if (itl_failed_) {
+      itl_failed_ = false;
+      detail::throw_bad_alloc();
+    }
+    const run_summarizer* last = candidates_.front();
+    auto same = [this](const run_summarizer* c) {
+      const auto& v = c->itl_view();
+      return v.size() - c->begin_ == scratch_.size() &&
+             std::equal(scratch_.begin(), scratch_.end(),
+                        v.begin() + static_cast<std::ptrdiff_t>(c->begin_));
+    };
+    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
+                                     [&](const run_summarizer* c) { return !same(c); }),
+                      candidates_.end());
+    if (candidates_.empty()) {  // diverged: keep the common prefix and this request's samples
+      const auto& v = last->itl_view();
+      itl_.reserve(last->begin_ + scratch_.size());
+      itl_.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(last->begin_));
+      begin_ = itl_.size();
+      itl_.insert(itl_.end(), scratch_.begin(), scratch_.end());
+    } else {
+      begin_ = candidates_.front()->begin_;
+    }
+    return r;
+  }
   static void push(std::vector<double>& v, const std::optional<double>& x) {
     if (x) v.push_back(*x);
   }
   void itl_push(double g) noexcept {
-    TOKCHRON_TRY { itl_.push_back(g); }
+    TOKCHRON_TRY { target_->push_back(g); }
     TOKCHRON_CATCH_ALL { itl_failed_ = true; }
   }
   void widen_start(time_point t) noexcept {
@@ -390,6 +541,12 @@ class run_summarizer {
   std::vector<double> ttft_, tpot_, itl_, e2el_, queue_, prefill_, decode_, rate_, prompt_len_,
       output_len_;
   std::vector<profiled_request> requests_detail_;
+  // Pooled-ITL sharing (share_itl_with): the summarizers whose samples still equal ours, the
+  // index where this request's samples start in our view, and where `evaluate` writes.
+  std::vector<const run_summarizer*> candidates_;
+  std::vector<double> scratch_;
+  std::size_t begin_ = 0;
+  std::vector<double>* target_ = nullptr;
 };
 
 /// Summarises the timelines in [first, last) under `p`.
@@ -397,7 +554,31 @@ template <class It>
 [[nodiscard]] run_summary summarize(It first, It last, const profile& p, summary_options o = {}) {
   run_summarizer<typename std::iterator_traits<It>::value_type> s(p, std::move(o));
   for (; first != last; ++first) s.add(*first);
-  return s.summary();
+  return s.take_summary();
+}
+
+/// Summarises a range of timelines under each of `profiles` (same options), in one pass over
+/// the timelines; profiles that agree on a metric's samples share its sort.
+template <class Range>
+[[nodiscard]] std::vector<run_summary> summarize(const Range& timelines,
+                                                 const std::vector<const profile*>& profiles,
+                                                 const summary_options& o = {}) {
+  using timeline = std::decay_t<decltype(*std::begin(timelines))>;
+  std::vector<run_summarizer<timeline>> sums;
+  sums.reserve(profiles.size());
+  for (const profile* p : profiles) sums.emplace_back(*p, o);
+  std::vector<const run_summarizer<timeline>*> earlier;
+  for (auto& s : sums) {
+    s.share_itl_with(earlier);
+    earlier.push_back(&s);
+  }
+  for (const auto& tl : timelines)
+    for (auto& s : sums) s.add(tl);
+  std::vector<run_summary> out(profiles.size());
+  std::vector<detail::distribution_job> jobs;
+  for (std::size_t i = 0; i < sums.size(); ++i) sums[i].collect_summary(out[i], jobs);
+  detail::run_distribution_jobs(jobs);
+  return out;
 }
 
 /// Summarises a range of timelines (anything with begin/end) under `p`.
