@@ -190,7 +190,7 @@ class log_histogram {
     count_ += other.count_;
     rejected_ += other.rejected_;
     zero_count_ += other.zero_count_;
-    sum_ += other.sum_;
+    sums_[0] += other.sum();
     min_ = std::min(min_, other.min_);
     max_ = std::max(max_, other.max_);
   }
@@ -216,7 +216,7 @@ class log_histogram {
     pos_.clear();
     neg_.clear();
     count_ = rejected_ = zero_count_ = 0;
-    sum_ = 0;
+    sums_[0] = sums_[1] = 0;
     min_ = std::numeric_limits<double>::infinity();
     max_ = -std::numeric_limits<double>::infinity();
   }
@@ -226,11 +226,11 @@ class log_histogram {
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
   /// True while every sample is kept (count() <= exact_capacity): answers are exact.
   [[nodiscard]] bool is_exact() const noexcept { return count_ <= exact_capacity; }
-  /// Sum of samples in insertion (then merge) order.
-  [[nodiscard]] double sum() const noexcept { return sum_; }
+  /// Sum of samples (accumulated as two interleaved partial sums, then merged ones).
+  [[nodiscard]] double sum() const noexcept { return sums_[0] + sums_[1]; }
   [[nodiscard]] std::optional<double> mean() const noexcept {
     if (count_ == 0) return std::nullopt;
-    return sum_ / static_cast<double>(count_);
+    return sum() / static_cast<double>(count_);
   }
   [[nodiscard]] std::optional<double> min() const noexcept {
     if (count_ == 0) return std::nullopt;
@@ -361,7 +361,7 @@ class log_histogram {
   /// Same recorded state: scale, threshold, every count, sum, min, max (and exact samples).
   friend bool operator==(const log_histogram& a, const log_histogram& b) noexcept {
     if (a.scale_ != b.scale_ || a.zero_threshold_ != b.zero_threshold_ || a.count_ != b.count_ ||
-        a.rejected_ != b.rejected_ || a.zero_count_ != b.zero_count_ || a.sum_ != b.sum_)
+        a.rejected_ != b.rejected_ || a.zero_count_ != b.zero_count_ || a.sum() != b.sum())
       return false;
     if (a.count_ != 0 && (a.min_ != b.min_ || a.max_ != b.max_)) return false;
     if (a.is_exact() &&
@@ -420,10 +420,12 @@ class log_histogram {
   }
   void record(double x) noexcept {
     if (count_ < exact_capacity) exact_[static_cast<std::size_t>(count_)] = x;
+    sums_[count_ & 1] += x;  // two interleaved partial sums halve the add's dependency chain
     ++count_;
-    sum_ += x;
-    min_ = x < min_ ? x : min_;
-    max_ = x > max_ ? x : max_;
+    // Branches, not minsd/maxsd: once the extremes settle the branches are predicted and
+    // min_/max_ leave the loop-carried dependency chain.
+    if (TOKCHRON_UNLIKELY(x < min_)) min_ = x;
+    if (TOKCHRON_UNLIKELY(x > max_)) max_ = x;
   }
   bool add_slow(double x) noexcept {
     if (!std::isfinite(x)) return reject();
@@ -508,7 +510,8 @@ class log_histogram {
     count_ = o.count_;
     rejected_ = o.rejected_;
     zero_count_ = o.zero_count_;
-    sum_ = o.sum_;
+    sums_[0] = o.sums_[0];
+    sums_[1] = o.sums_[1];
     min_ = o.min_;
     max_ = o.max_;
     exact_ = o.exact_;
@@ -551,7 +554,7 @@ class log_histogram {
   const detail::log_index_cell* cells_ = nullptr;
   detail::bucket_counts pos_;
   std::uint64_t count_ = 0;
-  double sum_ = 0;
+  double sums_[2] = {0, 0};
   double min_ = std::numeric_limits<double>::infinity();
   double max_ = -std::numeric_limits<double>::infinity();
   std::uint8_t sp_ = 0;          // max(scale, 0)
@@ -708,7 +711,7 @@ inline std::size_t log_histogram::serialize_to(unsigned char* out,
   w.f64(zero_threshold_);
   w.u(count_, 8);
   w.u(rejected_, 8);
-  w.f64(sum_);
+  w.f64(sum());
   w.f64(min_);
   w.f64(max_);
   w.u(zero_count_, 8);
@@ -887,7 +890,7 @@ inline log_histogram_decoded log_histogram::deserialize(const void* data,
     h.count_ = count;
     h.rejected_ = rejected;
     h.zero_count_ = zero_count;
-    h.sum_ = sum;
+    h.sums_[0] = sum;
     h.min_ = mn;
     h.max_ = mx;
     if (count != 0 && !h.extremes_consistent()) {

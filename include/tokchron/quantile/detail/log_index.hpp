@@ -183,12 +183,13 @@ class bucket_counts {
     const std::uint32_t pos = u - first_;
     if (TOKCHRON_LIKELY(pos < size_)) {
       switch (width_) {
-        case 2:
-          if (TOKCHRON_LIKELY(data_.c16[pos] != 0xFFFFu)) {
-            ++data_.c16[pos];
-            return true;
-          }
+        case 2: {
+          std::uint16_t& c = data_.c16[pos];
+          c = static_cast<std::uint16_t>(c + 1u);
+          if (TOKCHRON_LIKELY(c != 0)) return true;
+          c = 0xFFFFu;  // it would overflow: undo, then widen below
           break;
+        }
         case 4:
           if (TOKCHRON_LIKELY(data_.c32[pos] != 0xFFFFFFFFu)) {
             ++data_.c32[pos];
