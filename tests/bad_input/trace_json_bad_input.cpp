@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// Malformed JSON Lines trace input (README "Bad input and concurrency", rows R1, R4, R5): each
+// bad line gives a trace_error naming its line number and field, is skipped, and reading goes
+// on; no exception escapes the reader. Built as tokchron_bad_input_json_tests (needs
+// nlohmann-json; see tests.cmake).
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tokchron/io/trace_json.hpp"
+
+namespace {
+struct bad_line {
+  const char* line;
+  const char* field;    // JSON path the error names ("" when the line is not a JSON object)
+  const char* message;  // a fragment of the message
+};
+}  // namespace
+
+TEST_CASE("bad input R1: a malformed trace line names its line and field, and is skipped") {
+  const bad_line cases[] = {
+      {"this is not json", "", "not valid JSON"},
+      {"[1,2,3]", "", "JSON object"},
+      {R"({"send":0,"chunks":[[1,1]])", "", "not valid JSON"},
+      {R"({"chunks":[]})", "send", "required"},
+      {R"({"send":"soon","chunks":[]})", "send", "number"},
+      {R"({"send":0})", "chunks", "required"},
+      {R"({"send":0,"chunks":{}})", "chunks", "array"},
+      {R"({"send":0,"chunks":[[1]]})", "chunks[0]", "[time, tokens]"},
+      {R"({"send":0,"chunks":[[1,-3]]})", "chunks[0][1]", "non-negative integer"},
+      {R"({"send":0,"chunks":[[1,2.5]]})", "chunks[0][1]", "non-negative integer"},
+      {R"({"send":0,"chunks":[[1,1,"texty"]]})", "chunks[0][2]", "\"text\""},
+      {R"({"send":0,"chunks":[[1,1],[0.5,1]]})", "chunks[1][0]", "earlier"},
+      {R"({"send":0,"chunks":[],"ok":"yes"})", "ok", "true or false"},
+      {R"({"send":0,"chunks":[],"finish_reason":"exploded"})", "finish_reason", "one of"},
+      {R"({"send":0,"chunks":[],"id":[1]})", "id", "string"},
+      {R"({"send":1e300,"chunks":[]})", "send", "finite"},
+  };
+  std::string text;
+  for (const auto& c : cases) {
+    text += c.line;
+    text += '\n';
+  }
+  text += R"({"id":"fine","send":0,"chunks":[[1,1]]})";
+  text += '\n';
+  std::istringstream in(text);
+  std::vector<tokchron::trace_error> errors;
+  std::vector<tokchron::trace_record> records;
+  const auto st = tokchron::read_trace(
+      in, [&](tokchron::trace_record&& r) { records.push_back(std::move(r)); },
+      [&](const tokchron::trace_error& e) { errors.push_back(e); });
+  const std::size_t n = sizeof(cases) / sizeof(cases[0]);
+  CHECK(st.lines == n + 1);
+  CHECK(st.skipped == n);
+  REQUIRE(records.size() == 1);  // the good line after all the bad ones is still read
+  CHECK(records[0].id == "fine");
+  REQUIRE(errors.size() == n);
+  for (std::size_t i = 0; i < n; ++i) {
+    CAPTURE(cases[i].line);
+    CHECK(errors[i].line == i + 1);
+    CHECK(errors[i].field == cases[i].field);
+    CHECK(errors[i].message.find(cases[i].message) != std::string::npos);
+    CHECK(errors[i].to_string().find("line " + std::to_string(i + 1)) == 0);
+  }
+}
+
+TEST_CASE("bad input R4: token counts that overflow their field are refused") {
+  const bad_line cases[] = {
+      {R"({"send":0,"chunks":[[1,4294967296]]})", "chunks[0][1]", "too large"},
+      {R"({"send":0,"chunks":[[1,4294967296.0]]})", "chunks[0][1]", ""},
+      {R"({"send":0,"chunks":[],"prompt_tokens":-1})", "prompt_tokens", "non-negative"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.line);
+    const auto r = tokchron::parse_trace_line(c.line, 4);
+    REQUIRE(r.error);
+    CHECK_FALSE(r.record);
+    CHECK(r.error->line == 4);
+    CHECK(r.error->field == c.field);
+    CHECK(r.error->message.find(c.message) != std::string::npos);
+  }
+  // the largest values that fit are kept exactly
+  const auto ok = tokchron::parse_trace_line(
+      R"({"send":0,"chunks":[[1,4294967295]],"prompt_tokens":18446744073709551615})", 1);
+  REQUIRE(ok.record);
+  CHECK(ok.record->chunks[0].tokens == 4294967295u);
+  CHECK(*ok.record->prompt_tokens == 18446744073709551615u);
+}
+
+// Known findings of the trace_line fuzz target (tests/fuzz/pending/trace_line), reported to
+// the lead: enable when io/trace_json.hpp is fixed.
+TEST_CASE("bad input R5: numbers beyond double or uint64 range are refused" * doctest::skip()) {
+  for (const char* line : {R"({"send":1e400,"chunks":[]})",
+                           R"({"send":0,"chunks":[],"prompt_tokens":18446744073709551616})"}) {
+    CAPTURE(line);
+    tokchron::trace_line_result r;
+    CHECK_NOTHROW(r = tokchron::parse_trace_line(line, 2));
+    REQUIRE(r.error);
+    CHECK(r.error->line == 2);
+  }
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// Bad trace records (README "Bad input and concurrency", rows R2-R3; the JSON rows are in
+// trace_json_bad_input.cpp): validate() names the field, to_timeline() throws
+// std::invalid_argument instead of replaying a record that would corrupt a timeline.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "tokchron/io/trace.hpp"
+
+namespace {
+tokchron::trace_record good() {
+  tokchron::trace_record r;
+  r.arrival = 0.0;
+  r.send = 0.001;
+  r.queued = 0.002;
+  r.scheduled = 0.010;
+  r.chunks = {{0.100, 1, tokchron::chunk_kind::text}, {0.120, 2, tokchron::chunk_kind::text}};
+  r.end = 0.125;
+  return r;
+}
+
+void rejected_at(const tokchron::trace_record& r, const std::string& field) {
+  const auto issue = tokchron::validate(r);
+  REQUIRE(issue);
+  CHECK(issue->field == field);
+  CHECK_FALSE(issue->message.empty());
+  CHECK_THROWS_AS((void)tokchron::to_timeline(r), std::invalid_argument);
+}
+}  // namespace
+
+TEST_CASE("bad input R2: time going backwards in a trace record names the field") {
+  CHECK_FALSE(tokchron::validate(good()));
+  auto r = good();
+  r.chunks[1].time = 0.090;
+  rejected_at(r, "chunks[1][0]");
+  r = good();
+  r.arrival = 0.5;  // arrival after send
+  rejected_at(r, "arrival");
+  r = good();
+  r.scheduled = 0.0015;  // before queued
+  rejected_at(r, "scheduled");
+  r = good();
+  r.chunks[0].time = 0.005;  // before scheduling
+  rejected_at(r, "chunks[0][0]");
+  r = good();
+  r.end = 0.110;  // before the last chunk
+  rejected_at(r, "end");
+  r = good();
+  r.preempted = {0.05, 0.04};
+  rejected_at(r, "preempted[1]");
+}
+
+TEST_CASE("bad input R3: NaN, infinite and out-of-range times in a record are refused") {
+  const double bad[] = {std::nan(""), std::numeric_limits<double>::infinity(),
+                        -std::numeric_limits<double>::infinity(), 1e300, -1e10};
+  for (double t : bad) {
+    CAPTURE(t);
+    auto r = good();
+    r.send = t;
+    r.arrival.reset();
+    r.queued.reset();
+    r.scheduled.reset();
+    r.chunks.clear();
+    r.end.reset();
+    rejected_at(r, "send");
+    r = good();
+    r.chunks[1].time = t;
+    rejected_at(r, "chunks[1][0]");
+    r = good();
+    r.end = t;
+    rejected_at(r, "end");
+  }
+  auto r = good();
+  r.ok = true;
+  r.reason = tokchron::finish_reason::error;  // contradicts ok
+  rejected_at(r, "finish_reason");
+}
