@@ -3,11 +3,16 @@
 // headers must compile and work without exceptions (servers built that way use them too).
 #include <chrono>
 #include <cstdio>
+#include <limits>
+#include <thread>
 
 #include "tokchron/clock.hpp"
+#include "tokchron/collect/collector.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/quantile/exact.hpp"
+#include "tokchron/quantile/log_histogram.hpp"
+#include "tokchron/quantile/windowed.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 // tokchron:no-exceptions-headers (estimator and collector headers are added here as they land)
 
@@ -21,7 +26,25 @@ int main() {
   tl.finish(manual_clock::at(120ms));
   tokchron::exact_quantiles<> e;
   tokchron::for_each_itl_per_token(tl, [&](auto g) { e.add(tokchron::to_seconds(g)); });
-  const bool ok = tokchron::ttft(tl) == 100ms && e.count() == 2 && *e.quantile(0.5) == 0.010;
+  const bool basics = tokchron::ttft(tl) == 100ms && e.count() == 2 && *e.quantile(0.5) == 0.010;
+  // The collector and the default estimator: two writer threads, one interval snapshot.
+  tokchron::collector c;
+  std::thread t([&c] {
+    auto w = c.make_writer();
+    for (int i = 1; i <= 1000; ++i) w.add(i * 1e-3);
+  });
+  {
+    auto w = c.make_writer();
+    for (int i = 1; i <= 1000; ++i) w.add(i * 1e-3);
+    w.add(std::numeric_limits<double>::quiet_NaN());  // refused and counted, no exception
+  }
+  t.join();
+  const tokchron::log_histogram snap = c.snapshot();
+  tokchron::windowed<tokchron::log_histogram, manual_clock> win(std::chrono::seconds(60), 6);
+  win.add(0.5);
+  const bool collected =
+      snap.count() == 2000 && snap.rejected() == 1 && *snap.max() == 1.0 && win.count() == 1;
+  const bool ok = basics && collected;
   std::printf("no-exceptions build: %s\n", ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }
