@@ -26,6 +26,7 @@
 #include "tokchron/sla/monitor.hpp"
 #include "tokchron/sla/objective.hpp"
 #include "tokchron/sla/verdict.hpp"
+#include "tokchron/collect/collector.hpp"
 // tokchron:umbrella-end (headers added by later components go above this line)
 
 #endif  // TOKCHRON_TOKCHRON_HPP
