@@ -1,0 +1,89 @@
+# Real-compute backends of the batching executor (included by CMakeLists.txt):
+#   bx_compute_cpu  the model (model/), its CPU forward pass on OpenBLAS and the `cpu` backend;
+#                   needs OpenBLAS (Debian libopenblas-dev), found through pkg-config `openblas`
+#                   or find_package(BLAS) with BLA_VENDOR OpenBLAS.
+#   bx_compute_cuda the `cuda` backend on cuBLAS and our kernels (cuda/); built only when
+#                   CheckLanguage finds nvcc.
+# batching_executor links whichever exist and sees BATCHING_HAVE_CPU_BACKEND /
+# BATCHING_HAVE_CUDA_BACKEND. Tests: tests/model_*_test.cpp and tests/cross_check_cpu_test.cpp go
+# into batching_executor_tests (the directory's glob); tests/cross_check_cuda.cpp is its own
+# executable (exit 77 = skipped when no GPU is present).
+
+set(_bx_compute_tests
+  ${CMAKE_CURRENT_SOURCE_DIR}/tests/model_forward_test.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/tests/model_cpu_backend_test.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/tests/cross_check_cpu_test.cpp)
+
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(TOKCHRON_OPENBLAS QUIET IMPORTED_TARGET openblas)
+endif()
+if(TARGET PkgConfig::TOKCHRON_OPENBLAS)
+  set(_bx_blas PkgConfig::TOKCHRON_OPENBLAS)
+else()
+  set(BLA_VENDOR OpenBLAS)
+  find_package(BLAS QUIET)
+  if(BLAS_FOUND)
+    set(_bx_blas BLAS::BLAS)
+  endif()
+endif()
+
+if(NOT _bx_blas)
+  message(STATUS "tokchron: cpu backend skipped: OpenBLAS not found (Debian libopenblas-dev)")
+  set_source_files_properties(${_bx_compute_tests} PROPERTIES HEADER_FILE_ONLY ON)
+  return()
+endif()
+
+add_library(bx_compute_cpu STATIC
+  model/model.cpp
+  model/forward.cpp
+  cpu_backend.cpp)
+target_include_directories(bx_compute_cpu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(bx_compute_cpu PUBLIC tokchron::tokchron ${_bx_blas})
+target_compile_features(bx_compute_cpu PUBLIC cxx_std_17)
+tokchron_target_warnings(bx_compute_cpu)
+target_link_libraries(batching_executor PUBLIC bx_compute_cpu)
+target_compile_definitions(batching_executor PUBLIC BATCHING_HAVE_CPU_BACKEND=1)
+
+# Measures copy bandwidth, decode step times against the roofline floor, prefill throughput.
+add_executable(cpu-roofline model/roofline_main.cpp)
+target_link_libraries(cpu-roofline PRIVATE bx_compute_cpu)
+tokchron_target_warnings(cpu-roofline)
+
+if(TARGET batching_executor_tests)
+  target_link_libraries(batching_executor_tests PRIVATE bx_compute_cpu)
+endif()
+
+include(CheckLanguage)
+check_language(CUDA)
+if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda_backend.cu)  # TEMP: until cuda/ lands
+  return()
+endif()
+if(NOT CMAKE_CUDA_COMPILER)
+  message(STATUS "tokchron: CUDA backend skipped: nvcc not found")
+  return()
+endif()
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  # H100/H200 (sm_90); "native" fails on a machine without a GPU.
+  set(CMAKE_CUDA_ARCHITECTURES 90)
+endif()
+enable_language(CUDA)
+find_package(CUDAToolkit REQUIRED)
+message(STATUS "tokchron: CUDA backend enabled (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
+               "architectures ${CMAKE_CUDA_ARCHITECTURES})")
+add_library(bx_compute_cuda STATIC cuda/cuda_backend.cu cuda/kernels.cu)
+target_include_directories(bx_compute_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(bx_compute_cuda PUBLIC bx_compute_cpu CUDA::cudart CUDA::cublas)
+target_compile_features(bx_compute_cuda PUBLIC cuda_std_17)
+target_compile_options(bx_compute_cuda PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings --expt-relaxed-constexpr>)
+target_link_libraries(batching_executor PUBLIC bx_compute_cuda)
+target_compile_definitions(batching_executor PUBLIC BATCHING_HAVE_CUDA_BACKEND=1)
+
+if(TOKCHRON_BUILD_TESTS)
+  add_executable(cross_check_cuda tests/cross_check_cuda.cpp)
+  target_link_libraries(cross_check_cuda PRIVATE bx_compute_cuda doctest::doctest)
+  tokchron_target_warnings(cross_check_cuda)
+  add_test(NAME cross_check_cuda COMMAND cross_check_cuda)
+  set_tests_properties(cross_check_cuda PROPERTIES SKIP_RETURN_CODE 77)
+endif()
