@@ -11,3 +11,15 @@ if(TARGET prometheus-cpp::core AND TARGET prometheus-cpp::pull)
 else()
   message(STATUS "tokchron: prometheus-cpp not found; skipping tokchron_prometheus_cpp_test")
 endif()
+
+# OTLP JSON (export/otlp.hpp needs nlohmann-json, a base package): its own binary.
+find_package(nlohmann_json 3 REQUIRED)
+add_executable(tokchron_export_json_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp
+                                          ${CMAKE_CURRENT_LIST_DIR}/otlp_tests.cpp)
+target_link_libraries(tokchron_export_json_tests PRIVATE tokchron::tokchron doctest::doctest
+                                                         nlohmann_json::nlohmann_json)
+target_include_directories(tokchron_export_json_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
+target_compile_definitions(tokchron_export_json_tests PRIVATE
+                           TOKCHRON_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+tokchron_target_warnings(tokchron_export_json_tests)
+add_test(NAME tokchron_export_json_tests COMMAND tokchron_export_json_tests)

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: nlohmann-json
+#ifndef TOKCHRON_EXPORT_OTLP_HPP
+#define TOKCHRON_EXPORT_OTLP_HPP
+
+/// \file
+/// OTLP JSON (OpenTelemetry protocol, JSON encoding) of `log_histogram`s as ExponentialHistogram
+/// data points, for an OTLP/HTTP collector (`POST /v1/metrics`, Content-Type application/json).
+/// An adaptor: needs nlohmann-json (Debian nlohmann-json3-dev).
+///
+/// Encoding (opentelemetry-proto `metrics.proto`, OTLP/JSON rules): lowerCamelCase field names;
+/// 64-bit integers (`count`, `zeroCount`, `bucketCounts`, `timeUnixNano`) as decimal strings;
+/// `scale` and bucket `offset` (sint32) as numbers; `aggregationTemporality` as its integer
+/// (1 delta, 2 cumulative); `sum`, `min`, `max`, `zeroThreshold` as numbers (omitted when there
+/// are no samples); an empty side of buckets is omitted. The mapping is lossless: scale, zero
+/// bucket, offsets and counts are the histogram's own (see `exponential_histogram`).
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tokchron/config.hpp"
+#include "tokchron/export/snapshot.hpp"
+#include "tokchron/quantile/log_histogram.hpp"
+#include "tokchron/version.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// OTLP's AggregationTemporality.
+enum class otlp_temporality : std::uint8_t { delta = 1, cumulative = 2 };
+
+/// One ExponentialHistogramDataPoint. `start_ns` / `time_ns`: Unix epoch nanoseconds of the
+/// interval's start and of the snapshot.
+[[nodiscard]] inline nlohmann::ordered_json otlp_data_point(const exponential_histogram_data& e,
+                                                            const label_set& attributes,
+                                                            std::uint64_t start_ns,
+                                                            std::uint64_t time_ns) {
+  using nlohmann::ordered_json;
+  ordered_json p;
+  ordered_json attrs = ordered_json::array();
+  for (const auto& a : attributes)
+    attrs.push_back({{"key", a.name}, {"value", {{"stringValue", a.value}}}});
+  if (!attrs.empty()) p["attributes"] = std::move(attrs);
+  p["startTimeUnixNano"] = std::to_string(start_ns);
+  p["timeUnixNano"] = std::to_string(time_ns);
+  p["count"] = std::to_string(e.count);
+  if (e.count > 0) p["sum"] = e.sum;
+  p["scale"] = e.scale;
+  p["zeroCount"] = std::to_string(e.zero_count);
+  auto side = [](std::int32_t offset, const std::vector<std::uint64_t>& counts) {
+    ordered_json b;
+    b["offset"] = offset;
+    ordered_json c = ordered_json::array();
+    for (const auto n : counts) c.push_back(std::to_string(n));
+    b["bucketCounts"] = std::move(c);
+    return b;
+  };
+  if (!e.positive_counts.empty()) p["positive"] = side(e.positive_offset, e.positive_counts);
+  if (!e.negative_counts.empty()) p["negative"] = side(e.negative_offset, e.negative_counts);
+  if (e.min) p["min"] = *e.min;
+  if (e.max) p["max"] = *e.max;
+  p["zeroThreshold"] = e.zero_threshold;
+  return p;
+}
+
+/// One named histogram for `otlp_metrics`.
+struct otlp_histogram {
+  std::string name;  ///< OTel semantic-convention style, e.g. "tokchron.ttft"
+  std::string description;
+  std::string unit = "s";
+  exponential_histogram_data data;
+  label_set attributes;
+};
+
+/// A whole ExportMetricsServiceRequest: one resource (attributes `resource`, e.g.
+/// {"service.name", "my-server"}), one scope ("tokchron", its version), one ExponentialHistogram
+/// metric with one data point per entry of `histograms`.
+[[nodiscard]] inline nlohmann::ordered_json otlp_metrics(
+    const std::vector<otlp_histogram>& histograms, const label_set& resource,
+    std::uint64_t start_ns, std::uint64_t time_ns,
+    otlp_temporality temporality = otlp_temporality::cumulative) {
+  using nlohmann::ordered_json;
+  ordered_json metrics = ordered_json::array();
+  for (const auto& h : histograms) {
+    ordered_json m;
+    m["name"] = h.name;
+    m["description"] = h.description;
+    m["unit"] = h.unit;
+    m["exponentialHistogram"] = {
+        {"dataPoints",
+         ordered_json::array({otlp_data_point(h.data, h.attributes, start_ns, time_ns)})},
+        {"aggregationTemporality", static_cast<int>(temporality)}};
+    metrics.push_back(std::move(m));
+  }
+  ordered_json res_attrs = ordered_json::array();
+  for (const auto& a : resource)
+    res_attrs.push_back({{"key", a.name}, {"value", {{"stringValue", a.value}}}});
+  ordered_json scope = {{"scope", {{"name", "tokchron"}, {"version", TOKCHRON_VERSION_STRING}}},
+                        {"metrics", std::move(metrics)}};
+  return {{"resourceMetrics",
+           ordered_json::array({{{"resource", {{"attributes", std::move(res_attrs)}}},
+                                 {"scopeMetrics", ordered_json::array({std::move(scope)})}}})}};
+}
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_EXPORT_OTLP_HPP

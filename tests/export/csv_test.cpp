@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+
+#include "export/golden.hpp"
+#include "tokchron/export/csv.hpp"
+#include "tokchron/sla/evaluator.hpp"
+#include "tokchron/testing.hpp"
+
+using namespace std::chrono_literals;
+
+TEST_CASE("CSV: one row per request with every canonical metric") {
+  // The README's timeline, a 1-token request (no TPOT: an empty cell, not 0) and an
+  // unfinished one; ids that need quoting.
+  const auto readme = tokchron::testing::script()
+                          .arrive(0ms)
+                          .send(2ms)
+                          .queued(5ms)
+                          .scheduled(40ms)
+                          .chunk(100ms, 0, tokchron::chunk_kind::empty)
+                          .chunk(120ms, 1)
+                          .chunk(150ms, 3)
+                          .chunk(170ms, 1)
+                          .chunk(180ms, 0, tokchron::chunk_kind::usage)
+                          .prompt_tokens(7)
+                          .finish(180ms)
+                          .timeline();
+  const auto one = tokchron::testing::script()
+                       .arrive(0ms)
+                       .first_token(50ms)
+                       .finish(60ms, tokchron::finish_reason::length)
+                       .timeline();
+  const auto open = tokchron::testing::script().arrive(0ms).first_token(10ms).timeline();
+  std::string csv = tokchron::request_csv_header();
+  tokchron::append_request_csv(csv, "r1", readme);
+  tokchron::append_request_csv(csv, "a,\"b\"", one);
+  tokchron::append_request_csv(csv, "open", open);
+  tokchron_test::check_golden("requests.csv", csv);
+  // The README's example column, cell by cell.
+  CHECK(csv.find("r1,stop,1,0.12,0.118,0.08,0.0125,0.18,0.035,0.08,0.05,0.036,"
+                 "27.77777777777778,5,7,0\r\n") != std::string::npos);
+  CHECK(csv.find("\"a,\"\"b\"\"\",length,1,0.05,,,,0.06,,,0,0.06,16.666666666666668,1,,0\r\n") !=
+        std::string::npos);
+  CHECK(csv.find("open,,0,0.01,,,,,,,0,,,1,,0\r\n") != std::string::npos);
+}
+
+TEST_CASE("CSV: one row per verdict") {
+  tokchron::slo_distributions<> d;
+  for (int i = 0; i < 100; ++i)
+    CHECK(d.add(tokchron::testing::script()
+                    .arrive(0ms)
+                    .first_token(std::chrono::milliseconds(10 + i))
+                    .tokens(3, 5ms)
+                    .finish()
+                    .timeline()));
+  const auto v = d.evaluate(tokchron::sla::parse("p50(ttft) < 200ms, mean(tpot) < 1ms"));
+  std::string csv = tokchron::verdict_csv_header();
+  tokchron::append_verdict_csv(csv, v);
+  tokchron_test::check_golden("verdicts.csv", csv);
+  CHECK(csv.find("p50(ttft) < 200ms,ttft,pass,0.2,0.0595,") != std::string::npos);
+  CHECK(csv.find("mean(tpot) < 1ms,tpot,fail,0.001,0.00500000000000000") != std::string::npos);
+}

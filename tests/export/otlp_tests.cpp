@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+// OTLP JSON of log_histogram (export/otlp.hpp, an nlohmann-json adaptor): its own binary.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "export/golden.hpp"
+#include "tokchron/export/otlp.hpp"
+
+namespace {
+// scale 1 (base sqrt 2): 1.0 in bucket -1 = (2^-1/2, 1], 1.5 in 1 = (2^1/2, 2], 3.0 in 3 =
+// (2^3/2, 4]; 0 in the zero bucket; -0.5 = -(2^-1) in negative bucket -3 = (2^-3/2, 2^-1].
+tokchron::log_histogram hand_checked() {
+  auto h = tokchron::log_histogram::with_scale(1);
+  for (double x : {0.0, 1.0, 1.5, 3.0, -0.5}) CHECK(h.add(x));
+  return h;
+}
+}  // namespace
+
+TEST_CASE("OTLP ExponentialHistogram data point: a hand-checked example") {
+  const auto p = tokchron::otlp_data_point(tokchron::exponential_histogram(hand_checked()),
+                                           {{"metric", "ttft"}}, 1000, 2000);
+  CHECK(p.dump() ==
+        R"({"attributes":[{"key":"metric","value":{"stringValue":"ttft"}}],)"
+        R"("startTimeUnixNano":"1000","timeUnixNano":"2000","count":"5","sum":5.0,"scale":1,)"
+        R"("zeroCount":"1","positive":{"offset":-1,"bucketCounts":["1","0","1","0","1"]},)"
+        R"("negative":{"offset":-3,"bucketCounts":["1"]},"min":-0.5,"max":3.0,)"
+        R"("zeroThreshold":0.0})");
+}
+
+TEST_CASE("OTLP JSON: only the specification's field names, 64-bit integers as strings") {
+  // opentelemetry-proto metrics.proto, ExponentialHistogramDataPoint and its Buckets, in
+  // the OTLP/JSON lowerCamelCase form.
+  const std::set<std::string> point_fields = {
+      "attributes", "startTimeUnixNano", "timeUnixNano", "count", "sum",       "scale",
+      "zeroCount",  "positive",          "negative",     "flags", "exemplars", "min",
+      "max",        "zeroThreshold"};
+  const std::set<std::string> bucket_fields = {"offset", "bucketCounts"};
+  auto h = hand_checked();
+  for (int i = 0; i < 100; ++i) CHECK(h.add(0.01 * (i + 1)));
+  const auto req = tokchron::otlp_metrics(
+      {{"tokchron.ttft", "Time to first token.", "s", tokchron::exponential_histogram(h), {}}},
+      {{"service.name", "replica-1"}}, 1, 2);
+  const auto& rm = req.at("resourceMetrics").at(0);
+  CHECK(rm.at("resource").at("attributes").at(0).at("key") == "service.name");
+  const auto& sm = rm.at("scopeMetrics").at(0);
+  CHECK(sm.at("scope").at("name") == "tokchron");
+  const auto& m = sm.at("metrics").at(0);
+  CHECK(m.at("name") == "tokchron.ttft");
+  CHECK(m.at("unit") == "s");
+  const auto& eh = m.at("exponentialHistogram");
+  CHECK(eh.at("aggregationTemporality") == 2);
+  const auto& p = eh.at("dataPoints").at(0);
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    const std::string key = it.key();
+    CAPTURE(key);
+    CHECK(point_fields.count(key) == 1);
+  }
+  for (const char* side : {"positive", "negative"})
+    for (auto it = p.at(side).begin(); it != p.at(side).end(); ++it)
+      CHECK(bucket_fields.count(it.key()) == 1);
+  CHECK(p.at("count").is_string());
+  CHECK(p.at("zeroCount").is_string());
+  CHECK(p.at("timeUnixNano").is_string());
+  CHECK(p.at("scale").is_number_integer());
+  CHECK(p.at("positive").at("offset").is_number_integer());
+  std::uint64_t total = std::stoull(p.at("zeroCount").get<std::string>());
+  for (const char* side : {"positive", "negative"})
+    for (const auto& c : p.at(side).at("bucketCounts")) {
+      REQUIRE(c.is_string());
+      total += std::stoull(c.get<std::string>());
+    }
+  CHECK(total == std::stoull(p.at("count").get<std::string>()));
+  CHECK(total == 105);
+  tokchron_test::check_golden("otlp_request.json", req.dump(2) + "\n");
+}
+
+TEST_CASE("OTLP JSON: an empty histogram has no sum, min, max or buckets") {
+  const auto p = tokchron::otlp_data_point(
+      tokchron::exponential_histogram(tokchron::log_histogram::with_scale(4)), {}, 0, 0);
+  CHECK(p.dump() ==
+        R"({"startTimeUnixNano":"0","timeUnixNano":"0","count":"0","scale":4,"zeroCount":"0",)"
+        R"("zeroThreshold":0.0})");
+}
