@@ -27,6 +27,10 @@
 #include "tokchron/sla/objective.hpp"
 #include "tokchron/sla/verdict.hpp"
 #include "tokchron/collect/collector.hpp"
+#include "tokchron/export/csv.hpp"
+#include "tokchron/export/prometheus.hpp"
+#include "tokchron/export/serving_metrics.hpp"
+#include "tokchron/export/snapshot.hpp"
 // tokchron:umbrella-end (headers added by later components go above this line)
 
 #endif  // TOKCHRON_TOKCHRON_HPP
