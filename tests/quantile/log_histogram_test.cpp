@@ -374,3 +374,26 @@ TEST_CASE("log_histogram: memory grows with the range, not the count (1 us .. 1 
   for (int i = 0; i < 200000; ++i) h.add(std::exp(u(rng)));
   CHECK(h.memory_bytes() == before);
 }
+
+TEST_CASE("log_histogram: merge copes with windows that overhang each other") {
+  // b's window grows from 1000 down to 1e-3 with slack on both sides; a's covers only [1, 2].
+  for (int order = 0; order < 2; ++order) {
+    log_histogram a, b, both;
+    for (int i = 0; i < 100; ++i) {
+      a.add(1.0 + i / 100.0);
+      both.add(1.0 + i / 100.0);
+    }
+    for (double x : {1000.0, 1e-3, 1.5, 5.0}) {
+      b.add(x);
+      both.add(x);
+    }
+    if (order == 0) {
+      a.merge(b);
+      CHECK(a == both);
+    } else {
+      b.merge(a);
+      CHECK(b.count() == both.count());
+      for (double q : {0.0, 0.25, 0.5, 0.75, 1.0}) CHECK(*b.quantile(q) == *both.quantile(q));
+    }
+  }
+}

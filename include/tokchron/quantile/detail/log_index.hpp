@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "tokchron/config.hpp"
@@ -280,26 +281,52 @@ class bucket_counts {
   }
 
   /// Adds every count of `o` (same biasing); the caller has reserved room and width.
+  /// Only `o`'s non-empty range must lie inside this window.
   void add_all_reserved(const bucket_counts& o) noexcept {
-    for (std::uint32_t i = 0; i < o.size_; ++i) {
-      const std::uint64_t c = o.get(i);
-      if (c != 0) {
-        const std::uint32_t pos = o.first_ + i - first_;
-        put(pos, get(pos) + c);
-      }
-    }
+    const std::uint32_t lo = o.next_nonzero(0);
+    if (lo == o.size_) return;
+    const std::uint32_t hi = o.prev_nonzero(o.size_);
+    TOKCHRON_ASSERT(o.first_ + lo >= first_ && o.first_ + hi < first_ + size_);
+    o.with_data([&](const auto* src) {
+      with_data([&](auto* dst) {
+        using T = std::remove_pointer_t<decltype(dst)>;
+        T* d = dst + (o.first_ + lo - first_);
+        const auto* sp = src + lo;
+        for (std::uint32_t i = 0; i <= hi - lo; ++i) d[i] = static_cast<T>(d[i] + sp[i]);
+      });
+    });
   }
   /// Counter width needed to hold the sum of this and `o` in every bucket.
   [[nodiscard]] unsigned width_for_sum(const bucket_counts& o) const noexcept {
     std::uint64_t mx = 0;
-    for (std::uint32_t i = 0; i < o.size_; ++i) {
-      const std::uint64_t c = o.get(i);
-      if (c == 0) continue;
-      const std::uint64_t s = c + at(o.first_ + i);
-      if (s > mx) mx = s;
-    }
+    o.with_data([&](const auto* src) {
+      with_data([&](const auto* dst) {
+        for (std::uint32_t i = 0; i < o.size_; ++i) {
+          const std::uint32_t pos = o.first_ + i - first_;
+          const std::uint64_t s = std::uint64_t{src[i]} + (pos < size_ ? dst[pos] : 0u);
+          mx = s > mx ? s : mx;
+        }
+      });
+    });
     unsigned w = width_for(mx);
     return w < width_ ? width_ : w;
+  }
+  /// Calls f with the counters as a typed pointer (uint16_t, uint32_t or uint64_t).
+  template <class F>
+  void with_data(F&& f) const {
+    switch (width_) {
+      case 2: f(static_cast<const std::uint16_t*>(data_.c16)); break;
+      case 4: f(static_cast<const std::uint32_t*>(data_.c32)); break;
+      default: f(static_cast<const std::uint64_t*>(data_.c64)); break;
+    }
+  }
+  template <class F>
+  void with_data(F&& f) {
+    switch (width_) {
+      case 2: f(data_.c16); break;
+      case 4: f(data_.c32); break;
+      default: f(data_.c64); break;
+    }
   }
   [[nodiscard]] static unsigned width_for(std::uint64_t max_count) noexcept {
     return max_count <= 0xFFFFu ? 2u : max_count <= 0xFFFFFFFFu ? 4u : 8u;
