@@ -14,19 +14,7 @@ using namespace std::chrono_literals;
 TEST_CASE("CSV: one row per request with every canonical metric") {
   // The README's timeline, a 1-token request (no TPOT: an empty cell, not 0) and an
   // unfinished one; ids that need quoting.
-  const auto readme = tokchron::testing::script()
-                          .arrive(0ms)
-                          .send(2ms)
-                          .queued(5ms)
-                          .scheduled(40ms)
-                          .chunk(100ms, 0, tokchron::chunk_kind::empty)
-                          .chunk(120ms, 1)
-                          .chunk(150ms, 3)
-                          .chunk(170ms, 1)
-                          .chunk(180ms, 0, tokchron::chunk_kind::usage)
-                          .prompt_tokens(7)
-                          .finish(180ms)
-                          .timeline();
+  const auto readme = tokchron_test::readme_timeline();
   const auto one = tokchron::testing::script()
                        .arrive(0ms)
                        .first_token(50ms)

@@ -11,25 +11,7 @@
 
 using namespace std::chrono_literals;
 
-namespace {
-// The README's example timeline: ttft 0.120, e2e 0.180, 5 tokens, per-token ITL
-// 0.010 x3 + 0.020.
-tokchron::testing::scripted_timeline readme_timeline() {
-  return tokchron::testing::script()
-      .arrive(0ms)
-      .send(2ms)
-      .queued(5ms)
-      .scheduled(40ms)
-      .chunk(100ms, 0, tokchron::chunk_kind::empty)
-      .chunk(120ms, 1)
-      .chunk(150ms, 3)
-      .chunk(170ms, 1)
-      .chunk(180ms, 0, tokchron::chunk_kind::usage)
-      .prompt_tokens(7)
-      .finish(180ms)
-      .timeline();
-}
-}  // namespace
+using tokchron_test::readme_timeline;
 
 TEST_CASE("serving_metrics: records every canonical metric and counter") {
   tokchron::serving_metrics m;

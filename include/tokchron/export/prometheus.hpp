@@ -200,44 +200,28 @@ inline void append_family(std::string& out, const metric_family& f, const promet
     out += '\n';
   }
   for (const auto& p : f.points) {
-    if (f.kind != metric_kind::histogram) {
+    // One sample line: name + suffix, labels (and le), value.
+    auto sample = [&](const char* suffix, const char* le, auto value) {
       out += f.name;
-      if (counter) out += "_total";
-      append_labels(out, o.const_labels, p.labels, nullptr);
+      out += suffix;
+      append_labels(out, o.const_labels, p.labels, le);
       out += ' ';
-      append_prometheus_number(out, p.value);
+      append_prometheus_number(out, value);
       out += '\n';
+    };
+    if (f.kind != metric_kind::histogram) {
+      sample(counter ? "_total" : "", nullptr, p.value);
       continue;
     }
     std::string le;
     for (const auto& b : p.histogram.buckets) {
       le.clear();
       append_prometheus_number(le, b.upper_bound);
-      out += f.name;
-      out += "_bucket";
-      append_labels(out, o.const_labels, p.labels, le.c_str());
-      out += ' ';
-      append_prometheus_number(out, b.cumulative_count);
-      out += '\n';
+      sample("_bucket", le.c_str(), b.cumulative_count);
     }
-    out += f.name;
-    out += "_bucket";
-    append_labels(out, o.const_labels, p.labels, "+Inf");
-    out += ' ';
-    append_prometheus_number(out, p.histogram.count);
-    out += '\n';
-    out += f.name;
-    out += "_sum";
-    append_labels(out, o.const_labels, p.labels, nullptr);
-    out += ' ';
-    append_prometheus_number(out, p.histogram.sum);
-    out += '\n';
-    out += f.name;
-    out += "_count";
-    append_labels(out, o.const_labels, p.labels, nullptr);
-    out += ' ';
-    append_prometheus_number(out, p.histogram.count);
-    out += '\n';
+    sample("_bucket", "+Inf", p.histogram.count);
+    sample("_sum", nullptr, p.histogram.sum);
+    sample("_count", nullptr, p.histogram.count);
   }
 }
 }  // namespace detail
