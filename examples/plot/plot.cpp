@@ -680,29 +680,6 @@ std::string summary_table(const plot_input& in, const std::vector<double>& print
   row("total tokens/s", [&](std::size_t i) { return plain(S(i).total_token_throughput); });
   row("mean concurrency", [&](std::size_t i) { return plain(S(i).mean_concurrency); });
   row("peak concurrency", [&](std::size_t i) { return std::to_string(S(i).peak_concurrency); });
-  struct m_row {
-    const char* name;
-    tokchron::distribution tokchron::run_summary::*member;
-  };
-  const m_row metrics[] = {
-      {"TTFT", &tokchron::run_summary::ttft},    {"TPOT", &tokchron::run_summary::tpot},
-      {"ITL", &tokchron::run_summary::itl},      {"E2E", &tokchron::run_summary::e2el},
-      {"queue", &tokchron::run_summary::queue},  {"prefill", &tokchron::run_summary::prefill},
-      {"decode", &tokchron::run_summary::decode}};
-  for (const auto& m : metrics) {
-    bool any = false;
-    for (const auto& r : in.runs) any = any || (r.summary.*m.member).count > 0;
-    if (!any) continue;
-    const std::string n = m.name;
-    row(n + " count", [&](std::size_t i) { return std::to_string((S(i).*m.member).count); });
-    row(n + " mean (ms)", [&](std::size_t i) { return ms((S(i).*m.member).mean); });
-    for (double pc : printed) {
-      std::string key = tokchron::percentile_key(pc);
-      key[0] = 'P';
-      row(n + " " + key + " (ms)", [&](std::size_t i) { return ms((S(i).*m.member).at(pc)); });
-    }
-    row(n + " max (ms)", [&](std::size_t i) { return ms((S(i).*m.member).max); });
-  }
   std::vector<std::string> extra;
   for (const auto& r : in.runs)
     for (const auto& [k, v] : r.summary.extra)
@@ -729,6 +706,36 @@ std::string summary_table(const plot_input& in, const std::vector<double>& print
     });
   }
   t << "</table>\n";
+  // Latencies: one row per metric and run, the printed statistics as columns (ms).
+  struct m_row {
+    const char* name;
+    tokchron::distribution tokchron::run_summary::*member;
+  };
+  const m_row metrics[] = {
+      {"TTFT", &tokchron::run_summary::ttft},    {"TPOT", &tokchron::run_summary::tpot},
+      {"ITL", &tokchron::run_summary::itl},      {"E2E", &tokchron::run_summary::e2el},
+      {"queue", &tokchron::run_summary::queue},  {"prefill", &tokchron::run_summary::prefill},
+      {"decode", &tokchron::run_summary::decode}};
+  t << "<table class=\"latency\">\n<tr><th>ms</th><th>run</th><th>count</th><th>mean</th>";
+  for (double pc : printed) {
+    std::string key = tokchron::percentile_key(pc);
+    key[0] = 'P';
+    t << "<th>" << key << "</th>";
+  }
+  t << "<th>max</th></tr>\n";
+  for (const auto& m : metrics) {
+    bool any = false;
+    for (const auto& r : in.runs) any = any || (r.summary.*m.member).count > 0;
+    if (!any) continue;
+    for (std::size_t i = 0; i < in.runs.size(); ++i) {
+      const auto& d = S(i).*m.member;
+      t << "<tr><th>" << (i == 0 ? m.name : "") << "</th><td>" << html(in.runs[i].label)
+        << "</td><td>" << d.count << "</td><td>" << ms(d.mean) << "</td>";
+      for (double pc : printed) t << "<td>" << ms(d.at(pc)) << "</td>";
+      t << "<td>" << ms(d.max) << "</td></tr>\n";
+    }
+  }
+  t << "</table>\n";
   return t.str();
 }
 
@@ -739,7 +746,7 @@ std::string index_html(const plot_input& in, const plot_result& res,
     << html(in.title) << "</title>\n<style>\n"
     << "body{font-family:'DejaVu Sans',sans-serif;margin:24px;max-width:1260px;color:#1b2631}\n"
     << "figure{margin:28px 0}img{max-width:100%;border:1px solid #d5dbdb}\n"
-    << "figcaption{margin-top:6px}table{border-collapse:collapse;font-size:13px}\n"
+    << "figcaption{margin-top:6px}table{border-collapse:collapse;font-size:13px;margin:10px 0}\n"
     << "td,th{border:1px solid #ccd1d1;padding:3px 8px;text-align:right}\n"
     << "th{background:#f4f6f6}pre{background:#f4f6f6;padding:10px;overflow-x:auto}\n"
     << ".note{background:#fdebd0;padding:8px}\n</style>\n</head>\n<body>\n"
@@ -810,24 +817,11 @@ std::vector<double> plot_percentiles(const std::vector<double>& printed, const t
   return p;
 }
 
-std::vector<sample_request> pick_samples(const std::vector<tokchron::trace_record>& records) {
-  struct cand {
-    std::size_t index;
-    double e2e;
-    std::size_t preemptions;
-  };
-  std::vector<cand> c;
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    if (tokchron::validate(records[i])) continue;
-    const auto tl = tokchron::to_timeline(records[i]);
-    const auto e = tokchron::e2e(tl);
-    if (!e || !tl.first_token_time()) continue;
-    c.push_back({i, tokchron::to_seconds(*e), records[i].preempted.size()});
-  }
-  std::vector<sample_request> out;
-  if (c.empty()) return out;
-  std::stable_sort(c.begin(), c.end(), [](const cand& a, const cand& b) { return a.e2e < b.e2e; });
+std::vector<std::pair<std::size_t, std::string>> detail::pick(std::vector<pick_candidate> c) {
   std::vector<std::pair<std::size_t, std::string>> picks;
+  if (c.empty()) return picks;
+  std::stable_sort(c.begin(), c.end(),
+                   [](const pick_candidate& x, const pick_candidate& y) { return x.e2e < y.e2e; });
   auto add = [&](std::size_t idx, const std::string& role) {
     for (auto& p : picks)
       if (p.first == idx) {
@@ -838,11 +832,24 @@ std::vector<sample_request> pick_samples(const std::vector<tokchron::trace_recor
   };
   add(c.back().index, "slowest");
   add(c[(c.size() - 1) / 2].index, "median");
-  const cand* pre = nullptr;
+  const pick_candidate* pre = nullptr;
   for (const auto& x : c)  // ascending e2e: the last of equal preemption counts is the slower
     if (x.preemptions > 0 && (!pre || x.preemptions >= pre->preemptions)) pre = &x;
   if (pre) add(pre->index, "preempted");
-  for (auto& p : picks) out.push_back({p.second, records[p.first]});
+  return picks;
+}
+
+std::vector<sample_request> pick_samples(const std::vector<tokchron::trace_record>& records) {
+  std::vector<tokchron::trace_timeline> tls;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (tokchron::validate(records[i])) continue;
+    tls.push_back(tokchron::to_timeline(records[i]));
+    index.push_back(i);
+  }
+  auto out = pick_samples(
+      tls, [&](std::size_t i) { return records[index[i]].id; },
+      tokchron::trace_clock::time_point{});
   return out;
 }
 
@@ -882,6 +889,27 @@ std::vector<executor_bin> bin_steps(const executor_series& s, std::size_t bins) 
     }
   }
   return out;
+}
+
+plot_result plot_trace(const std::vector<tokchron::trace_timeline>& tls,
+                       const std::vector<const tokchron::profile*>& profiles,
+                       const tokchron::summary_options& o, const tokchron::sla& sla,
+                       const std::string& title, const std::string& command, const std::string& dir,
+                       const plot_options& opt) {
+  plot_input in;
+  in.title = title;
+  in.command = command;
+  in.sla = sla;
+  in.printed_percentiles = o.percentiles;
+  if (in.printed_percentiles.empty() && !profiles.empty())
+    in.printed_percentiles = tokchron::parse_percentiles(profiles.front()->default_percentiles);
+  for (const tokchron::profile* p : profiles)
+    in.runs.push_back(summarize_series(std::string(p->name), tls, *p, o, sla));
+  in.samples = pick_samples(
+      tls, [](std::size_t i) { return "request " + std::to_string(i + 1); },
+      tokchron::trace_clock::time_point{});
+  in.samples_from = "the trace";
+  return write_plots(in, dir, opt);
 }
 
 std::string plot_result::to_string(const std::string& dir) const {

@@ -24,9 +24,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tokchron/io/trace.hpp"
+#include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/capacity.hpp"
 #include "tokchron/sla/objective.hpp"
@@ -82,6 +84,34 @@ struct sample_request {
 /// (ties: the slower). A request picked twice is drawn once with both roles. O(n log n).
 [[nodiscard]] std::vector<sample_request> pick_samples(
     const std::vector<tokchron::trace_record>& records);
+
+namespace detail {
+struct pick_candidate {
+  std::size_t index;
+  double e2e;
+  std::uint32_t preemptions;
+};
+/// The picks (index, role) among the candidates, as `pick_samples` describes.
+[[nodiscard]] std::vector<std::pair<std::size_t, std::string>> pick(std::vector<pick_candidate> c);
+}  // namespace detail
+
+/// As above, over finished timelines that keep chunks (any clock): `id_of(i)` names the i-th;
+/// the picked ones become trace records with times in seconds since `zero`.
+template <class Timeline, class IdOf>
+[[nodiscard]] std::vector<sample_request> pick_samples(const std::vector<Timeline>& tls,
+                                                       IdOf&& id_of,
+                                                       typename Timeline::time_point zero) {
+  std::vector<detail::pick_candidate> c;
+  for (std::size_t i = 0; i < tls.size(); ++i) {
+    const auto e = tokchron::e2e(tls[i]);
+    if (!e || !tls[i].first_token_time()) continue;
+    c.push_back({i, tokchron::to_seconds(*e), tls[i].preemptions()});
+  }
+  std::vector<sample_request> out;
+  for (auto& [i, role] : detail::pick(std::move(c)))
+    out.push_back({std::move(role), tokchron::to_trace_record(tls[i], zero, id_of(i))});
+  return out;
+}
 
 /// One executor step: [start, end) in seconds since the run's start, the sequences in the
 /// batch, the requests still waiting after admission, and the KV blocks in use / in the pool.
@@ -156,6 +186,16 @@ struct plot_result {
 /// std::runtime_error when a file cannot be written or gnuplot fails on a script (its messages
 /// are in `dir/gnuplot.log`).
 plot_result write_plots(const plot_input& in, const std::string& dir, const plot_options& opt = {});
+
+/// tokchron-report's `--plot DIR`: the trace's timelines summarised under each profile (one
+/// line each, printed percentiles `o.percentiles`, else the first profile's defaults; `o`'s GPU
+/// count and duration as printed), the SLA's lines, and the slowest, median and most-preempted
+/// request's token timeline. Throws as `write_plots`.
+plot_result plot_trace(const std::vector<tokchron::trace_timeline>& tls,
+                       const std::vector<const tokchron::profile*>& profiles,
+                       const tokchron::summary_options& o, const tokchron::sla& sla,
+                       const std::string& title, const std::string& command, const std::string& dir,
+                       const plot_options& opt = {});
 
 }  // namespace plot
 

@@ -200,7 +200,7 @@ TEST_CASE("latency data files carry the printed summary's exact values") {
   CHECK(page.find("synthetic &lt;trace&gt; &quot;q&quot;") != std::string::npos);
   CHECK(page.find("<trace>") == std::string::npos);
   CHECK(page.find("<img") == std::string::npos);  // nothing rendered
-  CHECK(page.find("TTFT P95 (ms)") != std::string::npos);
+  CHECK(page.find("<th>P95</th>") != std::string::npos);
 }
 
 TEST_CASE("the summary table shows the printed percentiles' values") {
@@ -211,8 +211,8 @@ TEST_CASE("the summary table shows the printed percentiles' values") {
   opt.render = false;
   (void)plot::write_plots(in, dir.string(), opt);
   const std::string page = slurp(dir / "index.html");
-  CHECK(page.find("TTFT P99 (ms)") != std::string::npos);
-  CHECK(page.find("TTFT P90 (ms)") == std::string::npos);
+  CHECK(page.find("<th>P99</th>") != std::string::npos);
+  CHECK(page.find("<th>P90</th>") == std::string::npos);
   char want[40];
   std::snprintf(want, sizeof want, "<td>%.5g</td>", *in.runs[0].summary.ttft.at(99) * 1e3);
   CHECK(page.find(want) != std::string::npos);
@@ -435,4 +435,46 @@ TEST_CASE("gnuplot renders every picture as SVG and PNG") {
   }
   // The SLO threshold is drawn: its title appears as text in the spectrum's SVG.
   CHECK(slurp(dir / "latency_ttft.svg").find("SLO p95(ttft) &lt; 1.5s") != std::string::npos);
+}
+
+TEST_CASE("plot_trace: one line per profile, printed percentiles kept, samples picked") {
+  const auto records = synthetic(300, 1.0, 9);
+  const auto tls = timelines(records);
+  tokchron::summary_options o;
+  o.percentiles = {50, 99.9};
+  o.gpus = 2;
+  const std::vector<const tokchron::profile*> profs = {&tokchron::profiles::vllm,
+                                                       &tokchron::profiles::sglang_openai};
+  const fs::path dir = fresh_dir("plot_trace");
+  plot::plot_options opt;
+  opt.render = false;
+  const auto res = plot::plot_trace(tls, profs, o, tokchron::sla::parse("p99(itl) < 50ms"), "trace",
+                                    "tokchron-report x", dir.string(), opt);
+  CHECK(res.pictures.size() == 6);  // four metrics, the overview, the timeline
+  const auto rows = read_rows(dir / "latency_itl.dat");
+  const auto printed_vllm = tokchron::summarize(tls, tokchron::profiles::vllm, o);
+  const auto printed_sgl = tokchron::summarize(tls, tokchron::profiles::sglang_openai, o);
+  int seen = 0;
+  for (const auto& row : rows) {
+    const double pc = std::strtod(row[0].c_str(), nullptr);
+    if (pc != 50 && pc != 99.9) continue;
+    CHECK(std::strtod(row[2].c_str(), nullptr) == *printed_vllm.itl.at(pc));
+    CHECK(std::strtod(row[3].c_str(), nullptr) == *printed_sgl.itl.at(pc));
+    ++seen;
+  }
+  CHECK(seen == 2);
+  const std::string page = slurp(dir / "index.html");
+  CHECK(page.find("<th>P99.9</th>") != std::string::npos);
+  CHECK(page.find("<th>P95</th>") == std::string::npos);
+  CHECK(page.find("tokchron-report x") != std::string::npos);
+  // The timeline picks equal the record-based picks (same requests, same roles).
+  const auto a = plot::pick_samples(records);
+  const auto b = plot::pick_samples(
+      tls, [](std::size_t i) { return "r" + std::to_string(i); },
+      tokchron::trace_clock::time_point{});
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].role == b[i].role);
+    CHECK(a[i].record == b[i].record);
+  }
 }

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Checks a `--plot DIR` directory (CI stage 50-plots):
+
+  * every picture (NAME.gp) was rendered to a non-empty NAME.svg and a non-blank NAME.png;
+  * headless Chromium loads DIR/index.html and every <img> on it loads (the page's own script
+    writes "pictures loaded: K of N" into the DOM; --dump-dom reads it);
+  * a headless Chromium screenshot of the page is not blank (many colours, not all background);
+  * with --summary: the data files hold exactly the values the CLI printed in its JSON summary
+    (metrics.<m>.pNN for ttft, tpot, itl, e2el, per run label).
+
+Usage: check_plots.py DIR --screenshot OUT.png [--summary FILE.json --label-field profile
+       [--runs-field configurations]] [--expect NAME ...]
+Needs Debian's chromium and python3-pil. Exits non-zero with a message on the first failure.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+from PIL import Image
+
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def fail(msg):
+    print("check_plots: FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def chromium(args, timeout=120):
+    exe = os.environ.get("CHROMIUM", "chromium")
+    with tempfile.TemporaryDirectory(prefix="tokchron-chromium-") as profile:
+        cmd = [exe] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile] + args
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    if r.returncode != 0:
+        fail("chromium exited %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[-2000:]))
+    return r.stdout.decode(errors="replace")
+
+
+def not_blank(path, min_colours, min_ink):
+    """The share of pixels unlike the most common colour, and the number of colours."""
+    img = Image.open(path).convert("RGB")
+    colours = img.getcolors(maxcolors=1 << 24)
+    colours.sort(reverse=True)
+    total = img.width * img.height
+    ink = 1.0 - colours[0][0] / total
+    if len(colours) < min_colours or ink < min_ink:
+        fail("%s looks blank: %d colours, %.2f%% of pixels differ from the background"
+             % (path, len(colours), ink * 100))
+    return len(colours), ink
+
+
+def read_dat(path):
+    """The header labels and rows of a latency_<m>.dat file."""
+    labels, rows = None, []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# percent"):
+                labels = shlex.split(line[1:])[2:]
+            elif line.strip() and not line.startswith("#"):
+                rows.append(line.split())
+    if labels is None:
+        fail(path + " has no header")
+    return labels, rows
+
+
+def check_summary(d, summary_path, label_field, runs_field):
+    with open(summary_path) as f:
+        doc = json.load(f)
+    if runs_field:
+        for part in runs_field.split("."):
+            doc = doc[part]
+    runs = doc if isinstance(doc, list) else [doc]
+    compared = 0
+    for metric in ("ttft", "tpot", "itl", "e2el"):
+        path = os.path.join(d, "latency_%s.dat" % metric)
+        if not os.path.exists(path):
+            continue
+        labels, rows = read_dat(path)
+        by_percent = {float(r[0]): r for r in rows}
+        for run in runs:
+            label = str(run[label_field])
+            if label not in labels:
+                fail("%s has no column for %r (columns: %s)" % (path, label, labels))
+            col = 2 + labels.index(label)
+            stats = run["metrics"][metric]
+            for key, want in stats.items():
+                m = re.fullmatch(r"p(\d+(?:\.\d+)?)", key)
+                if not m or want is None:
+                    continue
+                row = by_percent.get(float(m.group(1)))
+                if row is None:
+                    fail("%s has no row for %s" % (path, key))
+                got = float(row[col])
+                if got != want and abs(got - want) > 1e-12 * max(abs(want), 1e-300):
+                    fail("%s %s %s: data file %r, printed summary %r"
+                         % (path, label, key, got, want))
+                compared += 1
+    if compared == 0:
+        fail("no printed percentile was compared with the data files")
+    print("check_plots: %d printed percentiles equal the data files" % compared)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--screenshot", required=True)
+    ap.add_argument("--summary")
+    ap.add_argument("--label-field", default="profile")
+    ap.add_argument("--runs-field")
+    ap.add_argument("--expect", nargs="*", default=[], help="pictures that must be present")
+    a = ap.parse_args()
+    d = os.path.abspath(a.dir)
+    index = os.path.join(d, "index.html")
+    if not os.path.isfile(index):
+        fail(index + " is missing")
+    names = sorted(f[:-3] for f in os.listdir(d) if f.endswith(".gp"))
+    if not names:
+        fail("no gnuplot script in " + d)
+    for e in a.expect:
+        if e not in names:
+            fail("picture %s is missing (have: %s)" % (e, ", ".join(names)))
+    for n in names:
+        svg, png = os.path.join(d, n + ".svg"), os.path.join(d, n + ".png")
+        if not os.path.isfile(svg) or os.path.getsize(svg) < 1000:
+            fail(svg + " is missing or empty")
+        not_blank(png, 16, 0.01)
+    html = open(index, encoding="utf-8").read()
+    imgs = len(re.findall(r"<img ", html))
+    if imgs != len(names):
+        fail("index.html shows %d images for %d pictures" % (imgs, len(names)))
+
+    dom = chromium(["--dump-dom", "file://" + index])
+    m = re.search(r"pictures loaded: (\d+) of (\d+)", dom)
+    if not m:
+        fail("the page's image check did not run (no 'pictures loaded' in the DOM)")
+    ok, total = int(m.group(1)), int(m.group(2))
+    if total != len(names) or ok != total:
+        fail("Chromium loaded %d of %d images (%d pictures): %s"
+             % (ok, total, len(names), dom[m.start():m.start() + 300]))
+    print("check_plots: Chromium loaded all %d images of index.html" % total)
+
+    chromium(["--screenshot=" + os.path.abspath(a.screenshot), "--window-size=1280,2000",
+              "file://" + index])
+    colours, ink = not_blank(a.screenshot, 64, 0.03)
+    print("check_plots: screenshot %s: %d colours, %.1f%% non-background"
+          % (a.screenshot, colours, ink * 100))
+
+    if a.summary:
+        check_summary(d, a.summary, a.label_field, a.runs_field)
+    print("check_plots: %s OK (%s)" % (d, ", ".join(names)))
+
+
+if __name__ == "__main__":
+    main()
