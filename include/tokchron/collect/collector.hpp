@@ -86,7 +86,9 @@ struct alignas(cache_line) collector_shard {
     ++own_seq_;  // odd: inside a call
     std::uint64_t e;
     if (TOKCHRON_LIKELY(asymmetric_)) {
-      seq_.store(own_seq_, std::memory_order_relaxed);
+      // release (a plain store on x86): a snapshot that reads this odd value also sees every
+      // sample of the calls before it, as reading the previous call's even value would.
+      seq_.store(own_seq_, std::memory_order_release);
       asymmetric_barrier::light();
       e = epoch_.load(std::memory_order_acquire);
     } else {

@@ -59,7 +59,9 @@ struct asymmetric_barrier {
 
   /// The rare side: returns after every running thread of the process has executed a full
   /// memory barrier (and threads not running will execute one before they next run). Only
-  /// valid when `available()` returned true.
+  /// valid when `available()` returned true; it cannot fail then (the kernel refuses only
+  /// processes that did not register; registration is inherited across fork(), and after
+  /// exec() the statics that remember it start afresh).
   static void heavy() noexcept {
 #if TOKCHRON_HAS_MEMBARRIER
     std::atomic_thread_fence(std::memory_order_seq_cst);
