@@ -1,38 +1,592 @@
 // SPDX-License-Identifier: MIT
+// The compatibility profiles: hand-computed expectations on requests that separate the tools,
+// and each tool's published formula re-implemented independently on a random trace.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
 #include <vector>
 
+#include "tokchron/io/trace.hpp"
 #include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/testing.hpp"
 
 using namespace std::chrono_literals;
 namespace tc = tokchron;
 
-TEST_CASE("profiles: every built-in profile is found by name") {
+namespace {
+using K = tc::chunk_kind;
+constexpr std::optional<double> none = std::nullopt;
+
+// The trace of tests/data/traces/separating.jsonl.
+std::vector<tc::trace_record> separating() {
+  std::vector<tc::trace_record> v(5);
+  v[0].id = "one-token";  // 1 token, empty role chunk, usage chunk, [DONE]
+  v[0].arrival = 0.0;
+  v[0].send = 0.0;
+  v[0].prompt_tokens = 10;
+  v[0].chunks = {
+      {0.100, 0, K::empty}, {0.150, 1, K::text}, {0.160, 0, K::usage}, {0.165, 0, K::done}};
+  v[0].end = 0.165;
+  v[0].usage_output_tokens = 1;
+  v[1].id = "bundled";  // a 3-token chunk; issue delay; queue and schedule recorded
+  v[1].arrival = 0.010;
+  v[1].send = 0.012;
+  v[1].queued = 0.013;
+  v[1].scheduled = 0.020;
+  v[1].prompt_tokens = 50;
+  v[1].chunks = {{0.100, 0, K::empty}, {0.120, 1, K::text},  {0.150, 3, K::text},
+                 {0.170, 1, K::text},  {0.180, 0, K::usage}, {0.182, 0, K::done}};
+  v[1].end = 0.185;
+  v[1].usage_output_tokens = 5;
+  v[2].id = "ttft-zero";  // the first token at the send time
+  v[2].arrival = 0.200;
+  v[2].send = 0.200;
+  v[2].prompt_tokens = 20;
+  v[2].chunks = {{0.200, 1, K::text}, {0.230, 1, K::text}, {0.250, 2, K::text}};
+  v[2].end = 0.250;
+  v[2].usage_output_tokens = 4;
+  v[3].id = "failed";
+  v[3].arrival = 0.300;
+  v[3].send = 0.300;
+  v[3].prompt_tokens = 30;
+  v[3].chunks = {{0.400, 1, K::text}};
+  v[3].end = 0.450;
+  v[3].ok = false;
+  v[3].error = "connection reset";
+  v[4].id = "usage-zero";  // the server reported 0 completion tokens
+  v[4].arrival = 0.040;
+  v[4].send = 0.050;
+  v[4].prompt_tokens = 40;
+  v[4].chunks = {{0.100, 1, K::text}, {0.200, 1, K::text}, {0.300, 1, K::text}};
+  v[4].end = 0.310;
+  v[4].usage_output_tokens = 0;
+  return v;
+}
+
+struct expect {
+  std::optional<double> ttft, e2el, tpot;
+  std::vector<double> pooled;  // pooled ITL samples (per-chunk / per-token grains)
+  std::optional<double> itl;   // per-request ITL (per-request grains)
+  std::uint64_t n;
+  bool tpot_invalid = false;
+};
+
+bool close(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b) return !a && !b;
+  return std::fabs(*a - *b) <= 1e-12 * std::max(1.0, std::fabs(*b));
+}
+}  // namespace
+
+TEST_CASE("profiles: every built-in profile is found by name and described") {
+  CHECK(tc::all_profiles().size() == 11);
   for (const tc::profile* p : tc::all_profiles()) {
     REQUIRE(tc::find_profile(p->name) == p);
     CHECK(!p->description.empty());
+    CHECK(!p->tool.empty());
+    CHECK_NOTHROW((void)tc::parse_percentiles(p->default_percentiles));
   }
   CHECK(tc::find_profile("nope") == nullptr);
 }
 
-TEST_CASE("profiles: vllm counts an empty role chunk, legacy vllm skips it") {
+TEST_CASE("profiles: hand-computed values on requests that separate the tools") {
+  const auto recs = separating();
+  // Per profile: the 5 requests (one-token, bundled, ttft-zero, failed, usage-zero). Derivations
+  // are in docs/definitions.md; e.g. vllm counts the empty role chunk (TTFT 0.100) and ends at
+  // the last choices chunk, vllm_legacy skips it and ends at [DONE], `ttft == 0.0` tools move
+  // the ttft-zero request's TTFT to its second chunk and lose that gap.
+  const double third = 0.05 / 3, two_thirds = 0.02 / 3;
+  const std::map<std::string, std::vector<expect>> want = {
+      {"canonical",
+       {{0.150, 0.165, none, {}, none, 1},
+        {0.110, 0.175, 0.0125, {0.01, 0.01, 0.01, 0.02}, none, 5},
+        {0.0, 0.050, third, {0.03, 0.01, 0.01}, none, 4},
+        {},
+        {0.060, 0.270, 0.100, {0.1, 0.1}, none, 3}}},
+      {"vllm",
+       {{0.100, 0.150, none, {0.050}, none, 1},
+        {0.088, 0.158, 0.0175, {0.02, 0.03, 0.02}, none, 5},
+        {0.0, 0.050, third, {0.03, 0.02}, none, 4},
+        {},
+        {0.050, 0.250, 0.100, {0.1, 0.1}, none, 3}}},
+      {"vllm_legacy",
+       {{0.150, 0.165, none, {}, none, 1},
+        {0.108, 0.170, 0.0155, {0.03, 0.02}, none, 5},
+        {0.030, 0.050, two_thirds, {0.02}, none, 4},
+        {},
+        {0.050, 0.260, none, {0.1, 0.1}, none, 0}}},
+      {"sglang_openai",
+       {{0.150, 0.165, none, {}, none, 1},
+        {0.108, 0.170, 0.0155, {0.03, 0.02}, none, 5},
+        {0.030, 0.050, two_thirds, {0.02}, none, 4},
+        {},
+        {0.050, 0.250, none, {0.1, 0.1}, none, 0}}},
+      {"sglang_native",
+       {{0.150, 0.165, none, {}, none, 1},
+        {0.108, 0.170, 0.0155, {0.01, 0.01, 0.01, 0.02}, none, 5},
+        {0.030, 0.050, two_thirds, {0.01, 0.01}, none, 4},
+        {},
+        {0.050, 0.250, none, {0.1, 0.1}, none, 0}}},
+      {"genai_perf",
+       {{0.150, 0.150, none, {}, none, 1},
+        {0.108, 0.158, 0.0125, {}, 0.0125, 5},
+        {0.0, 0.050, 16666667e-9, {}, 16666667e-9, 4},  // round() in integer ns
+        {},
+        {0.050, 0.250, none, {}, none, 0}}},
+      {"aiperf",
+       {{0.100, 0.160, none, {}, none, 1},
+        {0.088, 0.168, 0.020, {}, 0.020, 5},
+        {0.0, 0.050, third, {}, third, 4},
+        {},
+        {0.050, 0.250, none, {}, none, 0}}},
+      {"llmperf",  // ITL = (last content chunk - start) / data chunks: TTFT included
+       {{0.150, 0.165, none, {}, 0.150 / 3, 1},
+        {0.108, 0.173, none, {}, 0.158 / 5, 5},
+        {0.030, 0.050, none, {}, 0.050 / 3, 4},
+        {},
+        {0.050, 0.260, none, {}, 0.0, 0}}},
+      {"trtllm_bench",
+       {{0.150, 0.165, 0.0, {}, none, 1},
+        {0.108, 0.173, 0.01625, {}, none, 5},
+        {0.0, 0.050, third, {}, none, 4},
+        {},
+        {0.050, 0.260, 0.105, {}, none, 3}}},
+      {"gpt_manager_benchmark",
+       {{0.150, 0.165, none, {}, none, 1},
+        {0.108, 0.173, 0.01625, {}, none, 5},
+        {0.0, 0.050, third, {}, none, 4},
+        {},
+        {0.050, 0.260, 0.105, {}, none, 3}}},
+      {"mlperf",  // from the scheduled (arrival) time; TPOT truncated to integer ns
+       {{0.150, 0.165, none, {}, none, 1, true},
+        {0.110, 0.175, 0.01625, {}, none, 5},
+        {0.0, 0.050, 16666666e-9, {}, none, 4},
+        {},
+        {0.060, 0.270, none, {}, none, 0, true}}},
+  };
+  REQUIRE(want.size() == tc::all_profiles().size());
+  for (const tc::profile* p : tc::all_profiles()) {
+    const auto& rows = want.at(std::string(p->name));
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+      CAPTURE(p->name);
+      CAPTURE(recs[i].id);
+      const auto tl = tc::to_timeline(recs[i]);
+      std::vector<double> pooled;
+      const auto r = tc::evaluate(*p, tl, [&](double g) noexcept { pooled.push_back(g); });
+      if (i == 3) {  // the failed request: not completed, no pooled samples
+        CHECK_FALSE(r.completed);
+        CHECK(pooled.empty());
+        continue;
+      }
+      const expect& e = rows[i];
+      CHECK(r.completed);
+      CHECK(close(r.ttft, e.ttft));
+      CHECK(close(r.e2el, e.e2el));
+      CHECK(close(r.tpot, e.tpot));
+      CHECK(close(r.itl, e.itl));
+      CHECK(r.output_tokens == e.n);
+      CHECK(r.tpot_invalid == e.tpot_invalid);
+      REQUIRE(pooled.size() == e.pooled.size());
+      for (std::size_t k = 0; k < pooled.size(); ++k) CHECK(close(pooled[k], e.pooled[k]));
+    }
+  }
+}
+
+TEST_CASE("profiles: canonical reproduces the README definitions") {
   const auto tl = tc::testing::script()
-                      .send(0ms)
-                      .chunk(100ms, 0, tc::chunk_kind::empty)
+                      .arrive(0ms)
+                      .send(2ms)
+                      .queued(5ms)
+                      .scheduled(40ms)
+                      .chunk(100ms, 0, K::empty)
                       .chunk(120ms, 1)
                       .chunk(150ms, 3)
                       .chunk(170ms, 1)
-                      .chunk(180ms, 0, tc::chunk_kind::usage)
+                      .chunk(180ms, 0, K::usage)
                       .finish(180ms)
                       .timeline();
-  std::vector<double> itl;
-  const auto v = tc::evaluate(tc::profiles::vllm, tl, [&](double g) noexcept { itl.push_back(g); });
-  CHECK(*v.ttft == doctest::Approx(0.100).epsilon(1e-12));
-  CHECK(*v.e2el == doctest::Approx(0.170).epsilon(1e-12));
-  REQUIRE(itl.size() == 3);
-  const auto l = tc::evaluate(tc::profiles::vllm_legacy, tl);
-  CHECK(*l.ttft == doctest::Approx(0.120).epsilon(1e-12));
+  std::vector<double> pooled, per_token;
+  const auto r =
+      tc::evaluate(tc::profiles::canonical, tl, [&](double g) noexcept { pooled.push_back(g); });
+  tc::for_each_itl_per_token(tl, [&](auto g) { per_token.push_back(tc::to_seconds(g)); });
+  const auto m = tc::canonical_metrics(tl);
+  CHECK(close(r.ttft, m.ttft));
+  CHECK(close(r.e2el, m.e2e));
+  CHECK(close(r.tpot, m.tpot));
+  CHECK(close(r.queue, m.queue_time));
+  CHECK(close(r.prefill, m.prefill_time));
+  CHECK(close(r.decode, m.decode_time));
+  CHECK(close(r.normalized_latency, m.normalized_latency));
+  CHECK(close(r.user_rate, m.output_rate));
+  CHECK(pooled == per_token);
+  CHECK(close(r.ttft, 0.120));  // the README table's example column
+  CHECK(close(r.tpot, 0.0125));
+}
+
+TEST_CASE("profiles: 100 samples at P99 separate the three percentile methods") {
+  // TTFTs of 1..100 ms: numpy linear gives 99.01 ms, sorted[int(n p)] 100 ms, nearest rank 99.
+  std::vector<tc::testing::scripted_timeline> tls;
+  for (int i = 1; i <= 100; ++i)
+    tls.push_back(tc::testing::script()
+                      .send(0ms)
+                      .chunk(std::chrono::milliseconds(i), 1)
+                      .chunk(std::chrono::milliseconds(i + 10), 1)
+                      .finish()
+                      .timeline());
+  tc::summary_options o;
+  o.percentiles = {99};
+  const auto lin = tc::summarize(tls, tc::profiles::vllm, o);
+  const auto low = tc::summarize(tls, tc::profiles::trtllm_bench, o);
+  const auto near = tc::summarize(tls, tc::profiles::gpt_manager_benchmark, o);
+  CHECK(close(lin.ttft.at(99), 0.09901));
+  CHECK(close(low.ttft.at(99), 0.100));
+  CHECK(close(near.ttft.at(99), 0.099));
+}
+
+// --- each tool's published formula, re-implemented independently on a random trace ----------
+
+namespace {
+// numpy.percentile (linear), sorted[int(n p)], sorted[ceil(p n) - 1]; numpy / pandas std.
+double pct_linear(std::vector<double> x, double q) {
+  std::sort(x.begin(), x.end());
+  const double h = (static_cast<double>(x.size()) - 1) * q;
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  const std::size_t hi = std::min(lo + 1, x.size() - 1);
+  return x[lo] + (h - std::floor(h)) * (x[hi] - x[lo]);
+}
+double pct_lower(std::vector<double> x, double q) {
+  std::sort(x.begin(), x.end());
+  return x[std::min(static_cast<std::size_t>(static_cast<double>(x.size()) * q), x.size() - 1)];
+}
+double pct_nearest(std::vector<double> x, double q) {
+  std::sort(x.begin(), x.end());
+  const double h = std::ceil(q * static_cast<double>(x.size()));
+  return x[h < 1 ? 0 : static_cast<std::size_t>(h) - 1];
+}
+double mean(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return s / static_cast<double>(x.size());
+}
+double stdev(const std::vector<double>& x, double ddof) {
+  const double m = mean(x);
+  double s = 0;
+  for (double v : x) s += (v - m) * (v - m);
+  return std::sqrt(s / (static_cast<double>(x.size()) - ddof));
+}
+
+struct tool_result {
+  std::vector<double> ttft, tpot, itl, e2el;
+  double duration = 0;
+  double completed = 0, output_tokens = 0;
+};
+
+double chunk_sum(const tc::trace_record& r) {
+  double n = 0;
+  for (const auto& c : r.chunks) n += c.tokens;
+  return n;
+}
+double end_of(const tc::trace_record& r) {
+  return r.end ? *r.end : (r.chunks.empty() ? r.send : r.chunks.back().time);
+}
+double wall(const std::vector<tc::trace_record>& rs) {
+  double lo = 1e300, hi = -1e300;
+  for (const auto& r : rs) {
+    lo = std::min(lo, r.send);
+    hi = std::max(hi, end_of(r));
+  }
+  return hi - lo;
+}
+
+// vllm/benchmarks/lib/endpoint_request_func.py + serve.py calculate_metrics.
+tool_result vllm_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  t.duration = wall(rs);
+  for (const auto& r : rs) {
+    bool first = false;
+    double ttft = 0, recent = 0;
+    std::vector<double> itl;
+    for (const auto& c : r.chunks) {
+      if (c.kind != K::text && c.kind != K::empty) continue;  // `if choices := data.get(...)`
+      if (!first) {
+        first = true;
+        ttft = c.time - r.send;
+      } else {
+        itl.push_back(c.time - recent);
+      }
+      recent = c.time;
+    }
+    if (!r.ok || !first) continue;
+    const double latency = recent - r.send;
+    double n = r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : 0;
+    if (n == 0) n = chunk_sum(r);  // stand-in for the tokenizer re-encode
+    if (n > 1) t.tpot.push_back((latency - ttft) / (n - 1));
+    t.itl.insert(t.itl.end(), itl.begin(), itl.end());
+    t.ttft.push_back(ttft);
+    t.e2el.push_back(latency);
+    t.completed += 1;
+    t.output_tokens += n;
+  }
+  return t;
+}
+
+// sglang bench_serving, native /generate: the gap split over the chunk's new tokens.
+tool_result sglang_native_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  t.duration = wall(rs);
+  for (const auto& r : rs) {
+    if (!r.ok) continue;
+    double ttft = 0.0, recent = 0, latency = 0;
+    std::vector<double> itl;
+    for (const auto& c : r.chunks) {
+      latency = c.time - r.send;  // every non-empty SSE line
+      if (c.tokens == 0) continue;
+      if (ttft == 0.0) {
+        ttft = c.time - r.send;
+      } else {
+        const double gap = c.time - recent;
+        for (std::uint32_t k = 0; k < c.tokens; ++k) itl.push_back(gap / c.tokens);
+      }
+      recent = c.time;
+    }
+    const double n =
+        r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
+    if (n > 1) t.tpot.push_back((latency - ttft) / (n - 1));
+    t.itl.insert(t.itl.end(), itl.begin(), itl.end());
+    t.ttft.push_back(ttft);
+    t.e2el.push_back(latency);
+    t.completed += 1;
+    t.output_tokens += n;
+  }
+  return t;
+}
+
+// genai_perf llm_profile_data_parser.py: integer ns, empty responses removed first.
+tool_result genai_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  auto ns = [](double s) { return std::llround(s * 1e9); };
+  long long min_req = LLONG_MAX, max_res = LLONG_MIN;
+  for (const auto& r : rs) {
+    std::vector<long long> res;
+    for (const auto& c : r.chunks)
+      if (c.kind == K::text) res.push_back(ns(c.time));
+    if (!r.ok || res.empty()) continue;
+    const long long req = ns(r.send);
+    min_req = std::min(min_req, req);
+    max_res = std::max(max_res, res.back());
+    const long long ttft = res.front() - req, lat = res.back() - req;
+    const double n =
+        r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
+    if (n > 1) {
+      const double v = std::nearbyint(static_cast<double>(lat - ttft) / (n - 1)) * 1e-9;
+      t.tpot.push_back(v);
+      t.itl.push_back(v);
+    }
+    t.ttft.push_back(static_cast<double>(ttft) * 1e-9);
+    t.e2el.push_back(static_cast<double>(lat) * 1e-9);
+    t.completed += 1;
+    t.output_tokens += n;
+  }
+  t.duration = static_cast<double>(max_res - min_req) * 1e-9;
+  return t;
+}
+
+// llmperf openai_chat_completions_client.py + token_benchmark_ray.py.
+tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  t.duration = wall(rs);
+  for (const auto& r : rs) {
+    if (!r.ok) continue;
+    double ttft = 0, recent = 0, chunks = 0;
+    std::vector<double> time_to_next_token;
+    for (const auto& c : r.chunks) {
+      if (c.kind == K::done) continue;
+      chunks += 1;  // tokens_received += 1
+      if (c.kind != K::text) continue;
+      if (!ttft) {
+        ttft = c.time - r.send;
+        time_to_next_token.push_back(ttft);
+      } else {
+        time_to_next_token.push_back(c.time - recent);
+      }
+      recent = c.time;
+    }
+    const double n =
+        r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
+    double itl = 0;
+    for (double g : time_to_next_token) itl += g;
+    t.itl.push_back(n ? itl / chunks : 0);
+    t.ttft.push_back(ttft);
+    t.e2el.push_back(end_of(r) - r.send);
+    t.completed += 1;
+    t.output_tokens += n;
+  }
+  return t;
+}
+
+// tensorrt_llm/bench statistics.py: TPOT 0 for N <= 1, included.
+tool_result trtllm_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  t.duration = wall(rs);
+  for (const auto& r : rs) {
+    if (!r.ok) continue;
+    std::optional<double> first;
+    for (const auto& c : r.chunks)
+      if (c.tokens > 0 && !first) first = c.time;
+    if (!first) continue;
+    const double n = chunk_sum(r), end = end_of(r);
+    t.tpot.push_back(n <= 1 ? 0.0 : (end - *first) / (n - 1));
+    t.ttft.push_back(*first - r.send);
+    t.e2el.push_back(end - r.send);
+    t.completed += 1;
+    t.output_tokens += n;
+  }
+  return t;
+}
+
+// MLPerf loadgen: from the scheduled time, TPOT in integer ns, n = 1 an error.
+tool_result mlperf_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  double lo = 1e300, hi = -1e300;
+  for (const auto& r : rs) {
+    lo = std::min(lo, r.arrival.value_or(r.send));
+    hi = std::max(hi, end_of(r));
+  }
+  t.duration = hi - lo;
+  auto ns = [](double s) { return std::llround(s * 1e9); };
+  for (const auto& r : rs) {
+    if (!r.ok) continue;
+    std::optional<double> first;
+    for (const auto& c : r.chunks)
+      if (c.tokens > 0 && !first) first = c.time;
+    const long long sched = ns(r.arrival.value_or(r.send));
+    const long long latency = ns(end_of(r)) - sched;
+    const double n =
+        r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
+    if (first) {
+      const long long ttft = ns(*first) - sched;
+      t.ttft.push_back(static_cast<double>(ttft) * 1e-9);
+      if (n > 1)
+        t.tpot.push_back(static_cast<double>((latency - ttft) / static_cast<long long>(n - 1)) *
+                         1e-9);
+    }
+    t.e2el.push_back(static_cast<double>(latency) * 1e-9);
+    t.completed += 1;
+    t.output_tokens += n;
+  }
+  return t;
+}
+
+// A random trace with every separating feature: empty role chunks, multi-token chunks, usage
+// and [DONE] chunks, a first token at the send time, 1-token answers, missing / zero usage,
+// issue delay, failures. Times are whole microseconds.
+std::vector<tc::trace_record> random_trace(unsigned seed, int n) {
+  std::mt19937 rng(seed);
+  auto u = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  std::vector<tc::trace_record> out;
+  double t = 100.0;
+  for (int i = 0; i < n; ++i) {
+    tc::trace_record r;
+    t += u(0, 20000) * 1e-6;
+    r.arrival = t;
+    r.send = t + u(0, 3) * 1e-3;
+    r.prompt_tokens = static_cast<std::uint64_t>(u(1, 500));
+    double c = r.send + (u(0, 9) == 0 ? 0.0 : u(1, 200000) * 1e-6);
+    if (u(0, 1)) r.chunks.push_back({c, 0, K::empty});
+    const int chunks = u(0, 5) == 0 ? 1 : u(1, 30);
+    std::uint64_t tokens = 0;
+    for (int k = 0; k < chunks; ++k) {
+      if (k > 0 || !r.chunks.empty()) c += u(1, 60000) * 1e-6;
+      const auto tok = static_cast<std::uint32_t>(u(0, 4) == 0 ? u(2, 4) : 1);
+      r.chunks.push_back({c, tok, K::text});
+      tokens += tok;
+    }
+    const int usage = u(0, 5);
+    if (usage > 0) {
+      c += u(0, 2000) * 1e-6;
+      r.chunks.push_back({c, 0, K::usage});
+      r.usage_output_tokens = usage == 1 ? 0 : tokens + static_cast<std::uint64_t>(u(0, 1));
+    }
+    if (u(0, 1)) {
+      c += u(0, 2000) * 1e-6;
+      r.chunks.push_back({c, 0, K::done});
+    }
+    r.end = c + u(0, 1000) * 1e-6;
+    r.ok = u(0, 19) != 0;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+double rel(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-300); }
+
+void check_against(const tc::run_summary& s, const tool_result& t, const tc::profile& p,
+                   const std::vector<double>& qs) {
+  CAPTURE(p.name);
+  CHECK(s.completed == static_cast<std::uint64_t>(t.completed));
+  CHECK(rel(*s.duration, t.duration) < 1e-9);
+  CHECK(rel(*s.output_throughput, t.output_tokens / t.duration) < 1e-9);
+  const std::pair<const tc::distribution*, const std::vector<double>*> metrics[] = {
+      {&s.ttft, &t.ttft}, {&s.tpot, &t.tpot}, {&s.itl, &t.itl}, {&s.e2el, &t.e2el}};
+  for (const auto& [d, x] : metrics) {
+    REQUIRE(d->count == x->size());
+    if (x->empty()) continue;
+    CHECK(rel(*d->mean, mean(*x)) < 1e-9);
+    if (p.std_ddof) CHECK(rel(*d->stddev, stdev(*x, *p.std_ddof)) < 1e-9);
+    for (double q : qs) {
+      double want = 0;
+      switch (p.percentile_method) {
+        case tc::quantile_method::linear: want = pct_linear(*x, q / 100); break;
+        case tc::quantile_method::lower: want = pct_lower(*x, q / 100); break;
+        case tc::quantile_method::nearest_rank: want = pct_nearest(*x, q / 100); break;
+      }
+      CAPTURE(q);
+      CHECK(rel(*d->at(q), want) < 1e-9);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("profiles: each tool's published formula, on a random trace, within 1e-9") {
+  std::vector<tc::trace_record> recs = random_trace(42, 400);
+  const auto seps = separating();
+  recs.insert(recs.end(), seps.begin(), seps.end());
+  std::vector<tc::trace_timeline> tls;
+  for (const auto& r : recs) {
+    REQUIRE_FALSE(tc::validate(r));
+    tls.push_back(tc::to_timeline(r));
+  }
+  const std::vector<double> qs{1, 25, 50, 90, 99, 99.9};
+  tc::summary_options o;
+  o.percentiles = qs;
+  check_against(tc::summarize(tls, tc::profiles::vllm, o), vllm_tool(recs), tc::profiles::vllm, qs);
+  check_against(tc::summarize(tls, tc::profiles::sglang_native, o), sglang_native_tool(recs),
+                tc::profiles::sglang_native, qs);
+  check_against(tc::summarize(tls, tc::profiles::genai_perf, o), genai_tool(recs),
+                tc::profiles::genai_perf, qs);
+  check_against(tc::summarize(tls, tc::profiles::llmperf, o), llmperf_tool(recs),
+                tc::profiles::llmperf, qs);
+  check_against(tc::summarize(tls, tc::profiles::trtllm_bench, o), trtllm_tool(recs),
+                tc::profiles::trtllm_bench, qs);
+  check_against(tc::summarize(tls, tc::profiles::mlperf, o), mlperf_tool(recs),
+                tc::profiles::mlperf, qs);
+  // Summarising every profile at once (shared ITL streams, shared sorts) changes nothing.
+  std::vector<const tc::profile*> all(tc::all_profiles().begin(), tc::all_profiles().end());
+  const auto together = tc::summarize(tls, all, o);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto alone = tc::summarize(tls, *all[i], o);
+    CAPTURE(all[i]->name);
+    CHECK(together[i].itl.count == alone.itl.count);
+    CHECK(together[i].itl.mean == alone.itl.mean);
+    CHECK(together[i].itl.at(99) == alone.itl.at(99));
+    CHECK(together[i].ttft.at(50) == alone.ttft.at(50));
+    CHECK(together[i].output_throughput == alone.output_throughput);
+  }
 }

@@ -65,6 +65,7 @@ enum class token_source : std::uint8_t {
 enum class tpot_span : std::uint8_t {
   e2e_minus_ttft,  ///< the profile's E2E minus its TTFT (every tool)
   token_span,      ///< last counted chunk minus first counted chunk (tokchron canonical: tN - t1)
+  none,            ///< the tool reports no TPOT (llmperf)
 };
 
 /// What TPOT is for a request with N <= 1.
@@ -262,7 +263,7 @@ inline constexpr profile llmperf{
     "a token; no TPOT; N = re-encode (stand-in: usage when reported, else the chunk token sum); "
     "pandas linear percentiles, sample std (ddof 1); per-user rate N / E2E.",
     latency_origin::send, chunk_rule::nonempty_text, true, false, e2e_end::finish,
-    token_source::usage_else_chunks, tpot_span::e2e_minus_ttft, small_n_rule::excluded,
+    token_source::usage_else_chunks, tpot_span::none, small_n_rule::excluded,
     ns_rounding::none, itl_grain::per_request_including_ttft, quantile_method::linear, 1u,
     duration_rule::origin_to_finish, rps_rule::completed, user_rate_rule::tokens_over_e2e,
     goodput_rule::none, "25,50,75,90,95,99"};
@@ -461,7 +462,9 @@ template <class Timeline, class Sink>
   if (origin && end_tp) r.e2el = sec(*end_tp - *origin);
 
   // TPOT.
-  if (n <= 1) {
+  if (p.tpot_numerator == tpot_span::none) {
+    // no TPOT
+  } else if (n <= 1) {
     if (p.tpot_small_n == small_n_rule::zero && r.ttft && r.e2el) r.tpot = 0.0;
     if (p.tpot_small_n == small_n_rule::invalid && have_first) r.tpot_invalid = true;
   } else if (have_first) {
