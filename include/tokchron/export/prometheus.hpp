@@ -77,7 +77,7 @@ namespace detail {
   msg += " \"";
   msg += name;
   msg += '"';
-  TOKCHRON_THROW(std::invalid_argument, msg);
+  TOKCHRON_THROW(std::invalid_argument, msg.c_str());
 #if !TOKCHRON_HAS_EXCEPTIONS
   std::abort();
 #endif
