@@ -545,7 +545,7 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
     sep = ", \\\n       ";
   }
   b << sep << "'timeline.dat' index 1 using ($2*" << sc
-    << "):($1-0.22):(0):(0.44) with vectors nohead lw 1 lc rgb '#1b2631' title 'token chunk'";
+    << "):($1-0.22):(0):(0.44) with vectors nohead lw 0.7 lc rgb '#701b2631' title 'token chunk'";
   sep = ", \\\n       ";
   b << sep << "'timeline.dat' index 2 using ($2*" << sc
     << "):1 with points pt 2 ps 2.5 lw 3 lc rgb '" << slo_color << "' title 'preempted'" << sep
@@ -559,6 +559,9 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
       "A few requests from arrival (0) to finish: how much of each bar is queueing (grey), "
       "prefill (orange) and decode (blue); each tick is a token chunk, a red cross a preemption "
       "(its KV cache was dropped and recomputed).";
+  bool preempted = false;
+  for (const auto& smp : in.samples) preempted = preempted || !smp.record.preempted.empty();
+  if (!preempted) pic.caption += " No request was preempted in this run.";
   return pic;
 }
 

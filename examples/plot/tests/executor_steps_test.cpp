@@ -3,7 +3,12 @@
 // they add up to the engine's own totals.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "engine.hpp"
+#include "executor_plot.hpp"
 #include "executor_steps.hpp"
 #include "sim_backend.hpp"
 
@@ -53,4 +58,56 @@ TEST_CASE("record_steps: every step, integrals equal to the engine's totals") {
   }
   CHECK(b / r.engine.end_s == doctest::Approx(r.engine.mean_batch()).epsilon(1e-9));
   CHECK(k / r.engine.end_s == doctest::Approx(r.engine.kv_use_mean()).epsilon(1e-9));
+}
+
+TEST_CASE("plot_executor: the pictures of a sweep carry the executor's printed numbers") {
+  batching::report_settings rs;
+  rs.objectives = tokchron::sla::parse("p95(ttft) < 1.5s, p95(tpot) < 100ms");
+  std::vector<batching::outcome> all;
+  std::vector<plot::executor_series> steps;
+  for (std::uint32_t bs : {4u, 8u, 16u}) {
+    batching::configuration c;
+    c.name = "max_batch_size=" + std::to_string(bs);
+    c.parameters = {{"max_batch_size", std::to_string(bs)}};
+    c.cfg.sched.max_batch_size = bs;
+    c.cfg.load.users = 12;
+    c.cfg.load.think = batching::distribution::parse("exp:2", batching::quantity::seconds);
+    c.cfg.load.duration_s = 40;
+    auto be = batching::make_backend(c.cfg);
+    steps.push_back({c.name, {}});
+    auto r = batching::run(c.cfg.sched, c.cfg.load, *be, plot::record_steps(steps.back()));
+    all.push_back(batching::evaluate(c, std::move(r), rs));
+  }
+  const auto dir = std::filesystem::temp_directory_path() / "tokchron_plot_test_executor";
+  std::filesystem::remove_all(dir);
+  plot::plot_options opt;
+  opt.render = false;
+  const auto res =
+      plot::plot_executor(all, steps, rs, "batching-executor --sweep", dir.string(), opt);
+  std::vector<std::string> names;
+  for (const auto& p : res.pictures) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"latency_ttft", "latency_tpot", "latency_itl",
+                                          "latency_e2el", "spectrum", "frontier", "timeline",
+                                          "executor"});
+  // frontier.dat: throughput and P95s equal the summaries the executor printed.
+  std::ifstream f(dir / "frontier.dat");
+  std::string line;
+  std::size_t i = 0;
+  while (std::getline(f, line) && !line.empty()) {
+    if (line[0] == '#') continue;
+    std::istringstream is(line);
+    std::size_t idx;
+    double tps, ttft, tpot;
+    is >> idx >> tps >> ttft >> tpot;
+    CHECK(idx == i);
+    CHECK(tps == *all[i].summary.output_throughput);
+    CHECK(ttft == *all[i].summary.ttft.at(95));
+    CHECK(tpot == *all[i].summary.tpot.at(95));
+    ++i;
+  }
+  CHECK(i == all.size());
+  std::ifstream page(dir / "index.html");
+  std::stringstream ps;
+  ps << page.rdbuf();
+  CHECK(ps.str().find("P95 TTFT") != std::string::npos);  // the sweep table, verbatim
 }
