@@ -56,9 +56,6 @@ endif()
 
 include(CheckLanguage)
 check_language(CUDA)
-if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda_backend.cu)  # TEMP: until cuda/ lands
-  return()
-endif()
 if(NOT CMAKE_CUDA_COMPILER)
   message(STATUS "tokchron: CUDA backend skipped: nvcc not found")
   return()
@@ -74,7 +71,8 @@ message(STATUS "tokchron: CUDA backend enabled (nvcc ${CMAKE_CUDA_COMPILER_VERSI
 add_library(bx_compute_cuda STATIC cuda/cuda_backend.cu cuda/kernels.cu)
 target_include_directories(bx_compute_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(bx_compute_cuda PUBLIC bx_compute_cpu CUDA::cudart CUDA::cublas)
-target_compile_features(bx_compute_cuda PUBLIC cuda_std_17)
+# PRIVATE: a PUBLIC cuda_std_17 would reach targets in directories without CUDA enabled.
+set_target_properties(bx_compute_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
 target_compile_options(bx_compute_cuda PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings --expt-relaxed-constexpr>)
 target_link_libraries(batching_executor PUBLIC bx_compute_cuda)

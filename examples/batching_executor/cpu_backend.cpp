@@ -58,11 +58,10 @@ double cached_bandwidth() {
   return bw;
 }
 
-constexpr std::size_t max_parked = 4096;
-
 }  // namespace
 
-cpu_backend::cpu_backend(const cpu_backend_config& cfg) : cfg_(cfg) {
+cpu_backend::cpu_backend(const cpu_backend_config& cfg)
+    : cfg_(cfg), book_(cfg.model.seed, cfg.model.vocab) {
   cfg_.validate();
   openblas_set_num_threads(static_cast<int>(cfg_.threads));
   w_ = compute::model_weights::random(cfg_.model);
@@ -94,20 +93,6 @@ std::uint32_t cpu_backend::kv_blocks(std::uint32_t block_size) const {
   return static_cast<std::uint32_t>(std::min(n, 4294967295.0));
 }
 
-std::vector<std::int32_t>& cpu_backend::history(const sequence_work& s) {
-  if (auto it = live_.find(s.seq_id); it != live_.end()) return it->second;
-  auto& h = live_[s.seq_id];
-  if (auto p = parked_.find(s.seq_id); p != parked_.end()) {
-    h = std::move(p->second);
-    parked_.erase(p);
-  } else {
-    h.resize(s.prompt_tokens);
-    for (std::uint32_t i = 0; i < s.prompt_tokens; ++i)
-      h[i] = compute::prompt_token(cfg_.model.seed, s.seq_id, i, cfg_.model.vocab);
-  }
-  return h;
-}
-
 step_result cpu_backend::step(const batch& b) {
   if (!kv_) {
     kv_ = std::make_unique<compute::paged_kv_cache>(cfg_.model, kv_blocks(b.block_size),
@@ -118,26 +103,10 @@ step_result cpu_backend::step(const batch& b) {
   } else if (kv_->block_size() != b.block_size) {
     throw std::runtime_error("cpu backend: block size changed between steps");
   }
-  fb_.block_size = b.block_size;
-  fb_.seqs.clear();
-  std::vector<std::vector<std::int32_t>*> hist;
-  hist.reserve(b.seqs.size());
-  for (const sequence_work& s : b.seqs) {
-    auto& h = history(s);
-    const std::uint32_t n = s.new_tokens();
-    if (h.size() < std::size_t(s.past_tokens) + n)
-      throw std::runtime_error("cpu backend: sequence " + std::to_string(s.seq_id) + " needs " +
-                               std::to_string(s.past_tokens + n) + " tokens, has " +
-                               std::to_string(h.size()));
-    compute::forward_seq f;
-    f.tokens = h.data() + s.past_tokens;
-    f.past = s.past_tokens;
-    f.n_new = n;
-    f.blocks = s.blocks;
-    f.num_blocks = s.num_blocks;
-    f.sample = s.samples;
-    fb_.seqs.push_back(f);
-    hist.push_back(&h);
+  try {
+    book_.prepare(b, fb_);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("cpu backend: ") + e.what());
   }
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -148,15 +117,7 @@ step_result cpu_backend::step(const batch& b) {
   const auto t1 = std::chrono::steady_clock::now();
   step_result r;
   r.elapsed = std::chrono::duration_cast<duration>(t1 - t0);
-  r.outputs.resize(b.seqs.size());
-  for (std::size_t i = 0; i < b.seqs.size(); ++i) {
-    const sequence_work& s = b.seqs[i];
-    if (!s.samples) continue;
-    auto& h = *hist[i];
-    h.resize(std::size_t(s.past_tokens) + s.new_tokens());  // a resample replaces what followed
-    h.push_back(next_[i]);
-    r.outputs[i] = {1u, false, next_[i]};
-  }
+  book_.commit(b, next_, r.outputs);
   if (b.num_decodes() == 0) {
     prefill_s_ += std::chrono::duration<double>(t1 - t0).count();
     prefill_tokens_ += b.num_tokens();
@@ -164,20 +125,7 @@ step_result cpu_backend::step(const batch& b) {
   return r;
 }
 
-void cpu_backend::release(std::uint64_t seq_id) noexcept {
-  auto it = live_.find(seq_id);
-  if (it == live_.end()) return;
-  try {
-    parked_[seq_id] = std::move(it->second);
-    parked_order_.push_back(seq_id);
-    while (parked_order_.size() > max_parked) {
-      parked_.erase(parked_order_.front());
-      parked_order_.pop_front();
-    }
-  } catch (...) {  // out of memory while parking: the history is lost, recompute will say so
-  }
-  live_.erase(it);
-}
+void cpu_backend::release(std::uint64_t seq_id) noexcept { book_.release(seq_id); }
 
 std::optional<duration> cpu_backend::predict_prefill(std::uint32_t tokens) const {
   if (prefill_tokens_ <= 0) return std::nullopt;
@@ -186,8 +134,7 @@ std::optional<duration> cpu_backend::predict_prefill(std::uint32_t tokens) const
 }
 
 std::vector<std::int32_t> cpu_backend::tokens(std::uint64_t seq_id) const {
-  auto it = live_.find(seq_id);
-  return it == live_.end() ? std::vector<std::int32_t>{} : it->second;
+  return book_.tokens(seq_id);
 }
 
 }  // namespace batching

@@ -17,17 +17,16 @@
 /// (`openblas_set_num_threads(threads)`, default 2) when the backend is made.
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "backend.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
+#include "model/token_book.hpp"
 
 namespace batching {
 
@@ -84,15 +83,12 @@ class cpu_backend final : public backend {
   [[nodiscard]] std::vector<std::int32_t> tokens(std::uint64_t seq_id) const;
 
  private:
-  std::vector<std::int32_t>& history(const sequence_work& s);
-
   cpu_backend_config cfg_;
   compute::model_weights w_;
   double bandwidth_ = 0;
   std::unique_ptr<compute::paged_kv_cache> kv_;
   std::unique_ptr<compute::cpu_model> model_;
-  std::unordered_map<std::uint64_t, std::vector<std::int32_t>> live_, parked_;
-  std::deque<std::uint64_t> parked_order_;
+  compute::token_book book_;
   double prefill_s_ = 0, prefill_tokens_ = 0;
   // Per step scratch.
   compute::forward_batch fb_;

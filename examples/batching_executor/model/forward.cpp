@@ -46,6 +46,11 @@ namespace {
 // y[rows][out] = x[rows][in] * W^T, W row-major [out][in]: one pass over W for all rows.
 void matmul(const float* x, std::size_t rows, const std::vector<float>& w, std::size_t in,
             std::size_t out, float* y) {
+  if (rows == 1) {  // one token: matrix-vector (OpenBLAS's sgemm has no M = 1 fast path)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(out), static_cast<blasint>(in),
+                1.0f, w.data(), static_cast<blasint>(in), x, 1, 0.0f, y, 1);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
               static_cast<blasint>(out), static_cast<blasint>(in), 1.0f, x,
               static_cast<blasint>(in), w.data(), static_cast<blasint>(in), 0.0f, y,
