@@ -7,10 +7,10 @@
     writes "pictures loaded: K of N" into the DOM; --dump-dom reads it);
   * a headless Chromium screenshot of the page is not blank (many colours, not all background);
   * with --summary: the data files hold exactly the values the CLI printed in its JSON summary
-    (metrics.<m>.pNN for ttft, tpot, itl, e2el, per run label).
+    (<metrics>.<m>.pNN for ttft, tpot, itl, e2el, matched to the data columns by run label).
 
-Usage: check_plots.py DIR --screenshot OUT.png [--summary FILE.json --label-field profile
-       [--runs-field configurations]] [--expect NAME ...]
+Usage: check_plots.py DIR --screenshot OUT.png [--summary FILE.json [--label-field profile]
+       [--runs-field runs] [--metrics-field summary.metrics]] [--expect NAME ...]
 Needs Debian's chromium and python3-pil. Exits non-zero with a message on the first failure.
 """
 import argparse
@@ -72,12 +72,17 @@ def read_dat(path):
     return labels, rows
 
 
-def check_summary(d, summary_path, label_field, runs_field):
+def field(obj, path):
+    for part in path.split("."):
+        obj = obj[part]
+    return obj
+
+
+def check_summary(d, summary_path, label_field, runs_field, metrics_field):
     with open(summary_path) as f:
         doc = json.load(f)
     if runs_field:
-        for part in runs_field.split("."):
-            doc = doc[part]
+        doc = field(doc, runs_field)
     runs = doc if isinstance(doc, list) else [doc]
     compared = 0
     for metric in ("ttft", "tpot", "itl", "e2el"):
@@ -91,7 +96,7 @@ def check_summary(d, summary_path, label_field, runs_field):
             if label not in labels:
                 fail("%s has no column for %r (columns: %s)" % (path, label, labels))
             col = 2 + labels.index(label)
-            stats = run["metrics"][metric]
+            stats = field(run, metrics_field)[metric]
             for key, want in stats.items():
                 m = re.fullmatch(r"p(\d+(?:\.\d+)?)", key)
                 if not m or want is None:
@@ -115,7 +120,8 @@ def main():
     ap.add_argument("--screenshot", required=True)
     ap.add_argument("--summary")
     ap.add_argument("--label-field", default="profile")
-    ap.add_argument("--runs-field")
+    ap.add_argument("--runs-field", help="where the list of runs is (e.g. runs)")
+    ap.add_argument("--metrics-field", default="metrics", help="a run's metrics (summary.metrics)")
     ap.add_argument("--expect", nargs="*", default=[], help="pictures that must be present")
     a = ap.parse_args()
     d = os.path.abspath(a.dir)
@@ -155,7 +161,7 @@ def main():
           % (a.screenshot, colours, ink * 100))
 
     if a.summary:
-        check_summary(d, a.summary, a.label_field, a.runs_field)
+        check_summary(d, a.summary, a.label_field, a.runs_field, a.metrics_field)
     print("check_plots: %s OK (%s)" % (d, ", ".join(names)))
 
 

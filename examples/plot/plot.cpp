@@ -177,6 +177,30 @@ double spectrum_x(double percent) { return 1.0 / (1.0 - percent / 100.0); }
 
 const char* const slo_color = "#c0392b";
 
+/// The y-axis range and "plot" command of a metric's spectrum: one line per run, the SLO
+/// thresholds as constant lines. `top` is the largest value drawn (seconds).
+std::string spectrum_plot(const plot_input& in, const std::string& data, time_unit u, double top,
+                          const std::vector<tokchron::objective>& slos) {
+  std::ostringstream b;
+  b << "  set yrange [0:" << num(top * u.scale * 1.08 + 1e-12) << "]\n  plot ";
+  std::string sep;
+  for (std::size_t i = 0; i < in.runs.size(); ++i) {
+    b << sep << "'" << data << "' using 2:(column(" << i + 3 << ")*" << num(u.scale) << ")"
+      << series_style(i) << " title " << gp(in.runs[i].label);
+    sep = ", \\\n       ";
+  }
+  for (std::size_t k = 0; k < slos.size(); ++k)
+    b << sep << num(slos[k].threshold * u.scale) << " with lines dt " << k + 2 << " lw 2 lc rgb '"
+      << slo_color << "' title " << gp("SLO " + slos[k].to_string());
+  b << "\n";
+  return b.str();
+}
+
+/// The spectrum's x axis: 1/(1-p) on a log scale, labelled as percentiles.
+const char* const spectrum_axis =
+    "  set logscale x\n  set xrange [1:10000]\n"
+    "  set xtics ('P0' 1, 'P50' 2, 'P90' 10, 'P99' 100, 'P99.9' 1000, 'P99.99' 10000)\n";
+
 picture latency_picture(const plot_input& in, const metric_desc& m, const fs::path& dir) {
   picture pic;
   pic.name = std::string("latency_") + m.key;
@@ -208,28 +232,15 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
     << "  set grid\n  set key top left box opaque\n"
     // Left: the spectrum.
     << "  set title 'percentile spectrum'\n"
-    << "  set logscale x\n  set xrange [1:10000]\n"
-    << "  set xtics ('P0' 1, 'P50' 2, 'P90' 10, 'P99' 100, 'P99.9' 1000, 'P99.99' 10000)\n"
-    << "  set xlabel 'percentile (axis: 1/(1-p), log scale)'\n"
-    << "  set ylabel " << gp(ylabel) << "\n  set yrange [0:" << num(top * u.scale * 1.08 + 1e-12)
-    << "]\n";
+    << spectrum_axis << "  set xlabel 'percentile (axis: 1/(1-p), log scale)'\n"
+    << "  set ylabel " << gp(ylabel) << "\n";
   int tag = 1;
   for (const auto& o : slos) {
     if (o.statistic != tokchron::slo_statistic::percentile || o.percentile >= 100) continue;
     b << "  set arrow " << tag++ << " from " << num(spectrum_x(o.percentile)) << ", graph 0 to "
       << num(spectrum_x(o.percentile)) << ", graph 1 nohead dt 3 lc rgb '" << slo_color << "'\n";
   }
-  b << "  plot ";
-  std::string sep;
-  for (std::size_t i = 0; i < in.runs.size(); ++i) {
-    b << sep << "'" << data << "' using 2:(column(" << i + 3 << ")*" << sc << ")" << series_style(i)
-      << " title " << gp(in.runs[i].label);
-    sep = ", \\\n       ";
-  }
-  for (std::size_t k = 0; k < slos.size(); ++k)
-    b << sep << num(slos[k].threshold * u.scale) << " with lines dt " << k + 2 << " lw 2 lc rgb '"
-      << slo_color << "' title " << gp("SLO " + slos[k].to_string());
-  b << "\n";
+  b << spectrum_plot(in, data, u, top, slos);
   // Right: the CDF.
   b << "  unset arrow\n  unset logscale x\n  set xtics auto\n  set xrange [0:*]\n"
     << "  set title 'CDF'\n  set xlabel " << gp(ylabel) << "\n"
@@ -246,7 +257,7 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
         << "'\n";
   }
   b << "  plot ";
-  sep.clear();
+  std::string sep;
   for (std::size_t i = 0; i < in.runs.size(); ++i) {
     b << sep << "'" << data << "' using (column(" << i + 3 << ")*" << sc << "):($1/100)"
       << series_style(i) << " title " << gp(in.runs[i].label);
@@ -271,9 +282,8 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
   pic.name = "spectrum";
   std::ostringstream b;
   b << "  set multiplot layout 2,2 title " << gp(in.title + ": latency spectrum") << "\n"
-    << "  set grid\n  set logscale x\n  set xrange [1:10000]\n"
-    << "  set xtics ('P0' 1, 'P50' 2, 'P90' 10, 'P99' 100, 'P99.9' 1000, 'P99.99' 10000)\n"
-    << "  set key top left box opaque font ',9'\n";
+    << "  set grid\n"
+    << spectrum_axis << "  set key top left box opaque font ',9'\n";
   for (const auto& m : latency_metrics) {
     const std::string data = std::string("latency_") + m.key + ".dat";
     if (!has_samples(in.runs, m)) continue;
@@ -283,17 +293,7 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
     for (const auto& o : slos) top = std::max(top, o.threshold);
     const time_unit u = unit_for(top);
     b << "  set title " << gp(m.title) << "\n  set ylabel " << gp(std::string(u.name)) << "\n"
-      << "  set yrange [0:" << num(top * u.scale * 1.08 + 1e-12) << "]\n  plot ";
-    std::string sep;
-    for (std::size_t i = 0; i < in.runs.size(); ++i) {
-      b << sep << "'" << data << "' using 2:(column(" << i + 3 << ")*" << num(u.scale) << ")"
-        << series_style(i) << " title " << gp(in.runs[i].label);
-      sep = ", \\\n       ";
-    }
-    for (std::size_t k = 0; k < slos.size(); ++k)
-      b << sep << num(slos[k].threshold * u.scale) << " with lines dt " << k + 2 << " lw 2 lc rgb '"
-        << slo_color << "' title " << gp("SLO " + slos[k].to_string());
-    b << "\n";
+      << spectrum_plot(in, data, u, top, slos);
   }
   b << "  unset multiplot\n";
   write_file(dir / "spectrum.gp", script(pic.name, 1200, 800, b.str()));

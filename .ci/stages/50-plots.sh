@@ -1,0 +1,44 @@
+# Pictures (examples/plot/): installs gnuplot and Chromium from Debian's packages, runs the
+# plotting library's tests with gnuplot required, renders every picture of the executor's sweep
+# (batching-executor --plot) and of a trace (tokchron-report --plot on the sweep's trace), checks
+# that the data files hold exactly the values the two tools printed (their --format json), and
+# checks each index.html in headless Chromium: every image loaded, the screenshot not blank.
+# Reuses stage 10's g++ C++17 build when it is there (configured the same way otherwise).
+need_pkgs gnuplot-nox chromium python3 python3-pil fonts-dejavu-core
+build=$TOKCHRON_CI_BUILD/g++-c++17
+if [ ! -f "$build/build.ninja" ]; then
+  mkdir -p "$build"
+  cmake -S "$TOKCHRON_ROOT" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=g++ -DCMAKE_CXX_STANDARD=17 \
+    -DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O2" >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+fi
+cmake --build "$build" -j "$(tc_jobs)" --target tokchron_plot_tests tokchron-report batching-executor
+py=/usr/bin/python3  # Debian's, with python3-pil
+check="$py $TOKCHRON_ROOT/examples/plot/check_plots.py"
+out=$TOKCHRON_CI_BUILD/plots
+rm -rf "$out"
+mkdir -p "$out"
+
+echo "--- plotting library tests (gnuplot required)"
+TOKCHRON_PLOT_REQUIRE_GNUPLOT=1 "$build/examples/plot/tokchron_plot_tests"
+
+echo "--- batching-executor --sweep --plot"
+# The seed's scenario (50 users on a10g + llama2-7b, the customer-service SLA), batch x prefill.
+sweep=(--backend sim --hw a10g --model llama2-7b --users 50 --prompt-len normal:300,90
+       --output-len uniform:75,225 --duration 600 --seed 1
+       --slo 'p95(ttft)<1.5s' --slo 'p95(tpot)<100ms'
+       --sweep max_batch_size=8,16,32 --sweep prefill_priority=off,always)
+rc=0
+"$build/examples/batching_executor/batching-executor" "${sweep[@]}" \
+  --format json --trace-out "$out/sweep-trace.jsonl" --plot "$out/sweep" >"$out/sweep.json" || rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 3 ] || { echo "batching-executor exited $rc"; exit 1; }
+$check "$out/sweep" --screenshot "$out/sweep.png" --summary "$out/sweep.json" \
+  --runs-field runs --label-field configuration --metrics-field summary.metrics \
+  --expect latency_ttft latency_tpot latency_itl latency_e2el spectrum frontier timeline executor
+
+echo "--- tokchron-report --plot on the sweep's first trace"
+"$build/examples/trace_report/tokchron-report" --profile canonical,vllm,genai_perf,llmperf \
+  --format json --plot "$out/trace" "$out/sweep-trace-1.jsonl" >"$out/trace.json"
+$check "$out/trace" --screenshot "$out/trace.png" --summary "$out/trace.json" \
+  --label-field profile \
+  --expect latency_ttft latency_tpot latency_itl latency_e2el spectrum timeline
