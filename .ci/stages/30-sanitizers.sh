@@ -23,6 +23,10 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan/tests/tokchron_tes
 echo "--- -fno-exceptions: recording and estimator headers"
 c++ -std=c++17 -O1 -fno-exceptions -Wall -Wextra -Werror -I"$TOKCHRON_ROOT/include" \
   "$TOKCHRON_ROOT/tests/no_exceptions/main.cpp" -o "$TOKCHRON_CI_BUILD/no_exceptions"
+printf '#include "tokchron/tokchron.hpp"\nint main() {}\n' >"$TOKCHRON_CI_BUILD/umbrella_noexc.cpp"
+c++ -std=c++17 -fno-exceptions -fsyntax-only -Wall -Wextra -Wpedantic -Werror -I"$TOKCHRON_ROOT/include" \
+  "$TOKCHRON_CI_BUILD/umbrella_noexc.cpp"
+echo "the umbrella header compiles with -fno-exceptions"
 "$TOKCHRON_CI_BUILD/no_exceptions"
 
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}

@@ -28,9 +28,25 @@
 #define TOKCHRON_TRY try
 #define TOKCHRON_CATCH_ALL catch (...)
 #else
-/// Without exceptions, bad configuration is fatal: the message is printed and the program aborts.
+namespace tokchron {
+inline namespace v1 {
+namespace detail {
+inline const char* message_c_str(const char* m) noexcept { return m; }
+template <class String>
+const char* message_c_str(const String& m) noexcept {
+  return m.c_str();
+}
+[[noreturn]] inline void fatal_error(const char* type, const char* message) noexcept {
+  std::fprintf(stderr, "tokchron: %s: %s\n", type, message);
+  std::abort();
+}
+}  // namespace detail
+}  // namespace v1
+}  // namespace tokchron
+/// Without exceptions, bad configuration is fatal: the message (a C string or a std::string) is
+/// printed and the program aborts.
 #define TOKCHRON_THROW(type, message) \
-  (std::fprintf(stderr, "tokchron: %s: %s\n", #type, (message)), std::abort())
+  ::tokchron::detail::fatal_error(#type, ::tokchron::detail::message_c_str(message))
 #define TOKCHRON_TRY if (true)
 #define TOKCHRON_CATCH_ALL else
 #endif
