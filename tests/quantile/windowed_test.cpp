@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 #include "tokchron/clock.hpp"
@@ -103,4 +104,13 @@ TEST_CASE("windowed: any mergeable estimator, negative clock times") {
   c.set(-5s);  // slice [-10, 0): [-30, -20) has left
   CHECK(w.count() == 1);
   CHECK(*w.quantile(0.5) == 2.0);
+}
+
+TEST_CASE("windowed: the default clock (steady_clock) records into the current slice") {
+  tokchron::windowed<> w(std::chrono::hours(1), 4);  // 15-minute slices: no rollover here
+  for (int i = 1; i <= 100; ++i) CHECK(w.add(i * 1e-3));
+  CHECK(w.count() == 100);
+  CHECK(*w.max() == 0.1);
+  const double p50 = *w.quantile(0.5);
+  CHECK(std::fabs(p50 - 0.0505) <= w.relative_error() * 0.0505);
 }
