@@ -2,31 +2,147 @@
 // Tests of io/trace_json.hpp (built as tokchron_io_tests: needs nlohmann-json).
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "tokchron/io/trace_json.hpp"
+#include "tokchron/metrics/run_summary.hpp"
 
 namespace tc = tokchron;
+using K = tc::chunk_kind;
 
-TEST_CASE("trace_json: the README example line parses") {
+namespace {
+const std::string data_dir = std::string(TOKCHRON_SOURCE_DIR) + "/tests/data/traces/";
+}
+
+TEST_CASE("trace_json: the README example line parses and round-trips") {
   const auto r = tc::parse_trace_line(
       R"({"id":"r1","arrival":12.000,"send":12.003,"scheduled":12.40,"prompt_tokens":300,)"
       R"("chunks":[[12.52,1],[12.56,0,"empty"],[12.61,2],[12.62,0,"usage"]],"end":12.62,)"
       R"("usage_output_tokens":3,"ok":true})");
   REQUIRE(r.record);
   CHECK(r.record->chunks.size() == 4);
-  CHECK(r.record->chunks[1].kind == tc::chunk_kind::empty);
+  CHECK(r.record->chunks[1].kind == K::empty);
   CHECK(*r.record->usage_output_tokens == 3);
+  CHECK(*r.record->arrival == 12.0);
   const auto again = tc::parse_trace_line(tc::to_json_line(*r.record));
   REQUIRE(again.record);
   CHECK(*again.record == *r.record);
 }
 
-TEST_CASE("trace_json: a malformed line names its line and field") {
-  const auto r = tc::parse_trace_line(R"({"send":1,"chunks":[[2,1],[3,-1]]})", 7);
-  REQUIRE(r.error);
-  CHECK(r.error->line == 7);
-  CHECK(r.error->field == "chunks[1][1]");
+TEST_CASE("trace_json: the fast scanner and nlohmann-json read lines identically") {
+  const char* lines[] = {
+      R"({"send":1,"chunks":[]})",
+      R"( { "id" : "a b", "send" : 1.5e0 , "chunks" : [ [ 2 , 1 ] , [2.25,0,"done"] ] } )",
+      R"({"send":-0.5,"arrival":-1,"chunks":[[0,3,"text"]],"ok":false,"error":"x","finish_reason":"aborted"})",
+      R"({"send":1,"chunks":[[1.1,1]],"preempted":[1.05],"queued":1.01,"scheduled":1.02,"end":null})",
+      R"({"send":1,"chunks":[[1.1,4294967295]],"prompt_tokens":18446744073709551615})",
+      R"({"send":1,"chunks":[[1.1,1]],"usage_output_tokens":2.0})",   // fast path declines 2.0
+      R"({"id":"\u00e9","send":1,"chunks":[[1.1,1]]})",               // and escapes
+      R"({"id":7,"send":1,"chunks":[[1.1,1]],"unknown":{"a":[1]}})",  // and unknown fields
+  };
+  for (const char* l : lines) {
+    CAPTURE(l);
+    const auto fast = tc::parse_trace_line(l);
+    const auto json = tc::detail::parse_trace_line_json(l, 1);
+    REQUIRE(fast.record);
+    REQUIRE(json.record);
+    CHECK(*fast.record == *json.record);
+  }
+  // Random lines written by to_json_line read back the same both ways.
+  std::mt19937 rng(3);
+  for (int i = 0; i < 200; ++i) {
+    tc::trace_record r;
+    r.id = "r" + std::to_string(i);
+    r.send = std::uniform_real_distribution<double>(-1e6, 1e6)(rng);
+    double t = r.send;
+    for (int k = 0; k < 5; ++k) {
+      t += std::uniform_real_distribution<double>(0, 1)(rng);
+      r.chunks.push_back({t, static_cast<std::uint32_t>(rng() % 5), static_cast<K>(rng() % 4)});
+    }
+    const std::string line = tc::to_json_line(r);
+    const auto fast = tc::parse_trace_line(line);
+    REQUIRE(fast.record);
+    CHECK(*fast.record == r);
+    CHECK(*tc::detail::parse_trace_line_json(line, 1).record == r);
+  }
+}
+
+TEST_CASE("trace_json: malformed lines name their line and field, and are skipped") {
+  struct bad {
+    const char* line;
+    const char* field;
+  };
+  const bad cases[] = {
+      {R"({"send":1,"chunks":[[2,1],[3,-1]]})", "chunks[1][1]"},
+      {R"({"chunks":[[2,1]]})", "send"},
+      {R"({"send":1})", "chunks"},
+      {R"({"send":"1","chunks":[]})", "send"},
+      {R"({"send":1,"chunks":[[2]]})", "chunks[0]"},
+      {R"({"send":1,"chunks":[[2,1,"bold"]]})", "chunks[0][2]"},
+      {R"({"send":1,"chunks":[[2,4294967296]]})", "chunks[0][1]"},
+      {R"({"send":1,"chunks":[[2,1.5]]})", "chunks[0][1]"},
+      {R"({"send":1,"chunks":[[3,1],[2,1]]})", "chunks[1][0]"},
+      {R"({"send":1,"chunks":[[0.5,1]]})", "chunks[0][0]"},
+      {R"({"send":1,"arrival":2,"chunks":[]})", "arrival"},
+      {R"({"send":1,"chunks":[[2,1]],"end":1.5})", "end"},
+      {R"({"send":1,"chunks":[],"ok":"yes"})", "ok"},
+      {R"({"send":1,"chunks":[],"ok":true,"finish_reason":"error"})", "finish_reason"},
+      {R"({"send":1,"chunks":[],"prompt_tokens":-3})", "prompt_tokens"},
+      {R"({"send":1e400,"chunks":[]})", ""},  // nlohmann: number overflow
+      {R"({"send":1,"chunks":[],"preempted":[0.5]})", "preempted[0]"},
+      {R"([1,2])", ""},
+      {R"({"send":1,"chunks":[)", ""},
+  };
+  for (const bad& b : cases) {
+    CAPTURE(b.line);
+    const auto r = tc::parse_trace_line(b.line, 42);
+    REQUIRE(r.error);
+    CHECK_FALSE(r.record);
+    CHECK(r.error->line == 42);
+    CHECK(r.error->field == b.field);
+    CHECK(!r.error->message.empty());
+  }
+  std::ifstream in(data_dir + "malformed.jsonl");
+  REQUIRE(in);
+  std::vector<std::string> ids;
+  std::vector<std::size_t> bad_lines;
+  const auto st = tc::read_trace(
+      in, [&](tc::trace_record&& r) { ids.push_back(r.id); },
+      [&](const tc::trace_error& e) { bad_lines.push_back(e.line); });
+  CHECK(st.lines == 10);
+  CHECK(st.records == 2);
+  CHECK(st.skipped == 7);
+  CHECK(ids == std::vector<std::string>{"good-1", "good-2"});
+  CHECK(bad_lines == std::vector<std::size_t>{2, 3, 4, 6, 7, 9, 10});
+}
+
+TEST_CASE("trace_json: a vLLM --save-detailed file recomputes vLLM's summary") {
+  std::ifstream in(data_dir + "vllm_result.json");
+  REQUIRE(in);
+  const tc::vllm_result v = tc::read_vllm_result(in);
+  REQUIRE(v.records.size() == 5);
+  CHECK(*v.duration == 0.45);
+  CHECK_FALSE(v.records[4].ok);
+  CHECK(v.summary.at("completed") == 4);
+  std::vector<tc::trace_timeline> tls;
+  for (const auto& r : v.records) tls.push_back(tc::to_timeline(r));
+  tc::summary_options o;
+  o.duration = v.duration;
+  o.percentiles = {50, 99};
+  const auto s = tc::summarize(tls, tc::profiles::vllm, o);
+  CHECK(s.completed == 4);
+  CHECK(*s.request_throughput ==
+        doctest::Approx(v.summary.at("request_throughput").get<double>()).epsilon(1e-12));
+  CHECK(s.output_tokens == v.summary.at("total_output_tokens").get<std::uint64_t>());
+  // The same requests as separating.jsonl: vLLM's TTFT and ITL statistics.
+  CHECK(*s.ttft.mean == doctest::Approx((0.100 + 0.088 + 0.0 + 0.050) / 4).epsilon(1e-12));
+  CHECK(s.itl.count == 8);
+  CHECK(*s.itl.at(50) == doctest::Approx(0.030).epsilon(1e-12));
+
+  std::istringstream not_vllm(R"({"ttfts":[0.1],"itls":[]})");
+  CHECK_THROWS_AS((void)tc::read_vllm_result(not_vllm), std::invalid_argument);
 }

@@ -192,10 +192,10 @@ inline bool parse_json_text(std::string_view text, std::size_t line, trace_json&
   try {
     out = trace_json::parse(text.begin(), text.end());
     return true;
-  } catch (const trace_json::parse_error& e) {
+  } catch (const trace_json::exception& e) {  // parse_error, or out_of_range (1e400)
     std::string what = e.what();
-    const auto colon = what.find("parse error");
-    if (colon != std::string::npos) what = what.substr(colon);
+    const auto bracket = what.find("] ");
+    if (bracket != std::string::npos) what = what.substr(bracket + 2);
     error = trace_error{line, "", "not valid JSON: " + what};
     return false;
   }
