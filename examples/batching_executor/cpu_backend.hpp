@@ -14,7 +14,7 @@
 /// Default size (4 layers, d 768, ffn 3072, vocab 8192: 138 MB of fp32 weights streamed per
 /// step) is far above this machine's caches, so a decode step is memory-bandwidth bound and a
 /// long prefill compute bound, as on a GPU. OpenBLAS's thread count is set explicitly
-/// (`openblas_set_num_threads(threads)`, default 2) when the backend is made.
+/// (`openblas_set_num_threads(threads)`, default 1) when the backend is made.
 
 #include <cstdint>
 #include <memory>
@@ -34,7 +34,10 @@ namespace batching {
 struct cpu_backend_config {
   compute::model_config model;
   double kv_memory_bytes = 1073741824.0;  ///< KV pool size (1 GiB: ~43k tokens by default)
-  unsigned threads = 2;                   ///< OpenBLAS threads and attention threads
+  /// OpenBLAS threads and attention threads. 1 by default: on this 2-core machine, shared with
+  /// other builds, 2 threads measured 1.1-2.2x slower per decode step (OpenBLAS's threads wait
+  /// on each other whenever one is descheduled); use 2 on an idle 2-core machine.
+  unsigned threads = 1;
   bool measure_bandwidth = true;          ///< measure copy bandwidth once (for `name()`)
 
   /// Keys: the model's (layers, hidden, heads, ffn, vocab, seed, norm_eps, rope_theta),

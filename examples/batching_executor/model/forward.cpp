@@ -83,6 +83,18 @@ void rope_row(float* v, std::uint32_t heads, std::uint32_t hd, std::uint32_t pos
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
+// A dot product with 8 independent partial sums, so the compiler can vectorise it without
+// reassociating (a single running sum is a serial chain of dependent adds).
+float dot(const float* a, const float* b, std::uint32_t n) {
+  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::uint32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::uint32_t k = 0; k < 8; ++k) p[k] += a[i + k] * b[i + k];
+  float s = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
 template <class F>
 void parallel_for(std::size_t n, unsigned threads, F&& f) {
   threads = static_cast<unsigned>(std::min<std::size_t>(std::max(1u, threads), n));
@@ -129,9 +141,7 @@ void cpu_model::attention(const forward_batch& b, std::uint32_t layer) {
     float m = -INFINITY;
     for (std::uint32_t j = 0; j <= pos; ++j) {
       const float* k = kv_.at(layer, 0, s.blocks[j / bs], j % bs) + std::size_t(h) * hd;
-      float dot = 0;
-      for (std::uint32_t i = 0; i < hd; ++i) dot += q[i] * k[i];
-      sc[j] = dot * scale;
+      sc[j] = dot(q, k, hd) * scale;
       m = std::max(m, sc[j]);
     }
     float sum = 0;
