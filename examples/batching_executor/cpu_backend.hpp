@@ -38,7 +38,7 @@ struct cpu_backend_config {
   /// other builds, 2 threads measured 1.1-2.2x slower per decode step (OpenBLAS's threads wait
   /// on each other whenever one is descheduled); use 2 on an idle 2-core machine.
   unsigned threads = 1;
-  bool measure_bandwidth = true;          ///< measure copy bandwidth once (for `name()`)
+  bool measure_bandwidth = true;  ///< measure copy bandwidth once (for `name()`)
 
   /// Keys: the model's (layers, hidden, heads, ffn, vocab, seed, norm_eps, rope_theta),
   /// kv_memory (bytes), threads. Throws `std::invalid_argument` for an unknown key or bad value.
