@@ -10,6 +10,7 @@
 #endif
 
 #include "report.hpp"
+#include "sla_report.hpp"
 
 int main(int argc, char** argv) {
 #if defined(__GLIBC__)
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
   std::ios::sync_with_stdio(false);
+  tokchron_report::register_sla();
   const std::vector<std::string> args(argv + 1, argv + argc);
   return tokchron_report::run(args, std::cout, std::cerr);
 }

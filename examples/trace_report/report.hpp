@@ -45,14 +45,16 @@ enum exit_code : int {
   exit_ok = 0,             ///< every input line was read and the report was written
   exit_skipped_lines = 1,  ///< the report was written, but malformed lines were skipped
   exit_usage = 2,          ///< bad command line (unknown option, bad value, no input)
-  exit_input = 3,          ///< an input could not be read, or held no valid request
+  exit_input = 1,          ///< an input could not be read, or held no valid request
+  exit_slo_fail = 3,       ///< an objective (--slo) failed, or an audit found inconsistencies
+  exit_slo_undecided = 4,  ///< no objective failed, but one could not be decided
 };
 
 /// An error in the command line: printed with the usage and exit code 2.
 struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-/// An input that cannot be used at all: exit code 3.
+/// An input that cannot be used at all: exit code 1.
 struct input_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -250,6 +252,7 @@ struct report_settings {
   std::optional<unsigned> gpus;
   std::optional<double> duration;
   std::string format = "table";
+  bool keep_requests = false;  ///< keep each request's values (goodput needs them)
 };
 
 /// Reads the summary options out of `args`. Throws usage_error.
@@ -292,6 +295,7 @@ inline std::vector<tc::run_summarizer<tc::trace_timeline>> make_summarizers(
   o.percentiles = s.percentiles;
   o.gpus = s.gpus;
   o.duration = s.duration;
+  o.keep_requests = s.keep_requests;
   std::vector<tc::run_summarizer<tc::trace_timeline>> sums;
   sums.reserve(s.profiles.size());
   for (const tc::profile* p : s.profiles) sums.emplace_back(*p, o);
@@ -637,7 +641,9 @@ inline std::string usage() {
   }
   os << "\nprofiles:";
   for (const tc::profile* p : tc::all_profiles()) os << ' ' << p->name;
-  os << "\nexit codes: 0 ok, 1 malformed lines skipped, 2 usage error, 3 unreadable input\n";
+  os << "\nexit codes: 0 ok, 1 malformed lines skipped or unreadable input, 2 usage error,\n"
+        "  3 an objective failed (--slo) or claims are inconsistent (audit), 4 an objective\n"
+        "  is undecided (too few samples)\n";
   return os.str();
 }
 

@@ -1,5 +1,6 @@
 # Runs BIN with ARGS ('|'-separated; a leading STDERR compares stderr instead of stdout) and
-# checks the exit code RC and, when GOLDEN is set, the output against the GOLDEN file.
+# checks the exit code RC and, when GOLDEN is set, the output against the GOLDEN file; when
+# MATCH is set, that the output matches the regular expression MATCH.
 string(REPLACE "|" ";" _args "${ARGS}")
 set(_stream stdout)
 list(GET _args 0 _first)
@@ -11,6 +12,16 @@ execute_process(COMMAND ${BIN} ${_args} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out
                 ERROR_VARIABLE _err)
 if(NOT _rc EQUAL RC)
   message(FATAL_ERROR "exit code ${_rc}, expected ${RC}\nstdout:\n${_out}\nstderr:\n${_err}")
+endif()
+if(MATCH)
+  if(_stream STREQUAL "stderr")
+    set(_got "${_err}")
+  else()
+    set(_got "${_out}")
+  endif()
+  if(NOT _got MATCHES "${MATCH}")
+    message(FATAL_ERROR "output does not match '${MATCH}':\n${_got}")
+  endif()
 endif()
 if(GOLDEN)
   if(_stream STREQUAL "stderr")
