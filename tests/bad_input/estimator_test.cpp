@@ -176,9 +176,10 @@ TEST_CASE("bad input E8: a detached or orphaned collector writer records nothing
 }
 
 // A hostile serialised histogram can claim 2^63 samples; merging two of them must not wrap the
-// 64-bit counts to 0 (an empty histogram that lost 2^64 samples). Known finding, reported to the
-// lead (tests/fuzz/pending/log_histogram): enable when log_histogram::merge checks for overflow.
-TEST_CASE("bad input E9: merging counts past 2^64 is refused, not wrapped" * doctest::skip()) {
+// 64-bit counts to 0 (an empty histogram that lost 2^64 samples, and an exact-sample copy past
+// the end on the way): the merge throws std::overflow_error and changes nothing. Found by the
+// log_histogram fuzz target (tests/fuzz/regressions/log_histogram/merge_count_wraps_2pow64).
+TEST_CASE("bad input E9: merging counts past 2^64 is refused, not wrapped") {
   log_histogram h;
   for (int i = 0; i < 40; ++i) h.add(0.0);
   std::vector<unsigned char> b = h.serialize();
@@ -192,10 +193,12 @@ TEST_CASE("bad input E9: merging counts past 2^64 is refused, not wrapped" * doc
   const auto d = log_histogram::deserialize(b.data(), b.size());
   REQUIRE(d.ok());
   log_histogram x = *d.histogram;
-  try {
-    x.merge(*d.histogram);
-    CHECK(x.count() >= d.histogram->count());  // saturated or otherwise not wrapped
-  } catch (const std::exception&) {
-    CHECK(x == *d.histogram);  // refused: nothing changed
-  }
+  CHECK_THROWS_AS(x.merge(*d.histogram), std::overflow_error);
+  CHECK(x == *d.histogram);  // refused: nothing changed
+  CHECK(x.count() == big);
+  // a merge that fits still succeeds
+  log_histogram small;
+  small.add(1.0);
+  CHECK_NOTHROW(x.merge(small));
+  CHECK(x.count() == big + 1);
 }

@@ -162,12 +162,19 @@ class log_histogram {
 
   /// Adds every sample of `other`. Same scale: lossless (bucket counts add). A finer `other` is
   /// first downscaled to this scale; a coarser one downscales this histogram to its scale. The
-  /// zero thresholds must be equal (std::invalid_argument). Strong guarantee: on
-  /// std::bad_alloc nothing changes. O(buckets).
+  /// zero thresholds must be equal (std::invalid_argument). A merge whose sample or rejected
+  /// count would pass 2^64 (possible only with deserialised bytes) throws std::overflow_error.
+  /// Strong guarantee: on any exception nothing changes. O(buckets).
   void merge(const log_histogram& other) {
     if (other.zero_threshold_ != zero_threshold_)
       TOKCHRON_THROW(std::invalid_argument,
                      "tokchron: log_histogram::merge needs equal zero thresholds");
+    // Every bucket and the zero count are <= count (deserialize checks that they add up), so
+    // checking the totals keeps every counter from wrapping.
+    if (other.count_ > std::numeric_limits<std::uint64_t>::max() - count_ ||
+        other.rejected_ > std::numeric_limits<std::uint64_t>::max() - rejected_)
+      TOKCHRON_THROW(std::overflow_error,
+                     "tokchron: log_histogram::merge would count more than 2^64 samples");
     if (other.scale_ > scale_) return merge(other.downscaled(scale_));
     if (other.scale_ < scale_) {
       log_histogram t = downscaled(other.scale_);
