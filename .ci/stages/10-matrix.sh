@@ -1,6 +1,6 @@
 # g++ and clang++, each under C++17 and C++20: build the test suite and the examples and run
 # every test. The first build is optimised (as users run it) and also builds the benchmarks and
-# the header-alone check; the other three are unoptimised without debug info, which compiles
+# the header-alone check and the CUDA backend (when nvcc is present); the other three are unoptimised without debug info, which compiles
 # fastest on a 2-core CI machine.
 for cfg in "g++ 17 Release ON" "clang++ 20 Debug OFF" "g++ 20 Debug OFF" "clang++ 17 Debug OFF"; do
   read -r cxx std type full <<<"$cfg"
@@ -9,7 +9,7 @@ for cfg in "g++ 17 Release ON" "clang++ 20 Debug OFF" "g++ 20 Debug OFF" "clang+
   configure_build "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" \
     -DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF -DCMAKE_BUILD_TYPE="$type" \
     -DCMAKE_CXX_FLAGS_RELEASE="-O2" -DCMAKE_CXX_FLAGS_DEBUG="-O0" \
-    -DTOKCHRON_BUILD_BENCHMARKS="$full" -DTOKCHRON_HEADER_ALONE="$full"
+    -DTOKCHRON_BUILD_BENCHMARKS="$full" -DTOKCHRON_HEADER_ALONE="$full" -DTOKCHRON_CUDA="$full"
   # -O2 without -DNDEBUG keeps assertions on in the tests.
   (cd "$dir" && ctest --output-on-failure -j "$(tc_jobs)" --timeout 600)
 done

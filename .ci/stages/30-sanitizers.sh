@@ -5,7 +5,7 @@
 san=$TOKCHRON_CI_BUILD/asan-ubsan
 echo "--- clang++ ASan+UBSan: every test"
 configure_build "$san" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF \
+  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 (cd "$san" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -14,7 +14,7 @@ configure_build "$san" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
 tsan=$TOKCHRON_CI_BUILD/tsan
 echo "--- clang++ TSan: the concurrency tests"
 cmake -S "$TOKCHRON_ROOT" -B "$tsan" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_BUILD_EXAMPLES=OFF -DTOKCHRON_HEADER_ALONE=OFF \
+  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_BUILD_EXAMPLES=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >"$tsan.configure.log" 2>&1 || { cat "$tsan.configure.log"; exit 1; }
 cmake --build "$tsan" -j "$(tc_jobs)" --target tokchron_tests
