@@ -187,7 +187,7 @@ TEST_SUITE("concurrency") {
   // intervals hold exactly the multiset recorded (sums and extremes agree).
   TEST_CASE("collector: concurrent writers and snapshots lose nothing and count nothing twice") {
     constexpr int writers = 4;
-    constexpr int events = 20000;
+    constexpr int events = 50000;
     for (collector_sync mode : modes) {
       CAPTURE(static_cast<int>(mode));
       collector c(mode);
@@ -247,7 +247,7 @@ TEST_SUITE("concurrency") {
   // The same with the default estimator: log_histogram counts, sums and extremes are exact.
   TEST_CASE("collector: concurrent log_histogram writers give exact counts, sums and extremes") {
     constexpr int writers = 3;
-    constexpr int events = 20000;
+    constexpr int events = 50000;
     tokchron::collector c;
     std::atomic<int> done{0};
     std::atomic<std::uint64_t> taken{0};
