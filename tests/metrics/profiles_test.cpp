@@ -410,7 +410,7 @@ tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
       if (c.kind == K::done) continue;
       chunks += 1;  // tokens_received += 1
       if (c.kind != K::text) continue;
-      if (!ttft) {
+      if (ttft == 0.0) {  // `if not ttft`
         ttft = c.time - r.send;
         time_to_next_token.push_back(ttft);
       } else {
@@ -422,7 +422,7 @@ tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
         r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
     double itl = 0;
     for (double g : time_to_next_token) itl += g;
-    t.itl.push_back(n ? itl / chunks : 0);
+    t.itl.push_back(n != 0.0 ? itl / chunks : 0);
     t.ttft.push_back(ttft);
     t.e2el.push_back(end_of(r) - r.send);
     t.completed += 1;
