@@ -453,7 +453,7 @@ inline std::string objective::format_value(double v, bool exact) const {
     return std::string(buf);
   };
   if (is_time_metric(metric)) {
-    const double scale = display_scale > 0 ? display_scale : 1;
+    double scale = display_scale;
     const char* unit = "s";
     if (scale == 1e-3)
       unit = "ms";
@@ -463,6 +463,14 @@ inline std::string objective::format_value(double v, bool exact) const {
       unit = "ns";
     else if (scale == 60)
       unit = "min";
+    else
+      scale = 1;  // seconds for any other scale
+    // Exact text must parse back to v (the parser multiplies by the scale): where v / scale *
+    // scale rounds elsewhere (3e-32 s is 2.9999999999999997e-29 ms), print seconds instead.
+    if (exact && scale != 1 && (v / scale) * scale != v) {
+      scale = 1;
+      unit = "s";
+    }
     return num(v / scale) + unit;
   }
   if (metric == slo_metric::tokens_per_s) return num(v) + "tok/s";
