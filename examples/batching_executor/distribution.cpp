@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -67,7 +68,9 @@ distribution distribution::fixed(double v, quantity q) {
   d.q_ = q;
   d.kind_ = kind::fixed;
   d.a_ = d.mean_ = q == quantity::seconds ? v : std::round(v);
-  d.spec_ = std::to_string(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", d.a_);
+  d.spec_ = q == quantity::seconds && v == 0 ? std::string("none") : std::string(buf);
   return d;
 }
 
@@ -174,6 +177,15 @@ double distribution::max() const noexcept {
     case kind::uniform: return b_;
     case kind::empirical: return *std::max_element(values_.begin(), values_.end());
     default: return std::numeric_limits<double>::infinity();
+  }
+}
+
+double parse_seconds(std::string_view text) {
+  try {
+    return number(text, text, quantity::seconds);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("time '" + std::string(text) +
+                                "' is not a number of seconds (e.g. 2, 1.5s, 500ms)");
   }
 }
 

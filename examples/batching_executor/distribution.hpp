@@ -63,6 +63,10 @@ class distribution {
   std::string spec_ = "0";
 };
 
+/// Parses a time in seconds: a number with an optional `s` or `ms` suffix ("2", "1.5s",
+/// "500ms"). Throws `std::invalid_argument` naming the text.
+[[nodiscard]] double parse_seconds(std::string_view text);
+
 /// Reads the values of a trace file for `q`: one number a line (blank lines and lines starting
 /// with `#` skipped), or JSON Lines in the tokchron-report trace format, from which a prompt
 /// length is `prompt_tokens` and an output length is `usage_output_tokens` or else the sum of

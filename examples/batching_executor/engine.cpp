@@ -25,18 +25,31 @@ run_result run(const scheduler_config& cfg, const workload& load, backend& be,
   es.kv_blocks_total = sched.kv().total();
   std::vector<request*> arrived, done;
   step_plan plan;
+  std::uint64_t open = 0;  // run requests (arrived before the end) not yet finished
   auto collect = [&](time_point t) {
     done.clear();
     sched.take_finished(done);
-    for (request* r : done) gen.on_finish(*r, t);
+    for (request* r : done) {
+      if (r->arrival < gen.end()) --open;
+      gen.on_finish(*r, t);
+    }
   };
   for (;;) {
     if (!virt) clock.set(std::max(real_now(), clock.now()).time_since_epoch());
     const time_point now = clock.now();
     arrived.clear();
     gen.release(now, arrived);
-    for (request* r : arrived) sched.add(*r, now);
+    for (request* r : arrived) {
+      if (r->arrival < gen.end()) ++open;
+      sched.add(*r, now);
+    }
     collect(now);  // requests rejected on arrival
+    const auto next_arrival = gen.next_arrival();
+    if (open == 0 && (!next_arrival || *next_arrival >= gen.end())) {
+      sched.abort_all(now);  // only background requests are left
+      collect(now);
+      break;
+    }
     if (sched.schedule(now, plan)) {
       step_result res = be.step(plan.work);
       time_point end;

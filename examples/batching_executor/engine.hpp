@@ -9,7 +9,9 @@
 /// With a virtual-time backend (sim) the clock jumps: to the end of each step, and over idle
 /// gaps to the next arrival or scheduler wake-up, so a 10-minute run takes milliseconds. With
 /// a real-time backend the clock follows `steady_clock` from the start of the run and idle gaps
-/// are slept. The run ends when arrivals have stopped and every request has finished.
+/// are slept. The run ends when every request that arrived before the workload's `duration`
+/// has finished; requests after it (background load, see loadgen.hpp) are then aborted, so
+/// `run_result::requests` holds them too, finished as `aborted`.
 
 #include <cstdint>
 #include <deque>

@@ -38,11 +38,11 @@ load_generator::load_generator(const workload& w, const clock_type& clock)
   }
 }
 
-void load_generator::push(time_point at, std::uint32_t user) {
-  if (at >= end_) return;
+void load_generator::push(time_point at, std::uint32_t user, double think) {
+  if (w_.mode == arrival_mode::open && at >= end_) return;  // open loop: no background
   if (w_.max_requests && scheduled_ >= w_.max_requests) return;
   ++scheduled_;
-  queue_.push({at, user});
+  queue_.push({at, user, think});
 }
 
 void load_generator::schedule_open(time_point after) {
@@ -65,6 +65,7 @@ void load_generator::release(time_point now, std::vector<request*>& out) {
     q.id = requests_.size() - 1;
     q.user = p.user;
     q.arrival = p.at;
+    if (p.think >= 0) q.think_s = p.think;
     q.prompt_tokens = w_.prompt.sample_length(r);
     q.output_tokens = w_.output.sample_length(r);
     const double noisy =
@@ -82,7 +83,7 @@ void load_generator::release(time_point now, std::vector<request*>& out) {
 void load_generator::on_finish(const request& r, time_point t) {
   if (w_.mode != arrival_mode::closed) return;
   const double think = w_.think.sample(user_rng_[r.user]);
-  push(t + tokchron::from_seconds<duration>(think), r.user);
+  push(t + tokchron::from_seconds<duration>(think), r.user, think);
 }
 
 }  // namespace batching

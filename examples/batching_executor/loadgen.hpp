@@ -12,7 +12,11 @@
 /// process, so two scheduler configurations see the same request sequence for a seed (common
 /// random numbers: their difference is the configuration's, not the dice's). A user's first
 /// request comes after one think time (or at a uniform offset in [0, ramp_up]) so the users do
-/// not all arrive at t = 0. Arrivals stop at `duration`; requests that arrived run to the end.
+/// not all arrive at t = 0. The run's requests are those arriving before `duration`. In closed
+/// loop the users go on after it (those later requests are the background of the last ones, so
+/// the run ends in steady state instead of draining) until every run request has finished, and
+/// the engine then aborts the background. In open loop arrivals stop at `duration` and the
+/// queue drains (an overloaded open loop has no steady state to keep).
 
 #include <cstdint>
 #include <deque>
@@ -55,6 +59,8 @@ class load_generator {
   /// Timelines read `clock` (the engine's); throws `std::invalid_argument` for a bad workload.
   load_generator(const workload& w, const clock_type& clock);
 
+  /// Requests arriving from this time on are background (after `duration`).
+  [[nodiscard]] time_point end() const noexcept { return end_; }
   /// The earliest intended arrival not yet released, if any.
   [[nodiscard]] std::optional<time_point> next_arrival() const;
   /// Creates every request whose intended arrival is <= `now` (arrival and send recorded) and
@@ -70,11 +76,12 @@ class load_generator {
   struct pending {
     time_point at;
     std::uint32_t user;
+    double think;  // seconds since the user's previous response; < 0 for none
     bool operator>(const pending& o) const noexcept {
       return at != o.at ? at > o.at : user > o.user;
     }
   };
-  void push(time_point at, std::uint32_t user);
+  void push(time_point at, std::uint32_t user, double think = -1);
   void schedule_open(time_point after);
 
   workload w_;

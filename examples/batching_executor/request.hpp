@@ -7,6 +7,7 @@
 /// state, and the tokchron timeline that records what happened to it.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "backend.hpp"
@@ -28,6 +29,9 @@ struct request {
   std::uint32_t predicted_output = 1;  ///< a noisy prediction of `output_tokens` (SJF)
   std::int32_t priority = 0;           ///< lower runs first under the priority policy
   time_point arrival{};                ///< the intended arrival (= queued: no network here)
+  /// Closed loop: the user's think time between its previous response and this request
+  /// (empty for a user's first request and in open loop).
+  std::optional<double> think_s;
 
   // --- scheduler state ---------------------------------------------------------------------
   request_state state = request_state::created;

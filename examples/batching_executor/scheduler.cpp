@@ -95,8 +95,7 @@ void scheduler::add(request& r, time_point now) {
   }
   note(r.tl.queued(now));
   r.waited_steps = 0;
-  waiting_.push_back(&r);
-  unsorted_ = true;
+  waiting_.push_back(&r);  // merged into the order by sort_waiting
 }
 
 void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
@@ -125,12 +124,14 @@ void scheduler::expire(time_point now) {
     }
     *keep++ = r;
   }
+  if (keep != waiting_.end()) unsorted_ = true;  // removals inside the sorted prefix
   waiting_.erase(keep, waiting_.end());
 }
 
 void scheduler::sort_waiting() {
-  if (!unsorted_) return;  // admission only removes a prefix, which keeps the order
-  unsorted_ = false;
+  // Admission removes a prefix and expiry keeps the order, so usually only the new arrivals at
+  // the end need sorting and merging in: O(new log new + waiting) a step.
+  if (!unsorted_ && sorted_ == waiting_.size()) return;
   auto key = [this](const request* r) {
     const bool first = r->resumed || r->promoted;
     std::int64_t k = 0;
@@ -143,8 +144,16 @@ void scheduler::sort_waiting() {
     }
     return std::make_tuple(first ? 0 : 1, k, r->arrival, r->id);
   };
-  std::sort(waiting_.begin(), waiting_.end(),
-            [&](const request* a, const request* b) { return key(a) < key(b); });
+  auto less = [&](const request* a, const request* b) { return key(a) < key(b); };
+  if (unsorted_ || sorted_ > waiting_.size()) {
+    std::sort(waiting_.begin(), waiting_.end(), less);
+  } else {
+    const auto mid = waiting_.begin() + static_cast<std::ptrdiff_t>(sorted_);
+    std::sort(mid, waiting_.end(), less);
+    std::inplace_merge(waiting_.begin(), mid, waiting_.end(), less);
+  }
+  unsorted_ = false;
+  sorted_ = waiting_.size();
 }
 
 duration scheduler::predict_prefill(std::uint32_t tokens) const {
@@ -283,6 +292,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
     ++admitted;
   }
   waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(admitted));
+  sorted_ = sorted_ > admitted ? sorted_ - admitted : 0;
 }
 
 bool scheduler::schedule(time_point now, step_plan& plan) {
@@ -363,6 +373,7 @@ void scheduler::abort_all(time_point now) {
   }
   running_.clear();
   waiting_.clear();
+  sorted_ = 0;
 }
 
 void scheduler::take_finished(std::vector<request*>& out) {

@@ -165,7 +165,8 @@ class scheduler {
   backend* be_;
   std::vector<request*> waiting_, running_, finished_;
   scheduler_stats stats_;
-  bool unsorted_ = false;  // waiting_ changed since it was last sorted
+  bool unsorted_ = false;   // waiting_ needs a full sort (promotion, preemption)
+  std::size_t sorted_ = 0;  // waiting_[0, sorted_) is in order; later entries are new arrivals
 };
 
 }  // namespace batching

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: MIT
+#include "cli.hpp"
+#ifdef BATCHING_HAVE_CPU_BACKEND
+#include "cpu_backend.hpp"
+#endif
+#ifdef BATCHING_HAVE_CUDA_BACKEND
+#include "cuda/cuda_backend.hpp"
+#endif
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+
+namespace batching {
+namespace {
+
+std::string canonical_name(std::string_view name) {
+  std::string s(name);
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+}
+
+[[noreturn]] void bad_value(std::string_view opt, std::string_view value, const std::string& why) {
+  throw std::invalid_argument("--" + canonical_name(opt) + " '" + std::string(value) + "': " + why);
+}
+
+double to_number(std::string_view opt, std::string_view v) {
+  const std::string s(v);
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(x))
+    bad_value(opt, v, "not a number");
+  return x;
+}
+
+std::uint64_t to_count(std::string_view opt, std::string_view v, std::uint64_t lo,
+                       std::uint64_t hi) {
+  const double x = to_number(opt, v);
+  if (x != std::floor(x) || x < double(lo) || x > double(hi))
+    bad_value(opt, v,
+              "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return static_cast<std::uint64_t>(x);
+}
+
+std::uint32_t to_u32(std::string_view opt, std::string_view v, std::uint32_t lo = 0) {
+  return static_cast<std::uint32_t>(
+      to_count(opt, v, lo, std::numeric_limits<std::uint32_t>::max()));
+}
+
+bool to_bool(std::string_view opt, std::string_view v) {
+  if (v == "on" || v == "true" || v == "1" || v == "yes") return true;
+  if (v == "off" || v == "false" || v == "0" || v == "no") return false;
+  bad_value(opt, v, "expected on or off");
+}
+
+duration to_duration(std::string_view opt, std::string_view v) {
+  double s = 0;
+  try {
+    s = parse_seconds(v);
+  } catch (const std::invalid_argument& e) {
+    bad_value(opt, v, e.what());
+  }
+  if (s < 0 || s > 1e7) bad_value(opt, v, "must be in [0, 1e7] seconds");
+  return tokchron::from_seconds<duration>(s);
+}
+
+// Wraps a parser that throws invalid_argument so the message names the option.
+template <class F>
+auto named(std::string_view opt, std::string_view v, F&& f) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    bad_value(opt, v, e.what());
+  }
+}
+
+using setter = std::function<void(run_config&, std::string_view)>;
+struct option_def {
+  option_info info;
+  setter set;
+};
+
+const std::vector<option_def>& defs() {
+  static const std::vector<option_def> all = [] {
+    std::vector<option_def> d;
+    auto add = [&](std::string name, std::string value, std::string help, setter s) {
+      d.push_back({{std::move(name), std::move(value), std::move(help)}, std::move(s)});
+    };
+    // backend
+    add("backend", "sim",
+        "what runs the steps (sim: the roofline model on a virtual clock; cpu: a real model on "
+        "OpenBLAS; cuda: on cuBLAS, exit 77 without a GPU)",
+        [](run_config& c, std::string_view v) { c.backend = std::string(v); });
+    add("compute", "KEY=VALUE",
+        "cpu/cuda backend setting: model layers, hidden, heads, ffn, vocab, seed; kv_memory "
+        "(bytes); cpu threads (OpenBLAS, default 1); cuda device; repeatable",
+        [](run_config& c, std::string_view v) {
+          const auto eq = v.find('=');
+          if (eq == std::string_view::npos) bad_value("compute", v, "expected KEY=VALUE");
+          c.compute.emplace_back(std::string(v.substr(0, eq)), std::string(v.substr(eq + 1)));
+        });
+    add("hw", "NAME", "sim hardware: a10g (default), a100-80g, h100, h200",
+        [](run_config& c, std::string_view v) {
+          c.sim.hw = named("hw", v, [&] { return hardware_preset(v); });
+        });
+    add("model", "NAME", "sim model: llama2-7b (default), llama3-8b",
+        [](run_config& c, std::string_view v) {
+          c.sim.model = named("model", v, [&] { return model_preset(v); });
+        });
+    add("sim", "KEY=VALUE",
+        "override a sim constant (bandwidth, flops, memory, params, weight_bytes, "
+        "kv_bytes_per_token, layers, hidden, eta_bw, eta_compute, t_fixed, jitter, mem_util, "
+        "activation_reserve), base units; repeatable",
+        [](run_config& c, std::string_view v) {
+          const auto eq = v.find('=');
+          if (eq == std::string_view::npos) bad_value("sim", v, "expected KEY=VALUE");
+          const double x = to_number("sim", v.substr(eq + 1));
+          named("sim", v, [&] {
+            c.sim.set(v.substr(0, eq), x);
+            return 0;
+          });
+        });
+    add("seed", "N", "seed of the workload and of the sim's step jitter (default 1)",
+        [](run_config& c, std::string_view v) {
+          c.load.seed = c.sim.seed =
+              to_count("seed", v, 0, std::numeric_limits<std::uint32_t>::max());
+        });
+    // workload
+    add("users", "N", "closed loop: concurrent users, each waiting for its response (default 50)",
+        [](run_config& c, std::string_view v) {
+          c.load.users = to_u32("users", v, 1);
+          c.load.mode = arrival_mode::closed;
+        });
+    add("think_time", "DIST", "closed loop: pause after each response (default none; e.g. exp:25)",
+        [](run_config& c, std::string_view v) {
+          c.load.think =
+              named("think_time", v, [&] { return distribution::parse(v, quantity::seconds); });
+        });
+    add("rate", "R", "open loop: mean requests per second (switches to open loop)",
+        [](run_config& c, std::string_view v) {
+          c.load.rate = to_number("rate", v);
+          if (!(c.load.rate > 0)) bad_value("rate", v, "must be > 0");
+          c.load.mode = arrival_mode::open;
+        });
+    add("burstiness", "K", "open loop: gamma shape of the gaps (1 = Poisson, < 1 burstier)",
+        [](run_config& c, std::string_view v) {
+          c.load.burstiness = to_number("burstiness", v);
+          if (!(c.load.burstiness > 0)) bad_value("burstiness", v, "must be > 0");
+        });
+    add("prompt_len", "DIST", "prompt lengths (default normal:300,90)",
+        [](run_config& c, std::string_view v) {
+          c.load.prompt = named("prompt_len", v,
+                                [&] { return distribution::parse(v, quantity::prompt_length); });
+        });
+    add("output_len", "DIST", "output lengths (default uniform:75,225)",
+        [](run_config& c, std::string_view v) {
+          c.load.output = named("output_len", v,
+                                [&] { return distribution::parse(v, quantity::output_length); });
+        });
+    add("duration", "SECONDS",
+        "requests arriving within this many seconds are the run; the load continues until they "
+        "finish (default 600)",
+        [](run_config& c, std::string_view v) {
+          c.load.duration_s = tokchron::to_seconds(to_duration("duration", v));
+          if (!(c.load.duration_s > 0)) bad_value("duration", v, "must be > 0");
+        });
+    add("ramp_up", "SECONDS", "closed loop: spread the first requests over this long",
+        [](run_config& c, std::string_view v) {
+          c.load.ramp_up_s = tokchron::to_seconds(to_duration("ramp_up", v));
+        });
+    add("warmup", "SECONDS",
+        "requests arriving earlier run but are not summarised or traced (default 0)",
+        [](run_config& c, std::string_view v) {
+          c.warmup_s = tokchron::to_seconds(to_duration("warmup", v));
+        });
+    add("priority_levels", "N", "priorities drawn uniformly from [0, N) (priority policy)",
+        [](run_config& c, std::string_view v) {
+          c.load.priority_levels = to_u32("priority_levels", v, 1);
+        });
+    add("predict_noise", "SIGMA", "sd of log(predicted/true output length) for sjf_key predicted",
+        [](run_config& c, std::string_view v) {
+          c.load.predict_noise = to_number("predict_noise", v);
+          if (!(c.load.predict_noise >= 0)) bad_value("predict_noise", v, "must be >= 0");
+        });
+    add("max_requests", "N", "stop issuing after N requests (0: no limit)",
+        [](run_config& c, std::string_view v) {
+          c.load.max_requests = to_count("max_requests", v, 0, std::uint64_t(1) << 40);
+        });
+    // scheduler
+    add("max_batch_size", "N", "running sequences at most (default 16)",
+        [](run_config& c, std::string_view v) {
+          c.sched.max_batch_size = to_u32("max_batch_size", v, 1);
+        });
+    add("max_num_batched_tokens", "N", "tokens a step at most (default 2048)",
+        [](run_config& c, std::string_view v) {
+          c.sched.max_num_batched_tokens = to_u32("max_num_batched_tokens", v, 1);
+        });
+    add("chunked_prefill", "on|off", "cut prompts to fit the token budget (default on)",
+        [](run_config& c, std::string_view v) {
+          c.sched.chunked_prefill = to_bool("chunked_prefill", v);
+        });
+    add("prefill_priority", "off|always|slo_aware",
+        "off: decode-first, stall-free (default); always (or on): prefill-first; slo_aware: "
+        "prefill-first when the oldest waiter would miss the TTFT target",
+        [](run_config& c, std::string_view v) {
+          c.sched.prefill =
+              v == "on" ? prefill_priority::always
+                        : named("prefill_priority", v, [&] { return parse_prefill_priority(v); });
+        });
+    add("policy", "fcfs|priority|sjf", "waiting-queue order (default fcfs)",
+        [](run_config& c, std::string_view v) {
+          c.sched.order = named("policy", v, [&] { return parse_policy(v); });
+        });
+    add("sjf_key", "prompt|output|predicted", "what sjf sorts by (default prompt)",
+        [](run_config& c, std::string_view v) {
+          c.sched.sjf = named("sjf_key", v, [&] { return parse_sjf_key(v); });
+        });
+    add("starvation_steps", "N", "sjf/priority: promote a request waiting N steps (0: never; 256)",
+        [](run_config& c, std::string_view v) {
+          c.sched.starvation_steps = to_u32("starvation_steps", v);
+        });
+    add("max_queue_time", "SECONDS|none",
+        "a request not scheduled within this is rejected or promoted (the seed's max_waiting_time)",
+        [](run_config& c, std::string_view v) {
+          if (v == "none")
+            c.sched.max_queue_time.reset();
+          else
+            c.sched.max_queue_time = to_duration("max_queue_time", v);
+        });
+    add("on_queue_timeout", "reject|promote", "what max_queue_time does (default reject)",
+        [](run_config& c, std::string_view v) {
+          c.sched.on_queue_timeout =
+              named("on_queue_timeout", v, [&] { return parse_queue_timeout_action(v); });
+        });
+    add("max_batch_delay", "SECONDS", "hold admissions to form a batch (Triton's queue delay; 0)",
+        [](run_config& c, std::string_view v) {
+          c.sched.max_batch_delay = to_duration("max_batch_delay", v);
+        });
+    add("block_size", "N", "tokens per KV block (default 16)",
+        [](run_config& c, std::string_view v) { c.sched.block_size = to_u32("block_size", v, 1); });
+    add("kv_policy", "max_utilization|guaranteed_no_evict",
+        "allocate as needed and preempt (default), or reserve prompt + output at admission",
+        [](run_config& c, std::string_view v) {
+          c.sched.kv = named("kv_policy", v, [&] { return parse_kv_policy(v); });
+        });
+    add("ttft_target", "SECONDS", "slo_aware's TTFT target (default: the --slo on ttft)",
+        [](run_config& c, std::string_view v) {
+          c.sched.ttft_target = to_duration("ttft_target", v);
+        });
+    add("prefill_tokens_per_s", "R", "prefill speed assumed when the backend cannot predict",
+        [](run_config& c, std::string_view v) {
+          c.sched.prefill_tokens_per_s = to_number("prefill_tokens_per_s", v);
+          if (!(c.sched.prefill_tokens_per_s > 0))
+            bad_value("prefill_tokens_per_s", v, "must be > 0");
+        });
+    return d;
+  }();
+  return all;
+}
+
+const option_def* find_def(std::string_view name) {
+  const std::string n = canonical_name(name);
+  for (const auto& d : defs())
+    if (d.info.name == n) return &d;
+  return nullptr;
+}
+
+// Splits a sweep's values: on ';' when the list has one (values that contain commas, such as
+// uniform:75,225), otherwise on ','.
+std::vector<std::string> split_values(std::string_view list) {
+  const char sep = list.find(';') != std::string_view::npos ? ';' : ',';
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t at = list.find(sep, pos);
+    out.emplace_back(
+        list.substr(pos, at == std::string_view::npos ? std::string_view::npos : at - pos));
+    if (at == std::string_view::npos) break;
+    pos = at + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<option_info>& run_options() {
+  static const std::vector<option_info> all = [] {
+    std::vector<option_info> v;
+    for (const auto& d : defs()) v.push_back(d.info);
+    return v;
+  }();
+  return all;
+}
+
+void set_option(run_config& c, std::string_view name, std::string_view value) {
+  const option_def* d = find_def(name);
+  if (!d) throw std::invalid_argument("unknown option '" + canonical_name(name) + "'");
+  d->set(c, value);
+}
+
+std::string usage() {
+  std::string u =
+      "usage: batching-executor [OPTIONS]\n"
+      "A continuous-batching executor: a load generator, an iteration-level scheduler and a\n"
+      "backend; prints the run summary (tokchron) and SLA verdicts, or one row per swept\n"
+      "configuration and the capacity planner's choice.\n\nRun options (also sweepable by their "
+      "underscore names):\n";
+  for (const auto& o : run_options()) {
+    std::string flag = "  --" + o.name;
+    for (char& ch : flag)
+      if (ch == '_') ch = '-';
+    flag += " " + o.value_name;
+    u += flag + "\n      " + o.help + "\n";
+  }
+  u += "\nOutput options:\n"
+       "  --sweep NAME=V1,V2,...   run every combination (values split on ';' when any has a "
+       "comma)\n"
+       "  --slo SPEC               an objective such as 'p95(ttft)<1.5s'; repeatable\n"
+       "  --profile NAME           the tokchron profile of the summary (default canonical)\n"
+       "  --percentiles LIST       e.g. 50,90,95,99 (default: the profile's)\n"
+       "  --format table|json      json: the tokchron-report schema per configuration\n"
+       "  --trace-out FILE         every request as tokchron JSONL (a sweep: FILE-1.jsonl, ...)\n"
+       "  --metrics-out FILE       Prometheus text exposition of the run(s)\n"
+       "  --progress auto|never    a progress bar on stderr when it is a terminal (auto)\n"
+       "  --help\n"
+       "\nDistributions (DIST): 300, fixed:300, uniform:75,225, normal:300,90, lognormal:150,60,\n"
+       "exp:25, trace:FILE, none. Times: seconds, or with an s / ms suffix.\n";
+  return u;
+}
+
+command_line parse_command_line(const std::vector<std::string>& args) {
+  command_line cl;
+  std::vector<std::pair<std::string, std::string>> sets;  // applied in order given
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + a + "'");
+    a = a.substr(2);
+    std::optional<std::string> value;
+    if (const auto eq = a.find('='); eq != std::string::npos) {  // --name=value
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    const std::string name = canonical_name(a);
+    if (name == "help") {
+      cl.help = true;
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) throw usage_error("--" + a + " needs a value");
+      value = args[++i];
+    }
+    if (name == "sweep") {
+      const auto eq = value->find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == value->size())
+        throw usage_error("--sweep '" + *value + "': expected NAME=V1,V2,...");
+      const std::string key = canonical_name(value->substr(0, eq));
+      if (!find_def(key)) throw usage_error("--sweep: unknown option '" + key + "'");
+      cl.sweeps.emplace_back(key, split_values(std::string_view(*value).substr(eq + 1)));
+    } else if (name == "slo") {
+      cl.slos.push_back(*value);
+    } else if (name == "profile") {
+      cl.profile = *value;
+    } else if (name == "percentiles") {
+      cl.percentiles = *value;
+    } else if (name == "format") {
+      if (*value != "table" && *value != "json")
+        throw usage_error("--format '" + *value + "': expected table or json");
+      cl.format = *value;
+    } else if (name == "trace_out") {
+      cl.trace_out = *value;
+    } else if (name == "metrics_out") {
+      cl.metrics_out = *value;
+    } else if (name == "progress") {
+      if (*value != "auto" && *value != "never")
+        throw usage_error("--progress '" + *value + "': expected auto or never");
+      cl.progress = *value;
+    } else if (find_def(name)) {
+      sets.emplace_back(name, *value);
+    } else {
+      throw usage_error("unknown option --" + a);
+    }
+  }
+  try {
+    for (const auto& [k, v] : sets) set_option(cl.base, k, v);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(e.what());
+  }
+  return cl;
+}
+
+std::vector<configuration> expand(const command_line& cl) {
+  std::vector<configuration> out;
+  configuration first;
+  first.cfg = cl.base;
+  out.push_back(first);
+  for (const auto& [key, values] : cl.sweeps) {
+    std::vector<configuration> next;
+    for (const configuration& c : out)
+      for (const std::string& v : values) {
+        configuration d = c;
+        try {
+          set_option(d.cfg, key, v);
+        } catch (const std::invalid_argument& e) {
+          throw usage_error(std::string("--sweep: ") + e.what());
+        }
+        d.parameters.emplace_back(key, v);
+        next.push_back(std::move(d));
+      }
+    out = std::move(next);
+  }
+  for (configuration& c : out) {
+    for (const auto& [k, v] : c.parameters) c.name += (c.name.empty() ? "" : " ") + k + "=" + v;
+    if (c.name.empty()) c.name = "run";
+  }
+  return out;
+}
+
+std::unique_ptr<backend> make_backend(const run_config& c) {
+  if (c.backend == "sim") return std::make_unique<sim_backend>(c.sim);
+#ifdef BATCHING_HAVE_CPU_BACKEND
+  if (c.backend == "cpu") {
+    cpu_backend_config k;
+    for (const auto& kv : c.compute)  // not a structured binding: clang 14 cannot capture one
+      named("compute", kv.first + "=" + kv.second, [&] {
+        k.set(kv.first, kv.second);
+        return 0;
+      });
+    return std::make_unique<cpu_backend>(k);
+  }
+#endif
+#ifdef BATCHING_HAVE_CUDA_BACKEND
+  if (c.backend == "cuda") {
+    cuda_backend_config k;
+    for (const auto& kv : c.compute)  // not a structured binding: clang 14 cannot capture one
+      named("compute", kv.first + "=" + kv.second, [&] {
+        k.set(kv.first, kv.second);
+        return 0;
+      });
+    return std::make_unique<cuda_backend>(k);  // throws no_gpu_error without a GPU
+  }
+#endif
+  throw std::invalid_argument("--backend '" + c.backend +
+                              "': unknown (available: sim"
+#ifdef BATCHING_HAVE_CPU_BACKEND
+                              ", cpu"
+#endif
+#ifdef BATCHING_HAVE_CUDA_BACKEND
+                              ", cuda"
+#else
+                              "; cuda not built: nvcc not found"
+#endif
+                              ")");
+}
+
+}  // namespace batching
