@@ -10,6 +10,10 @@ rm -rf "$out"
 mkdir -p "$out"
 src=$TOKCHRON_ROOT/tests/fuzz
 targets=(trace_line slo log_histogram)
+# A fixed seed and a fixed number of runs per target make CI reproducible: the same inputs are
+# tried on every machine (the time limit only caps a slow machine). Explore with other seeds
+# and longer runs by hand: ./fuzz_TARGET -seed=N -max_total_time=600 CORPUS...
+declare -A fuzz_runs=([trace_line]=200000 [slo]=200000 [log_histogram]=3000000)
 
 echo "--- building fuzz targets"
 pids=()
@@ -30,7 +34,7 @@ for t in "${targets[@]}"; do
   dict=()
   [ -f "$src/$t.dict" ] && dict=(-dict="$src/$t.dict")
   if (cd "$out" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        "./fuzz_$t" "${dict[@]}" -max_total_time="$fuzz_secs" -timeout=10 -rss_limit_mb=2048 \
+        "./fuzz_$t" "${dict[@]}" -seed=1 -runs="${fuzz_runs[$t]}" -max_total_time="$fuzz_secs" -timeout=10 -rss_limit_mb=2048 \
         -max_len=8192 -print_final_stats=1 -artifact_prefix="$out/artifacts_$t/" \
         "$out/corpus_$t" "$src/corpus/$t" "$src/regressions/$t" >"$out/$t.log" 2>&1); then
     grep -E "^stat::number_of_executed_units|^Done" "$out/$t.log" | tail -2 || true
