@@ -99,10 +99,9 @@ TEST_CASE("bad input R5: numbers beyond double range are refused, nothing escape
   CHECK(r.error->line == 2);
 }
 
-// Exactly 2^64 as a count: trace_reader::count casts the double 2^64 to uint64_t (undefined
-// behaviour; tests/fuzz/pending/trace_line/count_2pow64_float_cast), reported to the lead:
-// enable when io/trace_json.hpp is fixed.
-TEST_CASE("bad input R6: a count of exactly 2^64 is refused" * doctest::skip()) {
+// Exactly 2^64 as a count: trace_reader::count once cast the double 2^64 to uint64_t (undefined
+// behaviour; fuzz regression tests/fuzz/regressions/trace_line/count_2pow64_float_cast).
+TEST_CASE("bad input R6: a count of exactly 2^64 is refused") {
   const auto r = tokchron::parse_trace_line(
       R"({"send":0,"chunks":[],"prompt_tokens":18446744073709551616})", 2);
   REQUIRE(r.error);

@@ -81,11 +81,9 @@ TEST_CASE("bad input R3: NaN, infinite and out-of-range times in a record are re
 }
 
 // Found by the trace_line fuzz target (tests/fuzz/pending/trace_line/default_end_before_queued),
-// reported to the lead: a valid record without `end` or chunks defaults its end to `send`, so a
-// later `queued` makes the replayed finish go backwards and the timeline stays unfinished.
-// Enable when io/trace.hpp defaults the end to the latest event.
-TEST_CASE("bad input R7: a record without end replays finished at its latest event" *
-          doctest::skip()) {
+// A valid record without `end` or chunks once defaulted its end to `send`, so a later `queued`
+// made the replayed finish go backwards and the timeline stayed unfinished (a fuzz finding).
+TEST_CASE("bad input R7: a record without end replays finished at its latest event") {
   tokchron::trace_record r;
   r.send = 0.0;
   r.queued = 1.0;

@@ -53,7 +53,8 @@ struct trace_chunk {
 };
 
 /// One request of a trace. Required: `send` and `chunks` (possibly empty). Everything else is
-/// optional; `arrival` defaults to `send`, `end` to the last chunk (or `send` without chunks).
+/// optional; `arrival` defaults to `send`, `end` to the latest event (the last chunk, preemption,
+/// scheduling, queueing or send).
 struct trace_record {
   std::string id;
   std::optional<double> arrival;  ///< intended arrival (seconds)
@@ -188,7 +189,11 @@ namespace detail {
     (void)tl.chunk(at(c.time), c.tokens, c.kind);
   }
   while (pi < r.preempted.size()) (void)tl.preempted(at(r.preempted[pi++]));
-  double end = r.chunks.empty() ? r.send : r.chunks.back().time;
+  // Without `end`, the request ends at its latest event, so the finish is never refused.
+  double end = r.send;
+  if (r.queued && *r.queued > end) end = *r.queued;
+  if (r.scheduled && *r.scheduled > end) end = *r.scheduled;
+  if (!r.chunks.empty() && r.chunks.back().time > end) end = r.chunks.back().time;
   if (!r.preempted.empty() && r.preempted.back() > end) end = r.preempted.back();
   if (r.end) end = *r.end;
   (void)tl.finish(at(end), reason_of(r));

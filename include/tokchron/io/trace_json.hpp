@@ -81,8 +81,11 @@ struct trace_reader {
       return fail(field, "must be a non-negative integer");
     } else if (v.is_number_float()) {
       const double d = v.get<double>();
-      if (!(d >= 0 && d == std::floor(d) && d <= static_cast<double>(max)))
-        return fail(field, "must be a non-negative integer");
+      if (!(d >= 0 && d == std::floor(d))) return fail(field, "must be a non-negative integer");
+      // 2^64 itself must be refused before the cast: static_cast<double>(UINT64_MAX) rounds up
+      // to it, and casting it to uint64_t is undefined.
+      if (!(d < 18446744073709551616.0 && d <= static_cast<double>(max)))
+        return fail(field, "is too large");
       out = static_cast<std::uint64_t>(d);
     } else {
       return fail(field, "must be a non-negative integer");
