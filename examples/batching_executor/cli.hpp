@@ -79,7 +79,7 @@ struct configuration {
 /// Applies the sweeps to the base configuration. Throws `usage_error` for a bad value.
 [[nodiscard]] std::vector<configuration> expand(const command_line& cl);
 
-/// Makes the backend a configuration names (`sim`; real-compute backends add theirs here).
+/// Makes the backend a configuration names: `sim`, and `cpu` / `cuda` when they were built.
 /// Throws `std::invalid_argument` for an unknown one.
 [[nodiscard]] std::unique_ptr<backend> make_backend(const run_config& c);
 
