@@ -31,6 +31,9 @@
 #include "tokchron/export/prometheus.hpp"
 #include "tokchron/export/serving_metrics.hpp"
 #include "tokchron/export/snapshot.hpp"
+#include "tokchron/io/trace.hpp"
+#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/run_summary.hpp"
 // tokchron:umbrella-end (headers added by later components go above this line)
 
 #endif  // TOKCHRON_TOKCHRON_HPP
