@@ -326,6 +326,7 @@ std::string usage() {
        "  --format table|json      json: the tokchron-report schema per configuration\n"
        "  --trace-out FILE         every request as tokchron JSONL (a sweep: FILE-1.jsonl, ...)\n"
        "  --metrics-out FILE       Prometheus text exposition of the run(s)\n"
+       "  --plot DIR               pictures (gnuplot SVG/PNG, their data) and DIR/index.html\n"
        "  --progress auto|never    a progress bar on stderr when it is a terminal (auto)\n"
        "  --help\n"
        "\nDistributions (DIST): 300, fixed:300, uniform:75,225, normal:300,90, lognormal:150,60,\n"
@@ -375,6 +376,8 @@ command_line parse_command_line(const std::vector<std::string>& args) {
       cl.trace_out = *value;
     } else if (name == "metrics_out") {
       cl.metrics_out = *value;
+    } else if (name == "plot") {
+      cl.plot = *value;
     } else if (name == "progress") {
       if (*value != "auto" && *value != "never")
         throw usage_error("--progress '" + *value + "': expected auto or never");

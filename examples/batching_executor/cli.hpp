@@ -62,7 +62,8 @@ struct command_line {
   std::optional<std::string> percentiles;  ///< `--percentiles` (default: the profile's)
   std::string format = "table";            ///< table | json
   std::optional<std::string> trace_out, metrics_out;
-  std::string progress = "auto";  ///< auto (when stderr is a terminal) | never
+  std::optional<std::string> plot;  ///< `--plot DIR`: pictures (examples/plot)
+  std::string progress = "auto";    ///< auto (when stderr is a terminal) | never
   bool help = false;
 };
 /// Parses `args` (without the program name). Throws `usage_error`.

@@ -20,6 +20,7 @@
 #include "cuda/cuda_backend.hpp"
 #endif
 #include "engine.hpp"
+#include "executor_plot.hpp"
 #include "report.hpp"
 #include "tokchron/sla/capacity.hpp"
 
@@ -95,11 +96,13 @@ int main(int argc, char** argv) {
   }
   try {
     std::vector<outcome> outcomes;
+    std::vector<plot::executor_series> steps(cl.plot ? configs.size() : 0);  // --plot
     const progress_bar bar(configs.size(), cl.progress == "auto");
     for (std::size_t i = 0; i < configs.size(); ++i) {
       bar.show(i, configs[i].name);
       auto be = make_backend(configs[i].cfg);
-      run_result r = run(configs[i].cfg.sched, configs[i].cfg.load, *be);
+      run_result r = run(configs[i].cfg.sched, configs[i].cfg.load, *be,
+                         cl.plot ? plot::record_steps(steps[i]) : step_observer{});
       outcomes.push_back(evaluate(configs[i], std::move(r), settings));
     }
     bar.show(configs.size(), "done");
@@ -111,6 +114,13 @@ int main(int argc, char** argv) {
     if (cl.metrics_out)
       write_file(*cl.metrics_out, "the metrics",
                  [&](std::ostream& f) { f << prometheus_text(outcomes); });
+    if (cl.plot) {
+      std::string command = "batching-executor";
+      for (int a = 1; a < argc; ++a) command += std::string(" ") + argv[a];
+      std::cerr
+          << plot::plot_executor(outcomes, steps, settings, command, *cl.plot).to_string(*cl.plot)
+          << '\n';
+    }
     if (cl.format == "json")
       write_json(std::cout, outcomes);
     else if (outcomes.size() == 1)

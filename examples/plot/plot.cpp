@@ -366,6 +366,7 @@ picture frontier_picture(const plot_input& in, const fs::path& dir) {
     for (std::size_t i : tokchron::plan_capacity(sw.points, o).frontier) on_frontier[k][i] = 1;
   }
   double xmax[2] = {0, 0};
+  double xmin[2] = {HUGE_VAL, HUGE_VAL};  // smallest positive, for a log axis
   std::ostringstream d;
   d << "# one row per configuration: output tokens/s, latencies in seconds (run_summary)\n"
     << "# index output_tps p" << num(axes[0].percentile) << "_ttft p" << num(axes[1].percentile)
@@ -373,8 +374,12 @@ picture frontier_picture(const plot_input& in, const fs::path& dir) {
   for (std::size_t i = 0; i < sw.points.size(); ++i) {
     const auto& s = in.runs[i].summary;
     const auto x0 = s.ttft.at(axes[0].percentile), x1 = s.tpot.at(axes[1].percentile);
-    if (x0) xmax[0] = std::max(xmax[0], *x0);
-    if (x1) xmax[1] = std::max(xmax[1], *x1);
+    for (int k = 0; k < 2; ++k) {
+      const auto& x = k == 0 ? x0 : x1;
+      if (!x) continue;
+      xmax[k] = std::max(xmax[k], *x);
+      if (*x > 0) xmin[k] = std::min(xmin[k], *x);
+    }
     const bool meets = i < sw.plan.points.size() && sw.plan.points[i].meets;
     const bool chosen = sw.plan.best && *sw.plan.best == i;
     d << i << ' ' << num(sw.points[i].throughput) << ' ' << num(x0) << ' ' << num(x1) << ' '
@@ -397,23 +402,45 @@ picture frontier_picture(const plot_input& in, const fs::path& dir) {
   }
   write_file(dir / "frontier.dat", d.str());
 
+  // The points are numbered; the list of configurations is drawn at the right.
+  const std::size_t n = sw.points.size();
+  const double step = std::min(0.045, 0.8 / static_cast<double>(std::max<std::size_t>(n, 1)));
   std::ostringstream b;
-  b << "  set multiplot layout 1,2 title " << gp(in.title + ": throughput vs latency") << "\n"
+  b << "  set multiplot layout 1,2 margins 0.06,0.74,0.12,0.88 spacing 0.07 title "
+    << gp(in.title + ": throughput vs latency") << "\n"
     << "  set grid\n  set key bottom right box opaque font ',9'\n"
-    << "  set ylabel 'output tokens/s'\n  set yrange [0:*]\n";
+    << "  set ylabel 'output tokens/s'\n  set yrange [0:*]\n"
+    << "  set label 1 'configurations' at screen 0.765, screen 0.88 left font ',10'\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool chosen = sw.plan.best && *sw.plan.best == i;
+    b << "  set label " << i + 2 << ' '
+      << gp(std::to_string(i + 1) + "  " + point_label(sw.points[i]) + (chosen ? "  (choice)" : ""))
+      << " at screen 0.765, screen " << num(0.88 - step * static_cast<double>(i + 1))
+      << " left font ',9'" << (chosen ? " textcolor rgb 'black'" : "") << "\n";
+  }
   for (int k = 0; k < 2; ++k) {
     const auto& a = axes[k];
-    double top = xmax[k];
-    if (a.objective) top = std::max(top, a.objective->threshold);
+    double top = xmax[k], low = xmin[k];
+    if (a.objective) {
+      top = std::max(top, a.objective->threshold);
+      if (a.objective->threshold > 0) low = std::min(low, a.objective->threshold);
+    }
     const time_unit u = unit_for(top);
     const std::string sc = num(u.scale), col = k == 0 ? "3" : "4";
     const std::string pname = tokchron::percentile_key(a.percentile);
     std::string upper = pname;
     upper[0] = 'P';
+    // Latencies spanning more than a factor 20 (queueing) get a log axis.
+    const bool logx = std::isfinite(low) && top > 20 * low;
     b << "  unset object\n  unset arrow\n"
-      << "  set title " << gp("output tokens/s vs " + upper + " " + a.metric->title) << "\n"
-      << "  set xlabel " << gp(upper + " " + a.metric->title + " (" + u.name + ")") << "\n"
-      << "  set xrange [0:" << num(top * u.scale * 1.15 + 1e-12) << "]\n";
+      << (logx ? "  set logscale x\n" : "  unset logscale x\n") << "  set title "
+      << gp("output tokens/s vs " + upper + " " + a.metric->title) << "\n"
+      << "  set xlabel "
+      << gp(upper + " " + a.metric->title + " (" + u.name + (logx ? ", log scale)" : ")")) << "\n";
+    if (logx)
+      b << "  set xrange [" << num(low * u.scale / 1.5) << ":" << num(top * u.scale * 1.5) << "]\n";
+    else
+      b << "  set xrange [0:" << num(top * u.scale * 1.15 + 1e-12) << "]\n";
     if (a.objective) {
       const std::string thr = num(a.objective->threshold * u.scale);
       b << "  set object 1 rect from graph 0, graph 0 to first " << thr
@@ -435,10 +462,11 @@ picture frontier_picture(const plot_input& in, const fs::path& dir) {
       << "       'frontier.dat' index 0 using ($6==1 ? column(" << col << ")*" << sc
       << " : NaN):2 with points pt 3 ps 3.5 lw 2 lc rgb 'black' title \"planner's choice\", \\\n"
       << "       'frontier.dat' index 0 using (column(" << col << ")*" << sc
-      << "):2:9 with labels offset char 0,1.1 font ',9' notitle\n";
+      << "):2:(sprintf('%d', $1+1)) with labels offset char 0.9,0.7 font ',9' notitle\n";
+    if (k == 0) b << "  unset label\n";
   }
   b << "  unset multiplot\n";
-  write_file(dir / "frontier.gp", script(pic.name, 1200, 520, b.str()));
+  write_file(dir / "frontier.gp", script(pic.name, 1400, 560, b.str()));
   pic.caption =
       "One point per configuration: output tokens/s against its P95 TTFT (left) and P95 TPOT "
       "(right). Look for the highest point inside the shaded SLA region; the star is the "
@@ -547,9 +575,10 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
   b << sep << "'timeline.dat' index 1 using ($2*" << sc
     << "):($1-0.22):(0):(0.44) with vectors nohead lw 0.7 lc rgb '#701b2631' title 'token chunk'";
   sep = ", \\\n       ";
-  b << sep << "'timeline.dat' index 2 using ($2*" << sc
-    << "):1 with points pt 2 ps 2.5 lw 3 lc rgb '" << slo_color << "' title 'preempted'" << sep
-    << "'timeline.dat' index 3 using ($3==0 ? $2*" << sc
+  if (!pre.str().empty())
+    b << sep << "'timeline.dat' index 2 using ($2*" << sc
+      << "):1 with points pt 2 ps 2.5 lw 3 lc rgb '" << slo_color << "' title 'preempted'";
+  b << sep << "'timeline.dat' index 3 using ($3==0 ? $2*" << sc
     << " : NaN):1 with points pt 9 ps 2 lc rgb '#117a65' title 'arrival'" << sep
     << "'timeline.dat' index 3 using ($3==1 ? $2*" << sc
     << " : NaN):1 with points pt 13 ps 2 lc rgb '#1b2631' title 'finish'\n";
