@@ -30,7 +30,7 @@ namespace plot {
   tokchron::run_summarizer<batching::timeline> sum(*s.profile, opt);
   for (const batching::request& q : o.run.requests)
     if (batching::measured(o.conf.cfg, q)) sum.add(q.tl);
-  return run_series{o.conf.name, sum.summary()};
+  return run_series{o.conf.name, sum.summary(), {}};
 }
 
 /// Writes the pictures of `all` (one outcome per configuration, `steps[i]` recorded during
@@ -73,10 +73,49 @@ inline plot_result plot_executor(const std::vector<batching::outcome>& all,
     in.samples_from =
         o.conf.name + (in.sweep && in.sweep->plan.best ? " (the planner's choice)" : std::string());
   }
-  for (std::size_t i = 0; i < steps.size() && i < all.size(); ++i) {
-    executor_series e = steps[i];
-    e.label = all[i].conf.name;
-    in.executor.push_back(std::move(e));
+  // Drawn (distributions and over time): every configuration when there are at most four;
+  // otherwise the planner's choice (else the first), the most throughput, and the least and most
+  // P95 TTFT. The data files keep every configuration.
+  std::vector<std::pair<std::size_t, std::string>> shown;
+  auto show = [&](std::size_t i, const std::string& why) {
+    for (auto& s2 : shown)
+      if (s2.first == i) return void(s2.second += ", " + why);
+    shown.emplace_back(i, why);
+  };
+  const std::size_t n = all.size();
+  if (n <= 4) {
+    for (std::size_t i = 0; i < n; ++i) show(i, "");
+  } else {
+    show(pick, in.sweep && in.sweep->plan.best ? "the choice" : "the first");
+    auto best_by = [&](auto&& better) {
+      std::size_t b = 0;
+      for (std::size_t i = 1; i < n; ++i)
+        if (better(in.runs[i].summary, in.runs[b].summary)) b = i;
+      return b;
+    };
+    const auto p95 = [](const tokchron::run_summary& x) { return x.ttft.at(95).value_or(0); };
+    show(best_by([](const auto& x, const auto& y) {
+           return x.output_throughput.value_or(0) > y.output_throughput.value_or(0);
+         }),
+         "most throughput");
+    show(best_by([&](const auto& x, const auto& y) { return p95(x) < p95(y); }), "least P95 TTFT");
+    show(best_by([&](const auto& x, const auto& y) { return p95(x) > p95(y); }), "most P95 TTFT");
+    std::string list;
+    for (const auto& [i, why] : shown)
+      list += (list.empty() ? "" : "; ") + all[i].conf.name + " (" + why + ")";
+    in.drawn_note = std::to_string(shown.size()) + " of " + std::to_string(n) +
+                    " configurations (all are in the data files): " + list;
+  }
+  for (const auto& [i, why] : shown) {
+    in.drawn.push_back(i);
+    std::string legend = in.sweep ? short_label(in.sweep->points[i]) : all[i].conf.name;
+    if (!why.empty()) legend += " (" + why + ")";
+    in.runs[i].legend = legend;
+    if (i < steps.size()) {
+      executor_series e = steps[i];
+      e.label = legend;
+      in.executor.push_back(std::move(e));
+    }
   }
   return write_plots(in, dir, opt);
 }

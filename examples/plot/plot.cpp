@@ -135,18 +135,6 @@ std::string script(const std::string& name, int w, int h, const std::string& bod
   return os.str();
 }
 
-/// The largest value of a distribution over every run (0 when none has samples).
-double largest(const std::vector<run_series>& runs, const metric_desc& m) {
-  double mx = 0;
-  for (const auto& r : runs) {
-    const auto& d = r.summary.*m.member;
-    if (d.max) mx = std::max(mx, *d.max);
-    for (const auto& p : d.percentiles)
-      if (p.value) mx = std::max(mx, *p.value);
-  }
-  return mx;
-}
-
 bool has_samples(const std::vector<run_series>& runs, const metric_desc& m) {
   for (const auto& r : runs)
     if ((r.summary.*m.member).count > 0) return true;
@@ -173,20 +161,51 @@ std::vector<tokchron::objective> drawable(const tokchron::sla& sla, tokchron::sl
   return out;
 }
 
+/// The runs the distribution pictures draw.
+std::vector<std::size_t> drawn_runs(const plot_input& in) {
+  if (!in.drawn.empty()) return in.drawn;
+  std::vector<std::size_t> all(in.runs.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  return all;
+}
+
+std::string legend_of(const run_series& r) { return r.legend.empty() ? r.label : r.legend; }
+
+/// The smallest positive value at P1 or above (for a log axis) and the largest up to P99.99.
+std::pair<double, double> drawn_range(const plot_input& in, const metric_desc& m) {
+  double lo = HUGE_VAL, hi = 0;
+  for (std::size_t i : drawn_runs(in)) {
+    const auto& d = in.runs[i].summary.*m.member;
+    for (const auto& p : d.percentiles) {
+      if (!p.value || p.percent > 99.99) continue;  // the pictures end at P99.99
+      hi = std::max(hi, *p.value);
+      if (p.percent >= 1 && *p.value > 0) lo = std::min(lo, *p.value);
+    }
+  }
+  return {lo, hi};
+}
+
 double spectrum_x(double percent) { return 1.0 / (1.0 - percent / 100.0); }
 
 const char* const slo_color = "#c0392b";
 
-/// The y-axis range and "plot" command of a metric's spectrum: one line per run, the SLO
-/// thresholds as constant lines. `top` is the largest value drawn (seconds).
-std::string spectrum_plot(const plot_input& in, const std::string& data, time_unit u, double top,
-                          const std::vector<tokchron::objective>& slos) {
+/// The y-axis range and "plot" command of a metric's spectrum: one line per drawn run, the SLO
+/// thresholds as constant lines. `low`/`top`: the smallest positive / largest value (seconds).
+std::string spectrum_plot(const plot_input& in, const std::string& data, time_unit u, double low,
+                          double top, const std::vector<tokchron::objective>& slos) {
   std::ostringstream b;
-  b << "  set yrange [0:" << num(top * u.scale * 1.08 + 1e-12) << "]\n  plot ";
+  // Values spanning more than a factor 50 (queueing) get a log axis.
+  if (std::isfinite(low) && top > 50 * low)
+    b << "  set logscale y\n  set yrange [" << num(low * u.scale / 1.5) << ":"
+      << num(top * u.scale * 1.3) << "]\n  plot ";
+  else
+    b << "  unset logscale y\n  set yrange [0:" << num(top * u.scale * 1.08 + 1e-12)
+      << "]\n  plot ";
   std::string sep;
-  for (std::size_t i = 0; i < in.runs.size(); ++i) {
+  std::size_t line = 0;
+  for (std::size_t i : drawn_runs(in)) {
     b << sep << "'" << data << "' using 2:(column(" << i + 3 << ")*" << num(u.scale) << ")"
-      << series_style(i) << " title " << gp(in.runs[i].label);
+      << series_style(line++) << " title " << gp(legend_of(in.runs[i]));
     sep = ", \\\n       ";
   }
   for (std::size_t k = 0; k < slos.size(); ++k)
@@ -221,10 +240,15 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
   write_file(dir / data, d.str());
 
   const auto slos = drawable(in.sla, m.slo);
-  double top = largest(in.runs, m);
-  for (const auto& o : slos) top = std::max(top, o.threshold);
+  auto [low, top] = drawn_range(in, m);
+  for (const auto& o : slos) {
+    top = std::max(top, o.threshold);
+    if (o.threshold > 0) low = std::min(low, o.threshold);
+  }
   const time_unit u = unit_for(top);
   const std::string sc = num(u.scale);
+  // A CDF whose values span more than a factor 50 (queueing) gets a log axis.
+  const bool log_cdf = std::isfinite(low) && top > 50 * low;
   const std::string ylabel = std::string(m.title) + " (" + u.name + ")";
 
   std::ostringstream b;
@@ -240,10 +264,14 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
     b << "  set arrow " << tag++ << " from " << num(spectrum_x(o.percentile)) << ", graph 0 to "
       << num(spectrum_x(o.percentile)) << ", graph 1 nohead dt 3 lc rgb '" << slo_color << "'\n";
   }
-  b << spectrum_plot(in, data, u, top, slos);
+  b << spectrum_plot(in, data, u, low, top, slos);
   // Right: the CDF.
-  b << "  unset arrow\n  unset logscale x\n  set xtics auto\n  set xrange [0:*]\n"
-    << "  set title 'CDF'\n  set xlabel " << gp(ylabel) << "\n"
+  b << "  unset arrow\n  unset logscale y\n  set xtics auto\n";
+  if (log_cdf)
+    b << "  set xrange [" << num(low * u.scale / 1.5) << ":" << num(top * u.scale * 1.2) << "]\n";
+  else
+    b << "  unset logscale x\n  set xrange [0:*]\n";
+  b << "  set title 'CDF'\n  set xlabel " << gp(log_cdf ? ylabel + ", log scale" : ylabel) << "\n"
     << "  set ylabel 'fraction of samples at or below'\n  set yrange [0:1]\n"
     << "  set key bottom right box opaque\n";
   tag = 1;
@@ -258,9 +286,10 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
   }
   b << "  plot ";
   std::string sep;
-  for (std::size_t i = 0; i < in.runs.size(); ++i) {
+  std::size_t line = 0;
+  for (std::size_t i : drawn_runs(in)) {
     b << sep << "'" << data << "' using (column(" << i + 3 << ")*" << sc << "):($1/100)"
-      << series_style(i) << " title " << gp(in.runs[i].label);
+      << series_style(line++) << " title " << gp(legend_of(in.runs[i]));
     sep = ", \\\n       ";
   }
   for (std::size_t k = 0; k < slos.size(); ++k)
@@ -273,6 +302,7 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
                 ": the percentile spectrum (left; P50 to P99.99 spread out on a log axis of "
                 "1/(1-p)) and the CDF (right). Look for where a line bends upward (the tail "
                 "starts) and whether it stays below the red SLO line at the SLO's percentile.";
+  if (!in.drawn_note.empty()) pic.caption += " Shown: " + in.drawn_note + ".";
   return pic;
 }
 
@@ -289,11 +319,14 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
     if (!has_samples(in.runs, m)) continue;
     pic.data.push_back(data);
     const auto slos = drawable(in.sla, m.slo);
-    double top = largest(in.runs, m);
-    for (const auto& o : slos) top = std::max(top, o.threshold);
+    auto [low, top] = drawn_range(in, m);
+    for (const auto& o : slos) {
+      top = std::max(top, o.threshold);
+      if (o.threshold > 0) low = std::min(low, o.threshold);
+    }
     const time_unit u = unit_for(top);
     b << "  set title " << gp(m.title) << "\n  set ylabel " << gp(std::string(u.name)) << "\n"
-      << spectrum_plot(in, data, u, top, slos);
+      << spectrum_plot(in, data, u, low, top, slos);
   }
   b << "  unset multiplot\n";
   write_file(dir / "spectrum.gp", script(pic.name, 1200, 800, b.str()));
@@ -301,6 +334,7 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
       "TTFT, TPOT, ITL and E2E percentile spectra on one page, one line per " +
       std::string(in.sweep ? "configuration" : "profile") +
       ": compare where the lines separate; a gap that opens only past P99 is a tail effect.";
+  if (!in.drawn_note.empty()) pic.caption += " Shown: " + in.drawn_note + ".";
   return pic;
 }
 
@@ -329,8 +363,9 @@ frontier_axis axis_for(const plot_input& in, const metric_desc& m) {
   return a;
 }
 
-/// "max_batch_size=16, prefill_priority=off" -> "mbs=16 pp=off" (the keys' initials).
-std::string point_label(const tokchron::load_point& p) {
+}  // namespace
+
+std::string short_label(const tokchron::load_point& p) {
   if (p.parameters.empty()) return p.name;
   std::string out;
   for (const auto& [k, v] : p.parameters) {
@@ -348,6 +383,8 @@ std::string point_label(const tokchron::load_point& p) {
   }
   return out;
 }
+
+namespace {
 
 picture frontier_picture(const plot_input& in, const fs::path& dir) {
   const sweep_result& sw = *in.sweep;
@@ -384,7 +421,7 @@ picture frontier_picture(const plot_input& in, const fs::path& dir) {
     const bool chosen = sw.plan.best && *sw.plan.best == i;
     d << i << ' ' << num(sw.points[i].throughput) << ' ' << num(x0) << ' ' << num(x1) << ' '
       << meets << ' ' << chosen << ' ' << int(on_frontier[0][i]) << ' ' << int(on_frontier[1][i])
-      << ' ' << quoted_field(point_label(sw.points[i])) << '\n';
+      << ' ' << quoted_field(short_label(sw.points[i])) << '\n';
   }
   // Blocks 1 and 2: each panel's frontier points in order of latency, for its line.
   for (int k = 0; k < 2; ++k) {
@@ -414,7 +451,7 @@ picture frontier_picture(const plot_input& in, const fs::path& dir) {
   for (std::size_t i = 0; i < n; ++i) {
     const bool chosen = sw.plan.best && *sw.plan.best == i;
     b << "  set label " << i + 2 << ' '
-      << gp(std::to_string(i + 1) + "  " + point_label(sw.points[i]) + (chosen ? "  (choice)" : ""))
+      << gp(std::to_string(i + 1) + "  " + short_label(sw.points[i]) + (chosen ? "  (choice)" : ""))
       << " at screen 0.765, screen " << num(0.88 - step * static_cast<double>(i + 1))
       << " left font ',9'" << (chosen ? " textcolor rgb 'black'" : "") << "\n";
   }
@@ -642,6 +679,7 @@ picture executor_picture(const plot_input& in, const plot_options& opt, const fs
       "Batch size, queue length and KV-cache use over the run, one line per configuration: "
       "look for a queue that keeps growing (overload) and KV use pinned near 100% "
       "(preemptions).";
+  if (!in.drawn_note.empty()) pic.caption += " Shown: " + in.drawn_note + ".";
   return pic;
 }
 
@@ -960,6 +998,9 @@ plot_result write_plots(const plot_input& in, const std::string& dir_name,
     throw std::invalid_argument("plot: a sweep needs one run per load point (" +
                                 std::to_string(in.sweep->points.size()) + " points, " +
                                 std::to_string(in.runs.size()) + " runs)");
+  for (std::size_t i : in.drawn)
+    if (i >= in.runs.size())
+      throw std::invalid_argument("plot: drawn run " + std::to_string(i) + " does not exist");
   const fs::path dir(dir_name);
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -50,6 +50,7 @@ namespace plot {
 struct run_series {
   std::string label;
   tokchron::run_summary summary;
+  std::string legend;  ///< the name in the pictures' keys (empty: `label`)
 };
 
 /// Summarises `timelines` under `p` at `plot_percentiles(o.percentiles, sla)` (the profile's
@@ -62,7 +63,7 @@ template <class Range>
                                           const tokchron::sla& sla = {}) {
   if (o.percentiles.empty()) o.percentiles = tokchron::parse_percentiles(p.default_percentiles);
   o.percentiles = plot_percentiles(o.percentiles, sla);
-  return run_series{std::move(label), tokchron::summarize(timelines, p, std::move(o))};
+  return run_series{std::move(label), tokchron::summarize(timelines, p, std::move(o)), {}};
 }
 
 /// A sweep: one load point per `plot_input::runs` entry (same order; throughput in output
@@ -139,6 +140,10 @@ struct executor_bin {
 /// blocks. Empty without steps. Throws std::invalid_argument for bins == 0.
 [[nodiscard]] std::vector<executor_bin> bin_steps(const executor_series& s, std::size_t bins);
 
+/// A configuration's short name: its parameters with the keys' initials, "mbs=16 pp=off"
+/// (`max_batch_size`, `prefill_priority`); the name when it has no parameters.
+[[nodiscard]] std::string short_label(const tokchron::load_point& p);
+
 /// Everything one `--plot DIR` draws.
 struct plot_input {
   std::string title;    ///< the page's title, e.g. "tokchron-report trace.jsonl"
@@ -146,7 +151,11 @@ struct plot_input {
   /// The percentiles the summary table shows (the ones the CLI printed); empty: 50, 90, 95, 99.
   std::vector<double> printed_percentiles;
   std::vector<run_series> runs;
-  tokchron::sla sla;                      ///< SLO lines, the frontier's axes and shaded region
+  /// The runs the distribution pictures draw (indices into `runs`; empty: all). Every run's
+  /// values are in the data files either way.
+  std::vector<std::size_t> drawn;
+  std::string drawn_note;  ///< why those (caption of the distribution and executor pictures)
+  tokchron::sla sla;       ///< SLO lines, the frontier's axes and shaded region
   std::optional<sweep_result> sweep;      ///< a sweep's load points and plan: the frontier picture
   std::vector<sample_request> samples;    ///< the token timeline (e.g. `pick_samples`)
   std::string samples_from;               ///< which run the samples come from (caption)
