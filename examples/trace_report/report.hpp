@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plot.hpp"  // examples/plot: --plot
 #include "tokchron/io/trace.hpp"
 #include "tokchron/io/trace_json.hpp"
 #include "tokchron/metrics/profiles.hpp"
@@ -79,6 +80,8 @@ inline std::vector<option_spec>& options() {
        "input kind: tokchron JSONL trace or vLLM --save-detailed JSON (default auto)"},
       {"duration", true, "SECONDS", "override the run duration (default: from the events)"},
       {"quiet", false, "", "do not list skipped lines on stderr (still counted)"},
+      {"plot", true, "DIR",
+       "also draw the pictures (gnuplot: data, scripts, SVG/PNG) and DIR/index.html"},
       {"help", false, "", "print this help"},
   };
   return all;
@@ -558,17 +561,40 @@ inline int report_skipped(const input_stats& in, std::ostream& err, bool quiet) 
   return exit_skipped_lines;
 }
 
+/// `--plot DIR`: the pictures of the requests under the selected profiles (examples/plot), with
+/// the printed percentiles, GPU count and duration; a message on `err`.
+inline void plot_report(const loaded_inputs& in, const report_settings& s, const arguments& args,
+                        std::ostream& err) {
+  tc::summary_options o;
+  o.percentiles = s.percentiles;
+  o.gpus = s.gpus;
+  o.duration = s.duration ? s.duration : in.duration;  // as finish_summaries
+  std::string files;
+  for (const auto& f : args.files) files += " " + f;
+  const std::string dir = *args.get("plot");
+  err << plot::plot_trace(in.timelines, s.profiles, o, {}, "tokchron-report" + files,
+                          "tokchron-report" + files, dir)
+             .to_string(dir)
+      << '\n';
+}
+
 /// The `summary` command: the run summary under each selected profile.
 inline int run_summary_command(const arguments& args, std::ostream& out, std::ostream& err) {
   const report_settings s = settings_from(args);
   if (args.files.empty()) throw usage_error("no input file (use - for stdin)");
   input_stats in;
-  const auto summaries = summarize_files(args.files, args.get("input").value_or("auto"), s, in);
+  std::optional<loaded_inputs> kept;  // --plot draws the requests after the summary
+  if (args.has("plot")) kept = load_inputs(args.files, args.get("input").value_or("auto"));
+  if (kept) in = *kept;
+  const auto summaries =
+      kept ? summarize_all(*kept, s)
+           : summarize_files(args.files, args.get("input").value_or("auto"), s, in);
   if (in.requests == 0) {
     report_skipped(in, err, args.has("quiet"));
     throw input_error("no valid request in the input");
   }
   write_report(out, summaries, s.format);
+  if (kept) plot_report(*kept, s, args, err);
   return report_skipped(in, err, args.has("quiet"));
 }
 
