@@ -23,11 +23,12 @@ echo "--- plotting library tests (gnuplot required)"
 TOKCHRON_PLOT_REQUIRE_GNUPLOT=1 "$build/examples/plot/tokchron_plot_tests"
 
 echo "--- batching-executor --sweep --plot"
-# The seed's scenario (50 users on a10g + llama2-7b, the customer-service SLA), batch x prefill.
+# The main job's sweep (.ci/main.sh), with the think times it compares cut to one.
 sweep=(--backend sim --hw a10g --model llama2-7b --users 50 --prompt-len normal:300,90
-       --output-len uniform:75,225 --duration 600 --seed 1
+       --output-len uniform:75,225 --duration 600 --warmup 60 --seed 1
        --slo 'p95(ttft)<1.5s' --slo 'p95(tpot)<100ms'
-       --sweep max_batch_size=8,16,32 --sweep prefill_priority=off,always)
+       --sweep think_time=none,exp:10 --sweep max_batch_size=8,16,32
+       --sweep prefill_priority=off,always)
 rc=0
 "$build/examples/batching_executor/batching-executor" "${sweep[@]}" \
   --format json --trace-out "$out/sweep-trace.jsonl" --plot "$out/sweep" >"$out/sweep.json" || rc=$?

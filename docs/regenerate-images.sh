@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Regenerates the README's pictures in docs/images/: the throughput/latency frontier of the main
+# job's sweep (.ci/main.sh --plot, which builds batching-executor in build/main) and the latency
+# spectrum of the planner's choice's trace under four tools' definitions (tokchron-report --plot,
+# built in build/images). Installs what is missing from Debian's packages (gnuplot-nox,
+# fonts-dejavu-core besides the build's). Deterministic: the sweep is seeded.
+#   docs/regenerate-images.sh          (from anywhere in the repository)
+set -euo pipefail
+TOKCHRON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export TOKCHRON_ROOT
+cd "$TOKCHRON_ROOT"
+# shellcheck source=../.ci/lib.sh
+source .ci/lib.sh
+need_pkgs "${TOKCHRON_BASE_PKGS[@]}" gnuplot-nox fonts-dejavu-core
+build=$TOKCHRON_ROOT/build/images
+mkdir -p "$build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_TESTS=OFF \
+  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_CUDA=OFF >"$build.configure.log" 2>&1 ||
+  { cat "$build.configure.log"; exit 1; }
+cmake --build "$build" -j "$(tc_jobs)" --target tokchron-report >&2
+out=$build/plots
+rm -rf "$out"
+mkdir -p "$out"
+rc=0  # the main job itself (.ci/main.sh passes extra arguments to batching-executor)
+.ci/main.sh --format json --progress never --trace-out "$out/trace.jsonl" --plot "$out/sweep" \
+  >"$out/sweep.json" || rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 3 ] || { echo "the main job exited $rc" >&2; exit 1; }
+# The trace of the planner's choice (else the first configuration): trace-N.jsonl, N from 1.
+n=$(python3 - "$out/sweep.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [r["configuration"] for r in d["runs"]]
+c = d.get("choice") or ""
+print(names.index(c) + 1 if c in names else int(c[1:]) if c[1:].isdigit() else 1)
+PY
+)
+"$build/examples/trace_report/tokchron-report" --profile canonical,vllm,genai_perf,llmperf \
+  --plot "$out/trace" "$out/trace-$n.jsonl" >"$out/trace.txt"
+mkdir -p docs/images
+for f in frontier.svg frontier.png; do cp "$out/sweep/$f" docs/images/; done
+for f in spectrum.svg spectrum.png; do cp "$out/trace/$f" "docs/images/trace-$f"; done
+echo "docs/images/: frontier.{svg,png} (sweep: $out/sweep/index.html), trace-spectrum.{svg,png} (trace-$n.jsonl: $out/trace/index.html)"
