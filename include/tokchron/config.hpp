@@ -65,9 +65,21 @@ const char* message_c_str(const String& m) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
 #define TOKCHRON_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TOKCHRON_UNLIKELY(x) __builtin_expect(!!(x), 0)
+// Keeps a rare path out of line so that the hot function around it stays small and inlines.
+#define TOKCHRON_NOINLINE __attribute__((noinline))
+// For the few hot-path functions whose fast path is a handful of instructions (a call costs
+// as much as the work).
+#define TOKCHRON_ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define TOKCHRON_LIKELY(x) (x)
+#define TOKCHRON_UNLIKELY(x) (x)
+#define TOKCHRON_NOINLINE __declspec(noinline)
+#define TOKCHRON_ALWAYS_INLINE __forceinline
 #else
 #define TOKCHRON_LIKELY(x) (x)
 #define TOKCHRON_UNLIKELY(x) (x)
+#define TOKCHRON_NOINLINE
+#define TOKCHRON_ALWAYS_INLINE inline
 #endif
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L

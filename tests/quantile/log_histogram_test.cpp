@@ -4,7 +4,9 @@
 // serialisation in log_histogram_serial_test.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -396,4 +398,116 @@ TEST_CASE("log_histogram: merge copes with windows that overhang each other") {
       for (double q : {0.0, 0.25, 0.5, 0.75, 1.0}) CHECK(*b.quantile(q) == *both.quantile(q));
     }
   }
+}
+
+namespace {
+std::uint64_t count_at(const log_histogram& h, std::int32_t index) {
+  for (auto b : h.positive_buckets())
+    if (b.index == index) return b.count;
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("log_histogram: the fast insert path counts every value in the bucket index_of names") {
+  // add(x) takes values inside the counters' window through a shortcut; whatever path a value
+  // takes, it must land in bucket index_of(x), whose bounds contain x. Values right at bucket
+  // edges and at the window's ends probe the shortcut's limits.
+  for (int scale : {0, 2, 5, 8, 12}) {
+    for (double threshold : {0.0, 1e-3}) {
+      CAPTURE(scale);
+      CAPTURE(threshold);
+      log_histogram h = log_histogram::with_scale(scale, threshold);
+      std::mt19937_64 rng(static_cast<std::uint64_t>(scale) * 7 + 1);
+      std::lognormal_distribution<double> d(std::log(0.05), 1.0);
+      for (std::uint64_t i = 0; i < log_histogram::exact_capacity + 100; ++i) h.add(d(rng));
+      std::vector<double> probes;
+      const auto first = h.positive_buckets().first_index();
+      const auto last = h.positive_buckets().last_index();
+      for (std::int32_t i = first - 2; i <= last + 2; i += std::max(1, (last - first) / 40)) {
+        const double lo = h.bucket_lower(i), hi = h.bucket_upper(i);
+        probes.insert(probes.end(), {lo, std::nextafter(lo, 0.0), std::nextafter(lo, 1e300), hi,
+                                     std::nextafter(hi, 0.0), std::nextafter(hi, 1e300)});
+      }
+      for (int i = 0; i < 2000; ++i) probes.push_back(d(rng));
+      probes.insert(probes.end(), {threshold, std::nextafter(threshold, 1.0), 1e-300, 1e300,
+                                   std::numeric_limits<double>::min(),
+                                   std::numeric_limits<double>::denorm_min()});
+      for (double x : probes) {
+        CAPTURE(x);
+        const std::uint64_t count = h.count(), zeros = h.zero_count();
+        const double sum = h.sum();
+        REQUIRE(h.add(x));
+        REQUIRE(h.count() == count + 1);
+        if (x <= threshold) {
+          CHECK(h.zero_count() == zeros + 1);
+          continue;
+        }
+        const std::int32_t k = h.index_of(x);
+        // bucket_lower is the double nearest base^k, so x may equal it (documented)
+        CHECK(h.bucket_lower(k) <= x);
+        CHECK(x <= h.bucket_upper(k));
+        // the bucket gained exactly this sample: re-adding through a fresh histogram agrees
+        log_histogram one = log_histogram::with_scale(scale, threshold);
+        for (std::uint64_t j = 0; j < log_histogram::exact_capacity; ++j) one.add(1.0);
+        one.add(x);
+        CHECK(count_at(one, k) == 1 + (k == one.index_of(1.0) ? log_histogram::exact_capacity : 0));
+        CHECK(h.sum() >= sum);
+        CHECK(h.min() <= x);
+        CHECK(h.max() >= x);
+      }
+      // every bucket's count equals the number of samples index_of puts there
+      std::vector<double> all;
+      log_histogram g = log_histogram::with_scale(scale, threshold);
+      for (int i = 0; i < 3000; ++i) all.push_back(d(rng));
+      all.insert(all.end(), probes.begin(), probes.end());
+      for (double x : all) g.add(x);
+      std::map<std::int32_t, std::uint64_t> want;
+      std::uint64_t zero = 0;
+      for (double x : all) (x <= threshold ? zero : want[g.index_of(x)]) += 1;
+      CHECK(g.zero_count() == zero);
+      std::map<std::int32_t, std::uint64_t> got;
+      for (auto b : g.positive_buckets()) got[b.index] = b.count;
+      CHECK(got == want);
+    }
+  }
+}
+
+TEST_CASE("log_histogram: a batch add equals the same samples added one by one, bit for bit") {
+  std::mt19937_64 rng(29);
+  std::lognormal_distribution<double> d(std::log(0.05), 2.0);
+  std::vector<double> xs;
+  for (int i = 0; i < 20000; ++i) {
+    const double x = d(rng);
+    // mostly fast-path values, with zeros, negatives, rejects and new extremes mixed in
+    xs.push_back(i % 97 == 0 ? 0.0 : i % 89 == 0 ? -x : i % 503 == 0 ? std::nan("") : x);
+  }
+  xs.push_back(1e-200);
+  xs.push_back(1e200);
+  for (std::size_t split : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{7777}}) {
+    CAPTURE(split);
+    log_histogram one, batch;
+    for (double x : xs) one.add(x);
+    const auto mid = xs.begin() + static_cast<std::ptrdiff_t>(split);
+    const std::size_t taken = batch.add(xs.begin(), mid) + batch.add(mid, xs.end());
+    CHECK(taken == one.count());
+    CHECK(batch == one);
+    CHECK(batch.sum() == one.sum());  // bitwise: the same partial sums in the same order
+    CHECK(batch.rejected() == one.rejected());
+    CHECK(*batch.quantile(0.99) == *one.quantile(0.99));
+  }
+  // a copy and a moved-to histogram keep taking the fast path correctly
+  log_histogram a;
+  for (double x : xs) a.add(x);
+  log_histogram b = a;
+  log_histogram c = std::move(a);
+  for (int i = 0; i < 1000; ++i) {
+    const double x = d(rng);
+    b.add(x);
+    c.add(x);
+  }
+  CHECK(b == c);
+  std::uint64_t total = b.zero_count();
+  for (auto k : b.positive_buckets()) total += k.count;
+  for (auto k : b.negative_buckets()) total += k.count;
+  CHECK(total == b.count());
 }

@@ -145,19 +145,43 @@ class log_histogram {
   /// Records `x`. Zero and negative values are kept (see the class comment); NaN and
   /// infinities are rejected (false) and counted, as is a value whose bucket memory could not
   /// be allocated (nothing else changes then). O(1), noexcept.
-  bool add(double x) noexcept {
+  TOKCHRON_ALWAYS_INLINE bool add(double x) noexcept {
+    // The fast path takes x when its bits lie in fast_: positive, normal, finite, above the
+    // zero threshold, in a bucket inside the counters' window, with the exact samples full and
+    // a scale >= 0 (sync_fast keeps fast_ so). Then the bucket needs no further check.
     const std::uint64_t b = detail::double_bits(x);
-    if (TOKCHRON_LIKELY(b - fast_lo_ < fast_span_)) {  // positive, normal, finite, > threshold
+    if (TOKCHRON_LIKELY(b - fast_.lo < fast_.span)) {
       const std::uint64_t m = b & mantissa_mask;
       const detail::log_index_cell& c = cells_[m >> cell_shift_];
-      const std::int64_t pre = static_cast<std::int64_t>(((b >> 52) + 1025) << sp_) + c.base +
-                               static_cast<std::int64_t>(m > c.next);
-      if (TOKCHRON_UNLIKELY(!pos_.increment(static_cast<std::uint32_t>(pre >> sn_))))
-        return reject();
-      record(x);
-      return true;
+      const std::uint64_t u =
+          (b >> cell_shift_ >> 1) + static_cast<std::uint64_t>(c.base) + (m > c.next ? 1u : 0u);
+      if (TOKCHRON_LIKELY(pos_.increment_in_window(static_cast<std::uint32_t>(u) - pos_.first()))) {
+        sums_[count_ & 1] += x;  // as record(x): two partial sums, so any path gives one sum
+        ++count_;
+        if (TOKCHRON_UNLIKELY(x < min_)) min_ = x;
+        if (TOKCHRON_UNLIKELY(x > max_)) max_ = x;
+        return true;
+      }
     }
     return add_slow(x);
+  }
+
+  /// Records every sample of [first, last) (a forward range of values convertible to double)
+  /// exactly as that many `add(x)` calls would, bit for bit, but with the histogram's hot state
+  /// held in registers across the batch: the cheapest way to record several samples at once (a
+  /// finished request's ITL samples, a per-thread buffer). Returns how many samples were
+  /// taken (the rest were rejected and counted).
+  template <class It>
+  std::size_t add(It first, It last) noexcept(noexcept(static_cast<double>(*first)) &&
+                                              noexcept(++first) && noexcept(first != last)) {
+    const std::uint64_t before = count_;
+    while (first != last) {
+      pos_.with_data([&](auto* counts) { first = add_run(first, last, counts); });
+      if (first == last) break;
+      add(static_cast<double>(*first));  // the sample that left the fast path goes the full way
+      ++first;
+    }
+    return static_cast<std::size_t>(count_ - before);
   }
 
   /// Adds every sample of `other`. Same scale: lossless (bucket counts add). A finer `other` is
@@ -200,6 +224,7 @@ class log_histogram {
     sums_[0] += other.sum();
     min_ = std::min(min_, other.min_);
     max_ = std::max(max_, other.max_);
+    sync_fast();
   }
 
   /// A copy at the coarser scale `new_scale` (<= scale(), >= min_scale; std::invalid_argument
@@ -214,6 +239,7 @@ class log_histogram {
     const int shift = scale_ - new_scale;
     downscale_into(pos_, r.pos_, r, shift);
     downscale_into(neg_, r.neg_, r, shift);
+    r.sync_fast();
     return r;
   }
 
@@ -226,6 +252,7 @@ class log_histogram {
     sums_[0] = sums_[1] = 0;
     min_ = std::numeric_limits<double>::infinity();
     max_ = -std::numeric_limits<double>::infinity();
+    sync_fast();
   }
 
   [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
@@ -399,13 +426,13 @@ class log_histogram {
     const detail::log_index_table& t = detail::log_index_table_for(sp_);
     cells_ = t.cells.data();
     bounds_ = t.bounds.data();
+    thresholds_ = t.thresholds.data();
     bias_ = static_cast<std::int32_t>((std::int64_t{2048} << sp_) >> sn_);
     zero_threshold_ = zero_threshold;
     const double lo =
         std::max(std::numeric_limits<double>::min(),
                  std::nextafter(zero_threshold, std::numeric_limits<double>::infinity()));
-    fast_lo_ = detail::double_bits(lo);
-    fast_span_ = detail::double_bits(std::numeric_limits<double>::infinity()) - fast_lo_;
+    fast_floor_ = detail::double_bits(lo);
     const double inv_base = std::exp2(-std::ldexp(1.0, -scale));
     rep_factor_ = 2.0 / (1.0 + inv_base);
   }
@@ -434,18 +461,85 @@ class log_histogram {
     if (TOKCHRON_UNLIKELY(x < min_)) min_ = x;
     if (TOKCHRON_UNLIKELY(x > max_)) max_ = x;
   }
-  bool add_slow(double x) noexcept {
+  TOKCHRON_NOINLINE bool add_slow(double x) noexcept {
     if (!std::isfinite(x)) return reject();
     const double a = std::fabs(x);
     if (a <= zero_threshold_) {
       ++zero_count_;
       record(x);
+      if (count_ == exact_capacity) sync_fast();
       return true;
     }
     detail::bucket_counts& s = x < 0 ? neg_ : pos_;
+    const std::uint32_t window = pos_.size();
     if (!s.increment(biased_index(a))) return reject();
     record(x);
+    if (count_ == exact_capacity || pos_.size() != window) sync_fast();
     return true;
+  }
+  /// add(x)'s fast path over [first, last) with the hot state in locals; stops at the first
+  /// sample the fast path does not take (or whose counter is full) and returns its position.
+  template <class T, class It>
+  It add_run(It first, It last, T* counts) noexcept(noexcept(static_cast<double>(*first)) &&
+                                                     noexcept(++first) &&
+                                                     noexcept(first != last)) {
+    const std::uint64_t lo = fast_.lo;
+    const std::uint64_t span = fast_.span;
+    const unsigned shift = cell_shift_;
+    const detail::log_index_cell* const cells = cells_;
+    const std::uint32_t window = pos_.first();
+    // The two partial sums of record(x): `cur` takes the next sample, then they trade places.
+    double cur = sums_[count_ & 1];
+    double other = sums_[(count_ + 1) & 1];
+    double mn = min_;
+    double mx = max_;
+    std::uint64_t n = 0;
+    for (; first != last; ++first) {
+      const double x = static_cast<double>(*first);
+      const std::uint64_t b = detail::double_bits(x);
+      if (TOKCHRON_UNLIKELY(b - lo >= span)) break;
+      const std::uint64_t m = b & mantissa_mask;
+      const detail::log_index_cell& c = cells[m >> shift];
+      const std::uint64_t u =
+          (b >> shift >> 1) + static_cast<std::uint64_t>(c.base) + (m > c.next ? 1u : 0u);
+      T& k = counts[static_cast<std::uint32_t>(u) - window];
+      if (TOKCHRON_UNLIKELY(k == std::numeric_limits<T>::max())) break;
+      k = static_cast<T>(k + 1u);
+      cur += x;
+      std::swap(cur, other);
+      ++n;
+      if (TOKCHRON_UNLIKELY(x < mn)) mn = x;
+      if (TOKCHRON_UNLIKELY(x > mx)) mx = x;
+    }
+    count_ += n;
+    sums_[count_ & 1] = cur;
+    sums_[(count_ + 1) & 1] = other;
+    min_ = mn;
+    max_ = mx;
+    return first;
+  }
+  /// Sets fast_ to the bits of the values add may count without further checks: positive
+  /// normal finite values above the zero threshold whose bucket lies in the positive window,
+  /// and none while the samples are kept exactly or the scale is negative (its index needs a
+  /// second shift). Called wherever the window, the count or the layout changes.
+  void sync_fast() noexcept {
+    fast_ = detail::fast_window{};
+    if (scale_ < 0 || count_ < exact_capacity || pos_.size() == 0) return;
+    constexpr std::uint64_t normal_min = std::uint64_t{1} << 52;  // DBL_MIN
+    constexpr std::uint64_t finite_max = (std::uint64_t{2047} << 52) - 1;  // DBL_MAX
+    const std::uint64_t lo = std::max({lowest_bits(pos_.first()), normal_min, fast_floor_});
+    const std::uint64_t hi =
+        std::min(lowest_bits(pos_.first() + pos_.size()) - 1, finite_max);
+    if (lo <= hi) fast_ = detail::fast_window{lo, hi - lo + 1};
+  }
+  /// The bits of the smallest double in biased bucket `u` (scale >= 0), clamped to
+  /// [0, bits of infinity]: bucket k of octave E holds the mantissas (T_k, T_(k+1)].
+  std::uint64_t lowest_bits(std::uint32_t u) const noexcept {
+    const std::int64_t e = (static_cast<std::int64_t>(u) >> sp_) - 1025;
+    if (e < 0) return 0;
+    if (e > 2046) return std::uint64_t{2047} << 52;
+    const std::uint32_t k = u & ((std::uint32_t{1} << sp_) - 1);
+    return (static_cast<std::uint64_t>(e) << 52) | (thresholds_[k] + 1);
   }
   /// The biased bucket index of a > 0, finite (subnormals included).
   std::uint32_t biased_index(double a) const noexcept {
@@ -457,7 +551,7 @@ class log_histogram {
     }
     const std::uint64_t m = b & mantissa_mask;
     const detail::log_index_cell& c = cells_[m >> cell_shift_];
-    const std::int64_t pre = static_cast<std::int64_t>(((b >> 52) + 1025) << sp_) + c.base +
+    const std::int64_t pre = static_cast<std::int64_t>(b >> cell_shift_ >> 1) + c.base +
                              static_cast<std::int64_t>(m > c.next) - adjust;
     return static_cast<std::uint32_t>(pre >> sn_);
   }
@@ -556,8 +650,7 @@ class log_histogram {
   }
 
   // Hot members first (one cache line).
-  std::uint64_t fast_lo_ = 0;
-  std::uint64_t fast_span_ = 0;
+  detail::fast_window fast_;
   const detail::log_index_cell* cells_ = nullptr;
   detail::bucket_counts pos_;
   std::uint64_t count_ = 0;
@@ -570,6 +663,8 @@ class log_histogram {
   std::int8_t scale_ = 0;
   std::int32_t bias_ = 0;  // biased index = index + bias_
   // Cold members.
+  std::uint64_t fast_floor_ = 0;  // bits of the least value above the zero threshold
+  const std::uint64_t* thresholds_ = nullptr;
   detail::bucket_counts neg_;
   std::uint64_t rejected_ = 0;
   std::uint64_t zero_count_ = 0;
@@ -904,6 +999,7 @@ inline log_histogram_decoded log_histogram::deserialize(const void* data,
       r.fail(decode_error::inconsistent, 40, "min/max");
       return out;
     }
+    h.sync_fast();
     if (flags == 1) {  // the kept samples must be exactly the bucketed ones
       log_histogram check(scale_tag{}, scale, zero_threshold);
       for (std::uint64_t i = 0; i < count; ++i) check.add(h.exact_[static_cast<std::size_t>(i)]);

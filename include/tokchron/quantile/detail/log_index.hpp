@@ -62,8 +62,8 @@ inline constexpr int log_max_scale = 12;
 inline constexpr int log_min_scale = -10;
 
 /// One cell of the sub-octave table: the top (scale + 1) mantissa bits select a cell, which
-/// holds at most one bucket boundary. `base` is the number of boundaries below the cell minus 1,
-/// `next` the boundary inside it (as a 52-bit mantissa threshold; a sample's mantissa m lies
+/// holds at most one bucket boundary. `base` is the biased index of the cell's first values less
+/// (b >> (51 - s) >> 1) (see the table), `next` the boundary inside it (as a 52-bit mantissa threshold; a sample's mantissa m lies
 /// above it when m > next).
 struct log_index_cell {
   std::uint64_t next;
@@ -109,7 +109,11 @@ struct log_index_table {
     for (std::size_t h = 0; h < cells_n; ++h) {
       const std::uint64_t start = static_cast<std::uint64_t>(h) << shift;
       while (below < n && thresholds[below] < start) ++below;
-      cells[h].base = static_cast<std::int64_t>(below) - 1;
+      // The biased index of a positive normal double with bits b in this cell is
+      // (b >> shift >> 1) + base + (m > next): b >> shift >> 1 is E 2^s + h / 2 (E the exponent
+      // field), so base folds in the bias 1025 2^s, the -h / 2, and the boundaries below.
+      cells[h].base = static_cast<std::int64_t>(below) - 1 + (std::int64_t{1025} << s) -
+                      static_cast<std::int64_t>(h >> 1);
       cells[h].next = thresholds[below];
       // At most one boundary per cell: cells are 2^(51-s) wide, boundaries >= 0.69 2^(52-s) apart.
       TOKCHRON_ASSERT(below + 1 > n ||
@@ -136,6 +140,24 @@ inline const log_index_table& log_index_table_for(int s) {
   static_assert(sizeof(tables) / sizeof(tables[0]) == log_max_scale + 1);
   return tables[s]();
 }
+
+/// The bits [lo, lo + span) of the values log_histogram::add counts on its fast path; span 0
+/// (nothing) when default-made or moved from, since a moved-from histogram has no counters.
+struct fast_window {
+  std::uint64_t lo = 0;
+  std::uint64_t span = 0;
+  fast_window() noexcept = default;
+  fast_window(std::uint64_t l, std::uint64_t s) noexcept : lo(l), span(s) {}
+  fast_window(const fast_window&) noexcept = default;
+  fast_window& operator=(const fast_window&) noexcept = default;
+  fast_window(fast_window&& o) noexcept : lo(o.lo), span(o.span) { o.span = 0; }
+  fast_window& operator=(fast_window&& o) noexcept {
+    lo = o.lo;
+    span = o.span;
+    if (this != &o) o.span = 0;
+    return *this;
+  }
+};
 
 /// Dense bucket counters over a contiguous window of *biased* indices (always >= 0), widening
 /// from 16- to 32- to 64-bit counters only when a counter would overflow. Single writer.
@@ -201,6 +223,25 @@ class bucket_counts {
       }
     }
     return add_slow(u, 1);
+  }
+  /// Adds one at window position `pos` (< size()) unless its counter is full: false then, and
+  /// nothing changed (`increment` widens). 32-bit counters first: a busy histogram's steady state.
+  bool increment_in_window(std::uint32_t pos) noexcept {
+    if (TOKCHRON_LIKELY(width_ == 4)) {
+      std::uint32_t& c = data_.c32[pos];
+      if (TOKCHRON_LIKELY(++c != 0)) return true;  // one add to memory, its flags tested
+      c = 0xFFFFFFFFu;
+      return false;
+    }
+    if (width_ == 2) {
+      std::uint16_t& c = data_.c16[pos];
+      c = static_cast<std::uint16_t>(c + 1u);
+      if (TOKCHRON_LIKELY(c != 0)) return true;
+      c = 0xFFFFu;
+      return false;
+    }
+    ++data_.c64[pos];
+    return true;
   }
   /// Adds `n` to biased bucket `u`; false (nothing changed) if memory could not be had.
   bool add(std::uint32_t u, std::uint64_t n) noexcept {
