@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Quantile estimators: insert (log_histogram, exact_quantiles, p2_quantiles) on lognormal and
-// sorted data (one at a time and in batches), query, merge of 8 shards, serialise / deserialise, windowed insert. Inputs are
-// generated before the timed loops. Insert benchmarks also report each estimator's worst
-// relative error at P50 / P99 / P99.9 over 10^6 samples of the same data shape (counters
-// err_p50 / err_p99 / err_p999, in percent), so speed and accuracy sit side by side.
+// sorted data (one at a time and in batches), query, merge of 8 shards, serialise / deserialise,
+// windowed insert. Inputs are generated before the timed loops. Insert benchmarks also report each
+// estimator's worst relative error at P50 / P99 / P99.9 over 10^6 samples of the same data shape
+// (counters err_p50 / err_p99 / err_p999, in percent), so speed and accuracy sit side by side.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

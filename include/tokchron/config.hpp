@@ -43,6 +43,7 @@ const char* message_c_str(const String& m) noexcept {
 }  // namespace detail
 }  // namespace v1
 }  // namespace tokchron
+
 /// Without exceptions, bad configuration is fatal: the message (a C string or a std::string) is
 /// printed and the program aborts.
 #define TOKCHRON_THROW(type, message) \

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <vector>

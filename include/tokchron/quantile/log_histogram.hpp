@@ -151,10 +151,7 @@ class log_histogram {
     // a scale >= 0 (sync_fast keeps fast_ so). Then the bucket needs no further check.
     const std::uint64_t b = detail::double_bits(x);
     if (TOKCHRON_LIKELY(b - fast_.lo < fast_.span)) {
-      const std::uint64_t m = b & mantissa_mask;
-      const detail::log_index_cell& c = cells_[m >> cell_shift_];
-      const std::uint64_t u =
-          (b >> cell_shift_ >> 1) + static_cast<std::uint64_t>(c.base) + (m > c.next ? 1u : 0u);
+      const std::uint64_t u = detail::cell_index(b, cells_, cell_shift_);
       if (TOKCHRON_LIKELY(pos_.increment_in_window(static_cast<std::uint32_t>(u) - pos_.first()))) {
         sums_[count_ & 1] += x;  // as record(x): two partial sums, so any path gives one sum
         ++count_;
@@ -172,8 +169,8 @@ class log_histogram {
   /// finished request's ITL samples, a per-thread buffer). Returns how many samples were
   /// taken (the rest were rejected and counted).
   template <class It>
-  std::size_t add(It first, It last) noexcept(noexcept(static_cast<double>(*first)) &&
-                                              noexcept(++first) && noexcept(first != last)) {
+  std::size_t add(It first, It last) noexcept(
+      noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last)) {
     const std::uint64_t before = count_;
     while (first != last) {
       pos_.with_data([&](auto* counts) { first = add_run(first, last, counts); });
@@ -411,7 +408,6 @@ class log_histogram {
  private:
   friend struct log_histogram_decoded;
   struct scale_tag {};
-  static constexpr std::uint64_t mantissa_mask = (std::uint64_t{1} << 52) - 1;
 
   log_histogram(scale_tag, int scale, double zero_threshold) {
     if (scale < min_scale || scale > max_scale)
@@ -480,9 +476,8 @@ class log_histogram {
   /// add(x)'s fast path over [first, last) with the hot state in locals; stops at the first
   /// sample the fast path does not take (or whose counter is full) and returns its position.
   template <class T, class It>
-  It add_run(It first, It last, T* counts) noexcept(noexcept(static_cast<double>(*first)) &&
-                                                     noexcept(++first) &&
-                                                     noexcept(first != last)) {
+  It add_run(It first, It last, T* counts) noexcept(
+      noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last)) {
     const std::uint64_t lo = fast_.lo;
     const std::uint64_t span = fast_.span;
     const unsigned shift = cell_shift_;
@@ -498,10 +493,7 @@ class log_histogram {
       const double x = static_cast<double>(*first);
       const std::uint64_t b = detail::double_bits(x);
       if (TOKCHRON_UNLIKELY(b - lo >= span)) break;
-      const std::uint64_t m = b & mantissa_mask;
-      const detail::log_index_cell& c = cells[m >> shift];
-      const std::uint64_t u =
-          (b >> shift >> 1) + static_cast<std::uint64_t>(c.base) + (m > c.next ? 1u : 0u);
+      const std::uint64_t u = detail::cell_index(b, cells, shift);
       T& k = counts[static_cast<std::uint32_t>(u) - window];
       if (TOKCHRON_UNLIKELY(k == std::numeric_limits<T>::max())) break;
       k = static_cast<T>(k + 1u);
@@ -525,11 +517,10 @@ class log_histogram {
   void sync_fast() noexcept {
     fast_ = detail::fast_window{};
     if (scale_ < 0 || count_ < exact_capacity || pos_.size() == 0) return;
-    constexpr std::uint64_t normal_min = std::uint64_t{1} << 52;  // DBL_MIN
+    constexpr std::uint64_t normal_min = std::uint64_t{1} << 52;           // DBL_MIN
     constexpr std::uint64_t finite_max = (std::uint64_t{2047} << 52) - 1;  // DBL_MAX
     const std::uint64_t lo = std::max({lowest_bits(pos_.first()), normal_min, fast_floor_});
-    const std::uint64_t hi =
-        std::min(lowest_bits(pos_.first() + pos_.size()) - 1, finite_max);
+    const std::uint64_t hi = std::min(lowest_bits(pos_.first() + pos_.size()) - 1, finite_max);
     if (lo <= hi) fast_ = detail::fast_window{lo, hi - lo + 1};
   }
   /// The bits of the smallest double in biased bucket `u` (scale >= 0), clamped to
@@ -549,10 +540,8 @@ class log_histogram {
       b = detail::double_bits(a * 0x1p64);
       adjust = std::int64_t{64} << sp_;
     }
-    const std::uint64_t m = b & mantissa_mask;
-    const detail::log_index_cell& c = cells_[m >> cell_shift_];
-    const std::int64_t pre = static_cast<std::int64_t>(b >> cell_shift_ >> 1) + c.base +
-                             static_cast<std::int64_t>(m > c.next) - adjust;
+    const std::int64_t pre =
+        static_cast<std::int64_t>(detail::cell_index(b, cells_, cell_shift_)) - adjust;
     return static_cast<std::uint32_t>(pre >> sn_);
   }
 

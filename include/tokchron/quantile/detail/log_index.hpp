@@ -63,12 +63,21 @@ inline constexpr int log_min_scale = -10;
 
 /// One cell of the sub-octave table: the top (scale + 1) mantissa bits select a cell, which
 /// holds at most one bucket boundary. `base` is the biased index of the cell's first values less
-/// (b >> (51 - s) >> 1) (see the table), `next` the boundary inside it (as a 52-bit mantissa threshold; a sample's mantissa m lies
-/// above it when m > next).
+/// (b >> (51 - s) >> 1) (see the table), `next` the boundary inside it (as a 52-bit mantissa
+/// threshold; a sample's mantissa m lies above it when m > next).
 struct log_index_cell {
   std::uint64_t next;
   std::int64_t base;
 };
+
+/// The biased bucket index at scale s >= 0 of a positive normal double with bits `b`, from the
+/// scale's cells and `shift` = 51 - s (the one index formula; negative scales shift it further).
+inline std::uint64_t cell_index(std::uint64_t b, const log_index_cell* cells,
+                                unsigned shift) noexcept {
+  const std::uint64_t m = b & ((std::uint64_t{1} << 52) - 1);
+  const log_index_cell& c = cells[m >> shift];
+  return (b >> shift >> 1) + static_cast<std::uint64_t>(c.base) + (m > c.next ? 1u : 0u);
+}
 
 /// Exact tables for one scale s >= 0 (scales below 0 use scale 0 and shift).
 ///
@@ -204,25 +213,8 @@ class bucket_counts {
   /// Adds one to biased bucket `u`; false (nothing changed) if memory could not be had.
   bool increment(std::uint32_t u) noexcept {
     const std::uint32_t pos = u - first_;
-    if (TOKCHRON_LIKELY(pos < size_)) {
-      switch (width_) {
-        case 2: {
-          std::uint16_t& c = data_.c16[pos];
-          c = static_cast<std::uint16_t>(c + 1u);
-          if (TOKCHRON_LIKELY(c != 0)) return true;
-          c = 0xFFFFu;  // it would overflow: undo, then widen below
-          break;
-        }
-        case 4:
-          if (TOKCHRON_LIKELY(data_.c32[pos] != 0xFFFFFFFFu)) {
-            ++data_.c32[pos];
-            return true;
-          }
-          break;
-        default: ++data_.c64[pos]; return true;
-      }
-    }
-    return add_slow(u, 1);
+    if (TOKCHRON_LIKELY(pos < size_ && increment_in_window(pos))) return true;
+    return add_slow(u, 1);  // outside the window, or the counter is full: grow or widen
   }
   /// Adds one at window position `pos` (< size()) unless its counter is full: false then, and
   /// nothing changed (`increment` widens). 32-bit counters first: a busy histogram's steady state.
