@@ -82,7 +82,7 @@ pids+=($!)
 if ! "$ex/fleet_check" --prometheus "127.0.0.1:$prom_port" --replicas "$spec" --q 0.95 \
     --timeout 120; then
   echo "--- fleet check failed; logs:"
-  tail -20 "$work"/*.log
+  tail -n 20 "$work"/*.log
   exit 1
 fi
 # The httplib replica was scraped as OpenMetrics (Prometheus asks for it), and its scrapes

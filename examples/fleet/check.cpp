@@ -136,9 +136,15 @@ int main(int argc, char** argv) {
       break;
     wait("every replica up");
   }
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // Both queries below are evaluated at one instant that every scrape up to it has already been
+  // written for: a scrape stamped just before "now" may still be in flight, and landing between
+  // the two queries it would change rate()'s extrapolation for one and not the other. 2 s is
+  // eight scrape intervals (each bounded by its 250 ms timeout), and the instant still follows
+  // the query that saw every burst.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
   p.time =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      2.0;
 
   char qtext[32];
   std::snprintf(qtext, sizeof qtext, "%g", q);
