@@ -14,17 +14,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <exception>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -79,6 +85,8 @@ inline std::vector<option_spec>& options() {
       {"input", true, "auto|trace|vllm",
        "input kind: tokchron JSONL trace or vLLM --save-detailed JSON (default auto)"},
       {"duration", true, "SECONDS", "override the run duration (default: from the events)"},
+      {"threads", true, "N",
+       "threads: one reads while another evaluates (default: the machine's cores; 1: one)"},
       {"quiet", false, "", "do not list skipped lines on stderr (still counted)"},
       {"plot", true, "DIR",
        "also draw the pictures (gnuplot: data, scripts, SVG/PNG) and DIR/index.html"},
@@ -210,6 +218,98 @@ input_stats read_inputs(const std::vector<std::string>& files, const std::string
   return st;
 }
 
+/// As `read_inputs`, but the files are read and parsed on a second thread while
+/// `on_timeline` runs on this one, in the same order; the timelines are handed over in batches
+/// (at most a few thousand requests in flight). An exception from either side is rethrown here
+/// once the reader has stopped, after the requests read before it were handed on, as
+/// `read_inputs` would. Without a second thread it is `read_inputs`.
+template <class OnTimeline>
+input_stats read_inputs_pipelined(const std::vector<std::string>& files, const std::string& kind,
+                                  OnTimeline&& on_timeline) {
+  constexpr std::size_t batch_size = 512, max_batches = 8;
+  using batch = std::vector<tc::trace_timeline>;
+  struct channel {
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<batch> full;
+    bool done = false, stop = false;
+    std::exception_ptr error;
+  } ch;
+  struct stopped {};  // unwinds the reader when this side has stopped
+  input_stats st;
+  auto read = [&] {
+    batch b;
+    auto hand_over = [&] {
+      std::unique_lock<std::mutex> lock(ch.m);
+      ch.cv.wait(lock, [&] { return ch.full.size() < max_batches || ch.stop; });
+      if (ch.stop) throw stopped{};
+      ch.full.push_back(std::move(b));
+      lock.unlock();
+      ch.cv.notify_all();
+      b = batch();
+      b.reserve(batch_size);
+    };
+    std::exception_ptr error;
+    try {
+      b.reserve(batch_size);
+      try {
+        st = read_inputs(files, kind, [&](tc::trace_timeline&& tl) {
+          b.push_back(std::move(tl));
+          if (b.size() == batch_size) hand_over();
+        });
+      } catch (const stopped&) {
+        throw;
+      } catch (...) {
+        error = std::current_exception();  // the requests read before it are still handed on
+      }
+      if (!b.empty()) hand_over();
+    } catch (const stopped&) {
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+    if (error) {
+      const std::lock_guard<std::mutex> lock(ch.m);
+      ch.error = error;
+    }
+    {
+      const std::lock_guard<std::mutex> lock(ch.m);
+      ch.done = true;
+    }
+    ch.cv.notify_all();
+  };
+  std::thread reader;
+  try {
+    reader = std::thread(read);
+  } catch (const std::system_error&) {  // no second thread: read here
+    return read_inputs(files, kind, std::forward<OnTimeline>(on_timeline));
+  }
+  try {
+    for (;;) {
+      batch b;
+      {
+        std::unique_lock<std::mutex> lock(ch.m);
+        ch.cv.wait(lock, [&] { return !ch.full.empty() || ch.done; });
+        if (ch.full.empty()) break;
+        b = std::move(ch.full.front());
+        ch.full.pop_front();
+      }
+      ch.cv.notify_all();
+      for (auto& tl : b) on_timeline(std::move(tl));
+    }
+  } catch (...) {
+    {
+      const std::lock_guard<std::mutex> lock(ch.m);
+      ch.stop = true;
+    }
+    ch.cv.notify_all();
+    reader.join();
+    throw;
+  }
+  reader.join();
+  if (ch.error) std::rethrow_exception(ch.error);
+  return st;
+}
+
 /// The requests of `files`, kept in memory (see `read_inputs`).
 struct loaded_inputs : input_stats {
   std::vector<tc::trace_timeline> timelines;
@@ -256,6 +356,8 @@ struct report_settings {
   std::optional<double> duration;
   std::string format = "table";
   bool keep_requests = false;  ///< keep each request's values (goodput needs them)
+  /// Threads: one reads while another evaluates, and the distributions are shared out (1: one).
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
 };
 
 /// Reads the summary options out of `args`. Throws usage_error.
@@ -283,6 +385,13 @@ inline report_settings settings_from(const arguments& args) {
       throw usage_error("--duration must be a positive number of seconds");
     s.duration = d;
   }
+  if (auto v = args.get("threads")) {
+    char* end = nullptr;
+    const long t = std::strtol(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || t < 1 || t > 1024)
+      throw usage_error("--threads must be an integer from 1 to 1024");
+    s.threads = static_cast<unsigned>(t);
+  }
   if (auto v = args.get("format")) {
     if (*v != "table" && *v != "json" && *v != "csv")
       throw usage_error("--format must be table, json or csv");
@@ -299,6 +408,7 @@ inline std::vector<tc::run_summarizer<tc::trace_timeline>> make_summarizers(
   o.gpus = s.gpus;
   o.duration = s.duration;
   o.keep_requests = s.keep_requests;
+  o.threads = s.threads;
   std::vector<tc::run_summarizer<tc::trace_timeline>> sums;
   sums.reserve(s.profiles.size());
   for (const tc::profile* p : s.profiles) sums.emplace_back(*p, o);
@@ -310,7 +420,7 @@ inline std::vector<tc::run_summarizer<tc::trace_timeline>> make_summarizers(
   return sums;
 }
 
-/// The summaries of `sums` (consumed); profiles agreeing on a metric's samples share a sort.
+/// The summaries of `sums` (consumed); profiles agreeing on a metric's samples share one selection.
 /// A vLLM result file's duration applies unless --duration was given.
 inline std::vector<tc::run_summary> finish_summaries(
     std::vector<tc::run_summarizer<tc::trace_timeline>>& sums, const report_settings& s,
@@ -321,7 +431,7 @@ inline std::vector<tc::run_summary> finish_summaries(
     if (!s.duration && stats.duration) sums[i].set_duration(*stats.duration);
     sums[i].collect_summary(out[i], jobs);
   }
-  tc::detail::run_distribution_jobs(jobs);
+  tc::detail::run_distribution_jobs(jobs, s.threads);
   return out;
 }
 
@@ -331,9 +441,10 @@ inline std::vector<tc::run_summary> summarize_files(const std::vector<std::strin
                                                     const std::string& kind,
                                                     const report_settings& s, input_stats& stats) {
   auto sums = make_summarizers(s);
-  stats = read_inputs(files, kind, [&](tc::trace_timeline&& tl) {
+  auto add = [&](tc::trace_timeline&& tl) {
     for (auto& sum : sums) sum.add(tl);
-  });
+  };
+  stats = s.threads > 1 ? read_inputs_pipelined(files, kind, add) : read_inputs(files, kind, add);
   return finish_summaries(sums, s, stats);
 }
 

@@ -3,7 +3,11 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -82,4 +86,61 @@ TEST_CASE("report: exit codes and messages") {
   CHECK(tr::run({data + "missing.jsonl"}, out, err) == tr::exit_input);
   CHECK(tr::run({data + "all_bad.jsonl"}, out, err) == tr::exit_input);
   CHECK(tr::run({"--help"}, out, err) == tr::exit_ok);
+}
+
+TEST_CASE("report: the pipelined reader hands on what the plain reader does, in order") {
+  const std::vector<std::string> files{data + "separating.jsonl", data + "malformed.jsonl"};
+  std::vector<std::string> plain, piped;
+  const auto a = tr::read_inputs(files, "auto", [&](tokchron::trace_timeline&& tl) {
+    plain.push_back(std::to_string(tl.store().chunk_count()) + "@" +
+                    std::to_string(tl.arrival()->time_since_epoch().count()));
+  });
+  const auto b = tr::read_inputs_pipelined(files, "auto", [&](tokchron::trace_timeline&& tl) {
+    piped.push_back(std::to_string(tl.store().chunk_count()) + "@" +
+                    std::to_string(tl.arrival()->time_since_epoch().count()));
+  });
+  CHECK(plain.size() > 5);
+  CHECK(piped == plain);
+  CHECK(b.lines == a.lines);
+  CHECK(b.requests == a.requests);
+  CHECK(b.errors.size() == a.errors.size());
+
+  // Many batches: a generated trace larger than the batch and queue sizes.
+  const std::string big = std::string(TOKCHRON_BINARY_DIR) + "/pipelined.jsonl";
+  {
+    std::ifstream src(data + "separating.jsonl");
+    const std::string one((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+    std::ofstream out(big);
+    for (int i = 0; i < 2000; ++i) out << one;
+  }
+  std::size_t n_plain = 0, n_piped = 0;
+  tr::report_settings s;
+  s.profiles = tr::select_profiles("all");
+  s.threads = 1;
+  tr::input_stats st1, st2;
+  const auto one_thread = tr::to_json(tr::summarize_files({big}, "auto", s, st1)).dump();
+  s.threads = 2;
+  const auto two_threads = tr::to_json(tr::summarize_files({big}, "auto", s, st2)).dump();
+  CHECK(one_thread == two_threads);  // same summaries, bit for bit
+  CHECK(st1.requests == st2.requests);
+  (void)tr::read_inputs({big}, "auto", [&](tokchron::trace_timeline&&) { ++n_plain; });
+  (void)tr::read_inputs_pipelined({big}, "auto", [&](tokchron::trace_timeline&&) { ++n_piped; });
+  CHECK(n_piped == n_plain);
+
+  // A file that cannot be read after a good one: the good one's requests first, then the error.
+  std::size_t before_error = 0;
+  CHECK_THROWS_AS(tr::read_inputs_pipelined({big, data + "missing.jsonl"}, "auto",
+                                            [&](tokchron::trace_timeline&&) { ++before_error; }),
+                  tr::input_error);
+  CHECK(before_error == n_plain);
+
+  // The consumer fails part-way: the reader stops and the consumer's exception comes out.
+  std::size_t taken = 0;
+  CHECK_THROWS_AS(tr::read_inputs_pipelined({big}, "auto",
+                                            [&](tokchron::trace_timeline&&) {
+                                              if (++taken == 1500) throw std::logic_error("x");
+                                            }),
+                  std::logic_error);
+  CHECK(taken == 1500);
+  std::remove(big.c_str());
 }

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -116,18 +119,51 @@ TEST_CASE("run_summary: percentile lists and keys") {
   CHECK(tc::percentile_key(0) == "p0");
 }
 
-TEST_CASE("run_summary: the radix sort orders like std::sort") {
+TEST_CASE("run_summary: radix selection finds the order statistics a full sort gives") {
+  // Every rank of several shapes (wide, concentrated, few distinct values, all equal, signed
+  // zeros, subnormals, extremes), against std::sort by the same total order.
   std::mt19937_64 rng(7);
-  std::normal_distribution<double> d(0.0, 1e3);
-  std::vector<double> v(20000);
-  for (double& x : v) x = d(rng);
-  v[5] = 0.0;
-  v[6] = -0.0;
-  v[7] = 1e-310;  // subnormal
-  std::vector<double> w = v;
-  tc::detail::sort_samples(v);
-  std::sort(w.begin(), w.end());
-  CHECK(v == w);
+  std::normal_distribution<double> wide(0.0, 1e3);
+  std::lognormal_distribution<double> itl(std::log(0.02), 0.1);
+  std::uniform_int_distribution<int> few(0, 3);
+  auto check = [](std::vector<double> v) {
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end(), [](double a, double b) {
+      return tc::detail::order_key(a) < tc::detail::order_key(b);
+    });
+    std::vector<std::size_t> ranks;
+    for (std::size_t r = 0; r < v.size(); r += 1 + v.size() / 997) ranks.push_back(r);
+    ranks.push_back(v.size() - 1);
+    std::vector<double> got(ranks.size());
+    tc::detail::select_ranks(v.data(), v.size(), ranks.data(), got.data(), ranks.size());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      if (std::memcmp(&got[i], &sorted[ranks[i]], sizeof(double)) != 0) ++wrong;
+    CHECK(wrong == 0);
+  };
+  for (std::size_t n : {1u, 2u, 1000u, 40000u, 300000u}) {
+    CAPTURE(n);
+    std::vector<double> v(n);
+    for (double& x : v) x = wide(rng);
+    v[0] = 0.0;
+    if (n > 2) {
+      v[1] = -0.0;
+      v[2] = 1e-310;  // subnormal
+    }
+    check(v);
+    for (double& x : v) x = itl(rng);  // ITL-like: most keys share their top 16 bits
+    check(v);
+    for (double& x : v) x = 0.015 + 0.001 * few(rng);  // few distinct values
+    check(v);
+    std::fill(v.begin(), v.end(), 0.25);  // one value: every level holds everything
+    check(v);
+    for (std::size_t i = 0; i < n; ++i) v[i] = i % 2 ? 0.0 : -0.0;
+    check(v);
+    for (double& x : v) x = wide(rng);
+    v[n / 2] = std::numeric_limits<double>::max();
+    v[n / 3] = -std::numeric_limits<double>::max();
+    check(v);
+  }
 }
 
 TEST_CASE("run_summary: shared ITL streams diverge correctly") {
@@ -165,4 +201,59 @@ TEST_CASE("run_summary: keep_requests keeps every profiled request") {
   REQUIRE(s.requests_detail.size() == 2);
   CHECK(s.requests_detail[1].output_tokens == 4);
   CHECK(*s.requests_detail[0].ttft == doctest::Approx(0.1).epsilon(1e-12));
+}
+
+TEST_SUITE("concurrency") {
+  TEST_CASE("run_summary: distributions computed on several threads equal one thread's") {
+    // 3000 requests of random shape, every profile: more than 32768 pooled ITL samples, so the
+    // radix selection runs its counting levels; the TTFT distribution is checked against
+    // exact_quantiles, which sorts.
+    std::mt19937_64 rng(11);
+    std::uniform_int_distribution<int> us(1, 40000), tokens(1, 3), chunks(1, 40);
+    std::vector<tl_t> tls;
+    for (int r = 0; r < 3000; ++r) {
+      auto s = tc::testing::script();
+      auto t = std::chrono::microseconds(r * 1000);
+      s.send(t);
+      t += std::chrono::microseconds(us(rng)) * 5;
+      if (r % 7 == 0) s.chunk(t, 0, tc::chunk_kind::empty);
+      for (int c = chunks(rng); c > 0; --c) {
+        s.chunk(t, static_cast<std::uint32_t>(tokens(rng)));
+        t += std::chrono::microseconds(us(rng));
+      }
+      tls.push_back(s.finish().timeline());
+    }
+    std::vector<const tc::profile*> ps;
+    for (const tc::profile* p : tc::all_profiles()) ps.push_back(p);
+    tc::summary_options o;
+    o.percentiles = {0, 1, 50, 90, 99, 99.9, 100};
+    o.keep_requests = true;
+    const auto one = tc::summarize(tls, ps, o);
+    o.threads = 3;
+    const auto three = tc::summarize(tls, ps, o);
+    auto same = [](const tc::distribution& a, const tc::distribution& b) {
+      CHECK(a.count == b.count);
+      CHECK(a.mean == b.mean);
+      CHECK(a.median == b.median);
+      CHECK(a.stddev == b.stddev);
+      CHECK(a.min == b.min);
+      CHECK(a.max == b.max);
+      REQUIRE(a.percentiles.size() == b.percentiles.size());
+      for (std::size_t i = 0; i < a.percentiles.size(); ++i)
+        CHECK(a.percentiles[i].value == b.percentiles[i].value);
+    };
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      CAPTURE(ps[i]->name);
+      same(one[i].ttft, three[i].ttft);
+      same(one[i].tpot, three[i].tpot);
+      same(one[i].itl, three[i].itl);
+      same(one[i].e2el, three[i].e2el);
+      same(one[i].output_lengths, three[i].output_lengths);
+      tc::exact_quantiles<double> q;
+      for (const auto& r : one[i].requests_detail)
+        if (r.completed && r.ttft) q.add(*r.ttft);
+      same(one[i].ttft, tc::make_distribution(q, *ps[i], o.percentiles));
+    }
+    CHECK(one[0].itl.count > 32768);
+  }
 }

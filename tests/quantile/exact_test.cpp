@@ -162,3 +162,25 @@ TEST_CASE("merge equals one stream") {
     for (auto m : {lin, low, nr}) CHECK(q(a, p, m) == q(all, p, m));
   CHECK(a.sum() == doctest::Approx(all.sum()).epsilon(1e-12));
 }
+
+TEST_CASE("assign takes the samples as add would, NaN and infinities counted out") {
+  const std::vector<double> in{0.3, 0.1, std::nan(""), 0.2, std::numeric_limits<double>::infinity(),
+                               0.7};
+  exact_quantiles<> added;
+  for (double x : in) added.add(x);
+  exact_quantiles<> taken;
+  taken.add(5.0);  // replaced, not kept
+  std::vector<double> v = in;
+  taken.assign(std::move(v));
+  CHECK(taken.count() == 4);
+  CHECK(taken.rejected() == 2);
+  CHECK(taken.sum() == added.sum());  // same order of addition: bit-identical
+  CHECK(taken.samples() == std::vector<double>{0.3, 0.1, 0.2, 0.7});  // insertion order kept
+  for (double p : {0.0, 0.25, 0.5, 0.9, 1.0})
+    CHECK(q(taken, p, lin) == q(added, p, lin));  // a query still sorts
+  CHECK(taken.sorted_samples() == std::vector<double>{0.1, 0.2, 0.3, 0.7});
+  taken.assign({});
+  CHECK(taken.empty());
+  CHECK(taken.sum() == 0.0);
+  CHECK(!taken.quantile(0.5));
+}

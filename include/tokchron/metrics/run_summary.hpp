@@ -11,9 +11,11 @@
 /// min, max and percentiles, plus the prompt and output length distributions.
 ///
 /// Statistics are exact: every sample is kept, and percentiles are read by the profile's
-/// `quantile_method` through `exact_quantiles`, so a tool's numbers are reproduced to rounding
-/// (relative difference below 1e-12 in the tests). Memory: 8 bytes per sample; building the
-/// summary sorts each metric's samples (radix sort, O(n)). Only completed requests (by the
+/// `quantile_method` (the formulas of `exact_quantiles`), so a tool's numbers are reproduced to
+/// rounding (relative difference below 1e-12 in the tests). Memory: 8 bytes per sample;
+/// building the summary does not sort: the order statistics it reads (percentiles, median, min,
+/// max) are found by a radix selection (`detail::select_ranks`, O(n)), and means are summed in
+/// the order the samples were added. Only completed requests (by the
 /// profile's rule) enter the latency statistics and token totals; every request counts for the
 /// duration and the in-flight concurrency. Thread safety: a summarizer has one writer.
 ///
@@ -22,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -29,13 +32,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iterator>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -80,6 +87,9 @@ struct summary_options {
   std::optional<double> duration;
   /// Keep every request's `profiled_request` in `run_summary::requests` (for goodput and SLAs).
   bool keep_requests = false;
+  /// Threads that compute the distributions while the summary is built (the calling thread is one
+  /// of them); 1: none started. The summary does not depend on it.
+  unsigned threads = 1;
 };
 
 /// A run as one profile reports it. Throughputs are per second of `duration`; every value that
@@ -154,89 +164,133 @@ namespace detail {
 #endif
 }
 
-/// Sorts doubles ascending (NaN-free input): LSD radix sort on the IEEE bits for large inputs,
-/// std::sort for small ones. O(n) for n above a few thousand.
-inline void sort_samples(std::vector<double>& v) {
-  const std::size_t n = v.size();
-  if (n < 4096) {
-    std::sort(v.begin(), v.end());
+/// The key of a (non-NaN) double whose unsigned order is the numeric order, with -0 before +0.
+[[nodiscard]] inline std::uint64_t order_key(double d) noexcept {
+  std::uint64_t u;
+  std::memcpy(&u, &d, sizeof u);
+  return (u >> 63) ? ~u : (u | (std::uint64_t{1} << 63));
+}
+
+/// Order statistics without sorting: sets `values[i]` to the sample of 0-based rank `ranks[i]`
+/// in ascending order of `data[0..n)` (NaN-free; `ranks` ascending, each < n), the order being
+/// `order_key`'s. A radix selection, 16 key bits per level from the top: one counting pass over
+/// the candidates, then only the buckets that hold a wanted rank are copied on, down to sets
+/// small enough to sort. O(n) time for any input (at most four levels); extra memory is the
+/// copied buckets, usually a few percent of n for latency samples, at most n per level.
+/// Throws std::bad_alloc.
+inline void select_ranks(const double* data, std::size_t n, const std::size_t* ranks,
+                         double* values, std::size_t k, int shift = 48) {
+  if (k == 0) return;
+  if (shift < 0) {  // every key bit is shared: the candidates are one value
+    std::fill(values, values + k, data[0]);
     return;
   }
-  constexpr int bits = 11, passes = 6;
-  constexpr std::size_t buckets = std::size_t{1} << bits;
-  // The keys live in v's own storage (bit patterns copied with memcpy), so one buffer is extra.
-  auto key = [](double d) {
-    std::uint64_t u;
-    std::memcpy(&u, &d, sizeof u);
-    return (u >> 63) ? ~u : (u | (std::uint64_t{1} << 63));
-  };
-  auto unkey = [](std::uint64_t k) {
-    const std::uint64_t u = (k >> 63) ? (k & ~(std::uint64_t{1} << 63)) : ~k;
-    double d;
-    std::memcpy(&d, &u, sizeof d);
-    return d;
-  };
-  std::vector<std::array<std::size_t, buckets>> hist(passes);
-  for (auto& h : hist) h.fill(0);
-  for (double& d : v) {
-    const std::uint64_t k = key(d);
-    std::memcpy(&d, &k, sizeof k);
-    for (int p = 0; p < passes; ++p) ++hist[p][(k >> (p * bits)) & (buckets - 1)];
+  if (n <= 32768) {  // small: sort a copy
+    std::vector<double> v(data, data + n);
+    std::sort(v.begin(), v.end(), [](double a, double b) { return order_key(a) < order_key(b); });
+    for (std::size_t i = 0; i < k; ++i) values[i] = v[ranks[i]];
+    return;
   }
-  std::vector<double> tmp(n);
-  double* src = v.data();
-  double* dst = tmp.data();
-  for (int p = 0; p < passes; ++p) {
-    auto& h = hist[p];
-    if (std::count(h.begin(), h.end(), std::size_t{0}) == static_cast<std::ptrdiff_t>(buckets - 1))
-      continue;  // every key has the same digit: nothing to do
-    std::size_t sum = 0;
-    for (auto& c : h) {
-      const std::size_t c0 = c;
-      c = sum;
-      sum += c0;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint64_t k;
-      std::memcpy(&k, &src[i], sizeof k);
-      std::memcpy(&dst[h[(k >> (p * bits)) & (buckets - 1)]++], &k, sizeof k);
-    }
-    std::swap(src, dst);
+  constexpr std::size_t buckets = std::size_t{1} << 16;
+  const auto digit = [shift](double d) {
+    return static_cast<std::size_t>((order_key(d) >> shift) & (buckets - 1));
+  };
+  std::vector<std::size_t> count(buckets, 0);
+  for (std::size_t i = 0; i < n; ++i) ++count[digit(data[i])];
+  // The buckets holding wanted ranks, in order: bucket, its first rank, wanted ranks [r0, r1).
+  struct wanted {
+    std::size_t bucket, first, r0, r1;
+  };
+  std::vector<wanted> want;
+  std::size_t b = 0, below = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    while (below + count[b] <= ranks[i]) below += count[b++];
+    if (want.empty() || want.back().bucket != b) want.push_back(wanted{b, below, i, i});
+    want.back().r1 = i + 1;
   }
+  std::vector<std::size_t> local(k);  // the ranks within their bucket
+  for (const wanted& w : want)
+    for (std::size_t i = w.r0; i < w.r1; ++i) local[i] = ranks[i] - w.first;
+  if (want.size() == 1 && count[want[0].bucket] == n) {  // one bucket holds every sample
+    select_ranks(data, n, local.data(), values, k, shift - 16);
+    return;
+  }
+  // Copy the wanted buckets, each contiguous, in one pass; then select within each.
+  std::vector<std::size_t> slot(buckets, want.size()), end(want.size());
+  std::size_t total = 0;
+  for (std::size_t j = 0; j < want.size(); ++j) {
+    slot[want[j].bucket] = j;
+    end[j] = total;
+    total += count[want[j].bucket];
+  }
+  const std::unique_ptr<double[]> cand(new double[total]);
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t k;
-    std::memcpy(&k, &src[i], sizeof k);
-    v[i] = unkey(k);
+    const std::size_t j = slot[digit(data[i])];
+    if (j != want.size()) cand[end[j]++] = data[i];
+  }
+  std::vector<std::size_t>().swap(count);
+  std::vector<std::size_t>().swap(slot);
+  for (std::size_t j = 0; j < want.size(); ++j) {
+    const std::size_t first = j == 0 ? 0 : end[j - 1];
+    select_ranks(cand.get() + first, end[j] - first, local.data() + want[j].r0, values + want[j].r0,
+                 want[j].r1 - want[j].r0, shift - 16);
   }
 }
-}  // namespace detail
 
-/// The statistics of sorted samples held in `q` under `p`'s percentile method and std ddof.
-[[nodiscard]] inline distribution make_distribution(const exact_quantiles<double>& q,
-                                                    const profile& p,
-                                                    const std::vector<double>& percentiles) {
+/// The statistics of a distribution: `count` samples whose ascending order statistics are
+/// `sorted[i]` (an iterator, or anything with operator[]), with `mean` and `stddev` known.
+template <class Sorted>
+[[nodiscard]] distribution distribution_from(std::uint64_t count, std::optional<double> mean,
+                                             std::optional<double> stddev, const Sorted& sorted,
+                                             const profile& p,
+                                             const std::vector<double>& percentiles) {
   distribution d;
-  d.count = q.count();
+  d.count = count;
   d.percentiles.reserve(percentiles.size());
-  for (double pc : percentiles)
-    d.percentiles.push_back(percentile_value{pc, q.quantile(pc / 100.0, p.percentile_method)});
-  if (q.empty()) return d;
-  d.mean = q.mean();
-  d.median = q.quantile(0.5, p.percentile_method);
-  if (p.std_ddof) d.stddev = q.stddev(*p.std_ddof);
-  d.min = q.min();
-  d.max = q.max();
+  const auto n = static_cast<std::size_t>(count);
+  auto at = [&](double q) -> std::optional<double> {
+    if (n == 0) return std::nullopt;
+    return sorted_quantile(sorted, n, q, p.percentile_method);
+  };
+  for (double pc : percentiles) d.percentiles.push_back(percentile_value{pc, at(pc / 100.0)});
+  if (n == 0) return d;
+  d.mean = mean;
+  d.median = at(0.5);
+  if (p.std_ddof) d.stddev = stddev;
+  d.min = static_cast<double>(sorted[0]);
+  d.max = static_cast<double>(sorted[static_cast<std::ptrdiff_t>(n - 1)]);
   return d;
 }
 
-/// The statistics of `samples` (consumed) under `p`'s percentile method and std ddof.
-[[nodiscard]] inline distribution make_distribution(std::vector<double> samples, const profile& p,
+/// Stands in for sorted samples while `distribution_from` runs once to learn which ranks it
+/// reads (appended to `ranks`; every value read is 0).
+struct rank_recorder {
+  std::vector<std::size_t>* ranks;
+  double operator[](std::ptrdiff_t i) const {
+    ranks->push_back(static_cast<std::size_t>(i));
+    return 0.0;
+  }
+};
+
+/// The order statistics found by `select_ranks`, read by rank (recorded ranks only).
+struct selected_ranks {
+  const std::vector<std::size_t>* ranks;  // ascending, unique
+  const std::vector<double>* values;
+  double operator[](std::ptrdiff_t i) const noexcept {
+    const auto it = std::lower_bound(ranks->begin(), ranks->end(), static_cast<std::size_t>(i));
+    return (*values)[static_cast<std::size_t>(it - ranks->begin())];
+  }
+};
+}  // namespace detail
+
+/// The statistics of the samples held in `q` under `p`'s percentile method and std ddof.
+[[nodiscard]] inline distribution make_distribution(const exact_quantiles<double>& q,
+                                                    const profile& p,
                                                     const std::vector<double>& percentiles) {
-  detail::sort_samples(samples);
-  exact_quantiles<double> q;
-  q.reserve(samples.size());
-  for (double x : samples) q.add(x);  // in order: stays sorted, no second sort
-  return make_distribution(q, p, percentiles);
+  std::optional<double> sd;
+  if (p.std_ddof) sd = q.stddev(*p.std_ddof);
+  return detail::distribution_from(q.count(), q.mean(), sd, q.sorted_samples().begin(), p,
+                                   percentiles);
 }
 
 namespace detail {
@@ -249,34 +303,106 @@ struct distribution_job {
 };
 
 /// Computes every job's distribution. Jobs whose samples are identical (several profiles often
-/// agree on a metric's samples) share one sort. Frees the samples.
-inline void run_distribution_jobs(std::vector<distribution_job>& jobs) {
-  std::vector<bool> done(jobs.size(), false);
+/// agree on a metric's samples) share one selection. Frees the samples. With `threads` > 1 the
+/// distinct sample sets are worked on by that many threads (the largest first); the results do
+/// not depend on the thread count. Throws std::bad_alloc (or std::system_error when a thread
+/// cannot start) after every started thread has finished.
+inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned threads = 1) {
+  // Group the jobs by identical samples.
+  std::vector<std::vector<std::size_t>> groups;
+  std::vector<bool> grouped(jobs.size(), false);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (done[i]) continue;
-    std::vector<double>& v = *jobs[i].samples;
+    if (grouped[i]) continue;
+    const std::vector<double>& v = *jobs[i].samples;
     std::vector<std::size_t> group{i};
     for (std::size_t j = i + 1; j < jobs.size(); ++j) {
       const std::vector<double>& w = *jobs[j].samples;
-      if (!done[j] && w.size() == v.size() &&
-          (v.empty() || std::memcmp(v.data(), w.data(), v.size() * sizeof(double)) == 0)) {
+      if (!grouped[j] && w.size() == v.size() &&
+          (&w == &v || v.empty() ||
+           std::memcmp(v.data(), w.data(), v.size() * sizeof(double)) == 0)) {
         group.push_back(j);
-        done[j] = true;
+        grouped[j] = true;
       }
     }
-    sort_samples(v);
-    exact_quantiles<double> q;
-    q.reserve(v.size());
-    for (double x : v) q.add(x);  // in order: stays sorted
+    groups.push_back(std::move(group));
+  }
+  std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
+    return jobs[a.front()].samples->size() > jobs[b.front()].samples->size();
+  });
+  auto run_group = [&jobs](const std::vector<std::size_t>& group) {
+    exact_quantiles<double> q;  // count, mean and std, without sorting
+    q.assign(std::move(*jobs[group.front()].samples));
+    const std::vector<double>& v = q.samples();
+    std::vector<std::size_t> ranks;  // the order statistics every job reads
+    for (std::size_t j : group)
+      (void)distribution_from(q.count(), std::nullopt, std::nullopt, rank_recorder{&ranks},
+                              *jobs[j].p, *jobs[j].percentiles);
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    std::vector<double> values(ranks.size());
+    select_ranks(v.data(), v.size(), ranks.data(), values.data(), ranks.size());
+    const selected_ranks sorted{&ranks, &values};
+    std::vector<std::pair<unsigned, std::optional<double>>> stddevs;  // by ddof
     for (std::size_t j : group) {
+      const profile& p = *jobs[j].p;
+      std::optional<double> sd;
+      if (p.std_ddof) {
+        auto it = std::find_if(stddevs.begin(), stddevs.end(),
+                               [&](const auto& e) { return e.first == *p.std_ddof; });
+        if (it == stddevs.end())
+          it = stddevs.insert(stddevs.end(), {*p.std_ddof, q.stddev(*p.std_ddof)});
+        sd = it->second;
+      }
       const std::uint64_t invalid = jobs[j].out->invalid;
-      *jobs[j].out = make_distribution(q, *jobs[j].p, *jobs[j].percentiles);
+      *jobs[j].out = distribution_from(q.count(), q.mean(), sd, sorted, p, *jobs[j].percentiles);
       jobs[j].out->invalid = invalid;
       std::vector<double>().swap(*jobs[j].samples);
     }
+  };
+  const std::size_t workers = std::min<std::size_t>(std::max(threads, 1u), groups.size());
+  if (workers <= 1) {
+    for (const auto& g : groups) run_group(g);
+    return;
   }
+  // Each worker takes the next group; the first failure is rethrown once all finish.
+  std::atomic<std::size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work = [&]() noexcept {
+    for (std::size_t g; (g = next.fetch_add(1)) < groups.size();) {
+      TOKCHRON_TRY { run_group(groups[g]); }
+      TOKCHRON_CATCH_ALL {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = groups.size();  // stop taking groups
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(workers - 1);
+  TOKCHRON_TRY {
+    for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  }
+  TOKCHRON_CATCH_ALL {
+    const std::lock_guard<std::mutex> lock(failure_mutex);
+    if (!failure) failure = std::current_exception();
+  }
+  work();  // this thread is a worker too
+  for (auto& t : pool) t.join();
+#if TOKCHRON_HAS_EXCEPTIONS
+  if (failure) std::rethrow_exception(failure);
+#endif
 }
 }  // namespace detail
+
+/// The statistics of `samples` (consumed) under `p`'s percentile method and std ddof.
+[[nodiscard]] inline distribution make_distribution(std::vector<double> samples, const profile& p,
+                                                    const std::vector<double>& percentiles) {
+  distribution d;
+  std::vector<detail::distribution_job> job{{&samples, &p, &percentiles, &d}};
+  detail::run_distribution_jobs(job);
+  return d;
+}
 
 /// Accumulates timelines (with a full_store) and produces one profile's `run_summary`.
 ///
@@ -361,12 +487,12 @@ class run_summarizer {
     run_summary s;
     std::vector<detail::distribution_job> jobs;
     collect_summary(s, jobs);
-    detail::run_distribution_jobs(jobs);
+    detail::run_distribution_jobs(jobs, o_.threads);
     return s;
   }
 
   /// Fills the scalar fields of `s` and appends the jobs that compute its distributions (for
-  /// summarising several profiles with shared sorts; see `summarize` over profiles). The jobs
+  /// summarising several profiles with shared selections; see `summarize` over profiles). The jobs
   /// point into `s` and this summarizer: run them with `detail::run_distribution_jobs` before
   /// either moves.
   void collect_summary(run_summary& s, std::vector<detail::distribution_job>& jobs) {
@@ -558,7 +684,7 @@ template <class It>
 }
 
 /// Summarises a range of timelines under each of `profiles` (same options), in one pass over
-/// the timelines; profiles that agree on a metric's samples share its sort.
+/// the timelines; profiles that agree on a metric's samples share its order statistics.
 template <class Range>
 [[nodiscard]] std::vector<run_summary> summarize(const Range& timelines,
                                                  const std::vector<const profile*>& profiles,
@@ -577,7 +703,7 @@ template <class Range>
   std::vector<run_summary> out(profiles.size());
   std::vector<detail::distribution_job> jobs;
   for (std::size_t i = 0; i < sums.size(); ++i) sums[i].collect_summary(out[i], jobs);
-  detail::run_distribution_jobs(jobs);
+  detail::run_distribution_jobs(jobs, o.threads);
   return out;
 }
 

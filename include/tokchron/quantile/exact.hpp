@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tokchron/config.hpp"
@@ -111,6 +112,24 @@ class exact_quantiles {
     rejected_ += other.rejected_;
   }
 
+  /// Replaces the contents with `samples`, taking their storage (no copy): the sum is
+  /// accumulated in their order, as `add` one by one would, and NaN and infinities are removed
+  /// and counted in `rejected()`. A vector that is already sorted is never sorted again.
+  /// Throws only where the allocator's move assignment does (never for std::allocator).
+  void assign(std::vector<T, Allocator>&& samples) {
+    samples_ = std::move(samples);
+    sum_ = 0;
+    rejected_ = 0;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto bad = [](T x) { return !std::isfinite(x); };
+      const auto kept = std::remove_if(samples_.begin(), samples_.end(), bad);
+      rejected_ = static_cast<std::uint64_t>(samples_.end() - kept);
+      samples_.erase(kept, samples_.end());
+    }
+    for (T x : samples_) sum_ += static_cast<double>(x);
+    sorted_ = std::is_sorted(samples_.begin(), samples_.end());
+  }
+
   /// Reserves room for `n` samples (may throw std::bad_alloc).
   void reserve(std::size_t n) { samples_.reserve(n); }
   /// Forgets every sample and the rejected count.
@@ -179,6 +198,8 @@ class exact_quantiles {
   /// Exact: 0.
   [[nodiscard]] static constexpr double relative_error() noexcept { return 0.0; }
 
+  /// The samples as stored: in insertion order until a query sorts them.
+  [[nodiscard]] const std::vector<T, Allocator>& samples() const noexcept { return samples_; }
   /// The samples, sorted ascending.
   [[nodiscard]] const std::vector<T, Allocator>& sorted_samples() const noexcept {
     sort();
