@@ -1,5 +1,5 @@
 # The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests
-# (doctest test suite "concurrency") under ThreadSanitizer, both with -fno-sanitize-recover so any
+# (doctest test suite "concurrency", and tokchron-report's pipelined reader) under ThreadSanitizer, both with -fno-sanitize-recover so any
 # finding fails; the recording and estimator headers built with -fno-exceptions; and the public
 # headers compiled by nvcc when it is present.
 san=$TOKCHRON_CI_BUILD/asan-ubsan
@@ -14,11 +14,13 @@ configure_build "$san" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
 tsan=$TOKCHRON_CI_BUILD/tsan
 echo "--- clang++ TSan: the concurrency tests"
 cmake -S "$TOKCHRON_ROOT" -B "$tsan" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_BUILD_EXAMPLES=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
+  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >"$tsan.configure.log" 2>&1 || { cat "$tsan.configure.log"; exit 1; }
-cmake --build "$tsan" -j "$(tc_jobs)" --target tokchron_tests
+cmake --build "$tsan" -j "$(tc_jobs)" --target tokchron_tests tokchron_report_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan/tests/tokchron_tests" -ts=concurrency
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  "$tsan/examples/trace_report/tokchron_report_tests" -tc="*pipelined*"
 
 echo "--- -fno-exceptions: recording and estimator headers"
 c++ -std=c++17 -O1 -fno-exceptions -Wall -Wextra -Werror -I"$TOKCHRON_ROOT/include" \

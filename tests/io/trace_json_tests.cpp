@@ -2,6 +2,9 @@
 // Tests of io/trace_json.hpp (built as tokchron_io_tests: needs nlohmann-json).
 #include <doctest/doctest.h>
 
+#include <charconv>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -145,4 +148,47 @@ TEST_CASE("trace_json: a vLLM --save-detailed file recomputes vLLM's summary") {
 
   std::istringstream not_vllm(R"({"ttfts":[0.1],"itls":[]})");
   CHECK_THROWS_AS((void)tc::read_vllm_result(not_vllm), std::invalid_argument);
+}
+
+TEST_CASE("trace_json: the plain-decimal fast path converts exactly as std::from_chars") {
+  // Random plain decimals of every length the fast path takes (and some it declines), bit for
+  // bit against from_chars; an exponent or too many digits is declined.
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int> digits(1, 19), point(0, 19), digit(0, 9), sign(0, 3);
+  std::size_t taken = 0, declined = 0, wrong = 0;
+  for (int i = 0; i < 200000; ++i) {
+    std::string s = sign(rng) == 0 ? "-" : "";
+    const int n = digits(rng), at = point(rng);
+    for (int d = 0; d < n; ++d) {
+      if (d == at && d > 0) s += '.';
+      s += static_cast<char>('0' + (d == 0 && n > 1 && at != 1 ? 1 + digit(rng) % 9 : digit(rng)));
+    }
+    double fast = 0, slow = 0;
+    const auto res = std::from_chars(s.data(), s.data() + s.size(), slow);
+    REQUIRE(res.ec == std::errc());
+    if (!tokchron::detail::plain_decimal(s.data(), s.data() + s.size(), fast)) {
+      ++declined;
+      continue;
+    }
+    ++taken;
+    if (std::memcmp(&fast, &slow, sizeof fast) != 0) {
+      ++wrong;
+      MESSAGE(s);
+    }
+  }
+  CHECK(wrong == 0);
+  CHECK(taken > 150000);
+  CHECK(declined > 0);  // 17 or more digits do not fit 2^53
+  double v = 7;
+  for (const char* s : {"1e3", "1.5E-2", "123456789012345678", "9007199254740993"}) {
+    CAPTURE(s);
+    CHECK(!tokchron::detail::plain_decimal(s, s + std::strlen(s), v));
+  }
+  CHECK(v == 7);  // untouched when declined
+  const char* exact = "9007199254740992";
+  CHECK(tokchron::detail::plain_decimal(exact, exact + 16, v));
+  CHECK(v == 9007199254740992.0);
+  const char* nz = "-0.0";
+  CHECK(tokchron::detail::plain_decimal(nz, nz + 4, v));
+  CHECK(std::signbit(v));
 }

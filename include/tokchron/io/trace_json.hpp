@@ -17,6 +17,7 @@
 /// Parsing a line is O(its length) and allocates the record. Thread safety: free functions on
 /// their arguments only.
 
+#include <cfloat>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -211,6 +212,42 @@ inline bool parse_json_text(std::string_view text, std::size_t line, trace_json&
   return true;
 #endif
 }
+/// Converts the JSON number text [b, e) (already checked to be JSON number syntax) exactly as
+/// std::from_chars would, quickly, when it is a plain decimal: no exponent, at most 2^53 as an
+/// integer once the point is removed, at most 22 digits after the point. Then both the integer
+/// and the power of ten are exact doubles, so one IEEE division rounds correctly (Clinger's
+/// fast path). Returns false, leaving `out` alone, for anything else.
+inline bool plain_decimal(const char* b, const char* e, double& out) noexcept {
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+  static constexpr double pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const bool negative = b < e && *b == '-';
+  if (negative) ++b;
+  std::uint64_t m = 0;
+  int fraction = -1;  // digits after the point; -1 before it
+  for (; b < e; ++b) {
+    if (*b == '.') {
+      fraction = 0;
+      continue;
+    }
+    if (*b < '0' || *b > '9') return false;  // an exponent
+    if (m > (std::uint64_t{1} << 53) / 10) return false;
+    m = m * 10 + static_cast<std::uint64_t>(*b - '0');
+    if (fraction >= 0) ++fraction;
+  }
+  if (m > (std::uint64_t{1} << 53) || fraction > 22) return false;
+  const double v = static_cast<double>(m) / pow10[fraction < 0 ? 0 : fraction];
+  out = negative ? -v : v;
+  return true;
+#else
+  (void)b;
+  (void)e;
+  (void)out;
+  return false;  // excess precision would round twice
+#endif
+}
+
 /// A fast reader for the common shape of a trace line (the known fields, plain ASCII strings
 /// without escapes, numbers in JSON syntax). It accepts only input nlohmann-json would read the
 /// same way, and declines (returns false) anything else: unknown or repeated fields, escapes,
@@ -325,6 +362,7 @@ class fast_trace_scanner {
       return false;
     }
     integral = true;
+    bool plain = true;  // no exponent: plain_decimal may convert it
     if (q < end_ && *q == '.') {
       ++q;
       integral = false;
@@ -334,12 +372,15 @@ class fast_trace_scanner {
     if (q < end_ && (*q == 'e' || *q == 'E')) {
       ++q;
       integral = false;
+      plain = false;
       if (q < end_ && (*q == '+' || *q == '-')) ++q;
       if (q == end_ || *q < '0' || *q > '9') return false;
       while (q < end_ && *q >= '0' && *q <= '9') ++q;
     }
-    const auto res = std::from_chars(b, q, out);
-    if (res.ec != std::errc() || res.ptr != q) return false;
+    if (!plain || !plain_decimal(b, q, out)) {
+      const auto res = std::from_chars(b, q, out);
+      if (res.ec != std::errc() || res.ptr != q) return false;
+    }
     p_ = q;
     return true;
   }

@@ -94,6 +94,13 @@ enum class itl_grain : std::uint8_t {
                               ///< chunks, 0 when N = 0 (llmperf: TTFT included)
 };
 
+/// Whether the grain pools samples from within requests (per chunk or per token), as opposed
+/// to one value per request or none.
+[[nodiscard]] constexpr bool pools_samples(itl_grain g) noexcept {
+  return g == itl_grain::per_chunk || g == itl_grain::per_token_split ||
+         g == itl_grain::per_token_with_first;
+}
+
 /// How the run's duration is measured from the requests' events.
 enum class duration_rule : std::uint8_t {
   origin_to_finish,   ///< max(finish) - min(origin) over every request, failed included
@@ -395,9 +402,7 @@ template <class Timeline, class Sink>
 
   profiled_request r;
   const auto origin = detail::origin_of(p, tl);
-  const bool pooled =
-      tl.succeeded() && (p.itl == itl_grain::per_chunk || p.itl == itl_grain::per_token_split ||
-                         p.itl == itl_grain::per_token_with_first);
+  const bool pooled = tl.succeeded() && pools_samples(p.itl);
 
   // One pass: the first and last counted chunks, the pooled ITL samples, the last chunk of any
   // kind, the [DONE] chunk and the number of non-[DONE] chunks. With `zero_ttft_is_unset` a

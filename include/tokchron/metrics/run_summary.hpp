@@ -561,19 +561,15 @@ class run_summarizer {
   /// are they copied and kept separately. Memory for n identical streams: one. Call before the
   /// first `add`; profiles with per-request ITL grains ignore it.
   void share_itl_with(const std::vector<const run_summarizer*>& earlier) {
-    if (requests_ != 0 || !pooled(*p_)) return;
+    if (requests_ != 0 || !pools_samples(p_->itl)) return;
     for (const run_summarizer* e : earlier)
-      if (e && e != this && pooled(*e->p_)) candidates_.push_back(e);
+      if (e && e != this && pools_samples(e->p_->itl)) candidates_.push_back(e);
   }
 
   [[nodiscard]] const profile& profile_used() const noexcept { return *p_; }
   [[nodiscard]] const summary_options& options() const noexcept { return o_; }
 
  private:
-  static bool pooled(const profile& p) noexcept {
-    return p.itl == itl_grain::per_chunk || p.itl == itl_grain::per_token_split ||
-           p.itl == itl_grain::per_token_with_first;
-  }
   /// The pooled ITL samples, wherever they are stored.
   [[nodiscard]] const std::vector<double>& itl_view() const noexcept {
     return candidates_.empty() ? itl_ : candidates_.front()->itl_view();
