@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -707,10 +708,13 @@ inline void plot_report(const loaded_inputs& in, const report_settings& s, const
   o.percentiles = s.percentiles;
   o.gpus = s.gpus;
   o.duration = s.duration ? s.duration : in.duration;  // as finish_summaries
-  std::string files;
-  for (const auto& f : args.files) files += " " + f;
+  std::string files, names;  // the command names the paths given; the title only the files
+  for (const auto& f : args.files) {
+    files += " " + f;
+    names += " " + (f == "-" ? f : std::filesystem::path(f).filename().string());
+  }
   const std::string dir = *args.get("plot");
-  err << plot::plot_trace(in.timelines, s.profiles, o, {}, "tokchron-report" + files,
+  err << plot::plot_trace(in.timelines, s.profiles, o, {}, "tokchron-report" + names,
                           "tokchron-report" + files, dir)
              .to_string(dir)
       << '\n';
