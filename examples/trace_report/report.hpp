@@ -251,33 +251,29 @@ input_stats read_inputs_pipelined(
       lock.unlock();
       ch.cv.notify_all();
       b = batch();
-      b.reserve(batch_size);
     };
     std::exception_ptr error;
     try {
-      b.reserve(batch_size);
-      try {
-        st = read_inputs(files, kind, [&](tc::trace_timeline&& tl) {
-          on_read(static_cast<const tc::trace_timeline&>(tl));
-          b.push_back(std::move(tl));
-          if (b.size() == batch_size) hand_over();
-        });
-      } catch (const stopped&) {
-        throw;
-      } catch (...) {
-        error = std::current_exception();  // the requests read before it are still handed on
-      }
+      st = read_inputs(files, kind, [&](tc::trace_timeline&& tl) {
+        on_read(static_cast<const tc::trace_timeline&>(tl));
+        if (b.empty()) b.reserve(batch_size);
+        b.push_back(std::move(tl));
+        if (b.size() == batch_size) hand_over();
+      });
+    } catch (const stopped&) {
+      b.clear();  // this side has stopped: nothing more to hand on
+    } catch (...) {
+      error = std::current_exception();  // the requests read before it are still handed on
+    }
+    try {
       if (!b.empty()) hand_over();
     } catch (const stopped&) {
     } catch (...) {
       if (!error) error = std::current_exception();
     }
-    if (error) {
-      const std::lock_guard<std::mutex> lock(ch.m);
-      ch.error = error;
-    }
     {
       const std::lock_guard<std::mutex> lock(ch.m);
+      ch.error = error;
       ch.done = true;
     }
     ch.cv.notify_all();
@@ -368,6 +364,16 @@ struct report_settings {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
 };
 
+namespace detail {
+/// `text` as a decimal integer in [lo, hi], or empty.
+inline std::optional<long> integer_in(const std::string& text, long lo, long hi) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+}  // namespace detail
+
 /// Reads the summary options out of `args`. Throws usage_error.
 inline report_settings settings_from(const arguments& args) {
   report_settings s;
@@ -380,11 +386,9 @@ inline report_settings settings_from(const arguments& args) {
     }
   }
   if (auto v = args.get("gpus")) {
-    char* end = nullptr;
-    const long g = std::strtol(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || g < 1 || g > 1000000)
-      throw usage_error("--gpus must be a positive integer");
-    s.gpus = static_cast<unsigned>(g);
+    const auto g = detail::integer_in(*v, 1, 1000000);
+    if (!g) throw usage_error("--gpus must be a positive integer");
+    s.gpus = static_cast<unsigned>(*g);
   }
   if (auto v = args.get("duration")) {
     char* end = nullptr;
@@ -394,11 +398,9 @@ inline report_settings settings_from(const arguments& args) {
     s.duration = d;
   }
   if (auto v = args.get("threads")) {
-    char* end = nullptr;
-    const long t = std::strtol(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || t < 1 || t > 1024)
-      throw usage_error("--threads must be an integer from 1 to 1024");
-    s.threads = static_cast<unsigned>(t);
+    const auto t = detail::integer_in(*v, 1, 1024);
+    if (!t) throw usage_error("--threads must be an integer from 1 to 1024");
+    s.threads = static_cast<unsigned>(*t);
   }
   if (auto v = args.get("format")) {
     if (*v != "table" && *v != "json" && *v != "csv")

@@ -362,7 +362,6 @@ class fast_trace_scanner {
       return false;
     }
     integral = true;
-    bool plain = true;  // no exponent: plain_decimal may convert it
     if (q < end_ && *q == '.') {
       ++q;
       integral = false;
@@ -372,12 +371,11 @@ class fast_trace_scanner {
     if (q < end_ && (*q == 'e' || *q == 'E')) {
       ++q;
       integral = false;
-      plain = false;
       if (q < end_ && (*q == '+' || *q == '-')) ++q;
       if (q == end_ || *q < '0' || *q > '9') return false;
       while (q < end_ && *q >= '0' && *q <= '9') ++q;
     }
-    if (!plain || !plain_decimal(b, q, out)) {
+    if (!plain_decimal(b, q, out)) {  // declines exponents, long mantissas
       const auto res = std::from_chars(b, q, out);
       if (res.ec != std::errc() || res.ptr != q) return false;
     }

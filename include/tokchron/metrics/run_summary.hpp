@@ -23,7 +23,6 @@
 /// values kept when `summary_options::keep_requests` is set.
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -305,8 +304,8 @@ struct distribution_job {
 /// Computes every job's distribution. Jobs whose samples are identical (several profiles often
 /// agree on a metric's samples) share one selection. Frees the samples. With `threads` > 1 the
 /// distinct sample sets are worked on by that many threads (the largest first); the results do
-/// not depend on the thread count. Throws std::bad_alloc (or std::system_error when a thread
-/// cannot start) after every started thread has finished.
+/// not depend on the thread count (a thread that cannot start leaves its share to the others).
+/// Throws std::bad_alloc after every started thread has finished.
 inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned threads = 1) {
   // Group the jobs by identical samples.
   std::vector<std::vector<std::size_t>> groups;
@@ -379,15 +378,12 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned 
     }
   };
   std::vector<std::thread> pool;
-  pool.reserve(workers - 1);
   TOKCHRON_TRY {
+    pool.reserve(workers - 1);
     for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
   }
-  TOKCHRON_CATCH_ALL {
-    const std::lock_guard<std::mutex> lock(failure_mutex);
-    if (!failure) failure = std::current_exception();
-  }
-  work();  // this thread is a worker too
+  TOKCHRON_CATCH_ALL {}  // fewer threads: the started ones and this one take every group
+  work();                // this thread is a worker too
   for (auto& t : pool) t.join();
 #if TOKCHRON_HAS_EXCEPTIONS
   if (failure) std::rethrow_exception(failure);
