@@ -5,8 +5,8 @@
 
 /// \file
 /// Adaptor for servers that already expose `/metrics` through prometheus-cpp (Debian
-/// `prometheus-cpp-dev`; link `prometheus-cpp::core`, and `prometheus-cpp::pull` for the
-/// Exposer). Not included by tokchron.hpp.
+/// `prometheus-cpp-dev`; link its CMake target `core`, and `pull` for the Exposer, both in the
+/// `prometheus-cpp` namespace). Not included by tokchron.hpp.
 ///
 /// \code
 ///   #include <tokchron/export/prometheus_cpp.hpp>
