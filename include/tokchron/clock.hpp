@@ -30,8 +30,8 @@ TOKCHRON_BEGIN_NAMESPACE
 
 #if TOKCHRON_HAS_RDTSC
 namespace detail {
-__extension__ typedef __int128
-    int128_t;  // NOLINT(modernize-use-using): __extension__ needs typedef
+// NOLINTNEXTLINE(modernize-use-using): __extension__ needs the typedef form
+__extension__ typedef __int128 int128_t;
 }  // namespace detail
 #endif
 
@@ -183,6 +183,8 @@ class tsc_clock {
     const std::uint64_t c1 = __builtin_ia32_rdtsc();
     const double ns = static_cast<double>(std::chrono::duration_cast<duration>(t1 - t0).count());
     const double ticks = c1 > c0 ? static_cast<double>(c1 - c0) : 1.0;
+    // The factor is positive and far from 0.5, where adding 0.5 and truncating rounds right.
+    // NOLINTNEXTLINE(bugprone-incorrect-roundings)
     return calibration{c0, static_cast<std::uint64_t>(ns / ticks * 4294967296.0 + 0.5)};
   }
 #endif

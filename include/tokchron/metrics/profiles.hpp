@@ -378,6 +378,8 @@ template <class Duration>
   if constexpr (std::is_integral_v<typename Duration::rep> &&
                 std::is_same_v<typename Duration::period, std::nano>) {
     if (r == ns_rounding::truncate && d.count() >= 0) {
+      // Truncated integer nanoseconds, as the tool computes them.
+      // NOLINTNEXTLINE(bugprone-integer-division)
       q = static_cast<double>(static_cast<std::uint64_t>(d.count()) / n);
       return q * 1e-9;
     }

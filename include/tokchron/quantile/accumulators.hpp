@@ -44,6 +44,7 @@ TOKCHRON_BEGIN_NAMESPACE
 namespace accumulators {
 
 /// Named parameter: the histogram's relative accuracy (alpha), default 0.01.
+// NOLINTNEXTLINE(misc-definitions-in-headers): Boost.Parameter's keyword objects are meant so
 BOOST_PARAMETER_KEYWORD(tag, log_histogram_relative_accuracy)
 
 namespace tag {
