@@ -15,16 +15,29 @@ need_pkgs() {
 }
 
 # The packages every build needs.
-TOKCHRON_BASE_PKGS=(build-essential g++ clang cmake ninja-build pkg-config
+TOKCHRON_BASE_PKGS=(build-essential g++ clang cmake ninja-build pkg-config ccache
                     libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
                     libopenblas-dev)
 
+# ccache for every CMake build the scripts configure (configure_build, and stages or scripts
+# that call cmake themselves): CMake (3.17 and later) reads the launcher from the environment.
+# Paths are hashed relative to the repository, so two build directories configured alike share
+# their objects within a run and a later run (or a second clone) reuses them. A launcher the
+# caller set already is kept; TOKCHRON_CCACHE=0 turns it off.
+if [ "${TOKCHRON_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CMAKE_CUDA_COMPILER_LAUNCHER=${CMAKE_CUDA_COMPILER_LAUNCHER:-ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-${TOKCHRON_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}}
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+fi
+
 tc_jobs() { nproc 2>/dev/null || echo 2; }
 
-# configure_build DIR [cmake args...]: configures (Ninja) and builds DIR.
+# configure_build DIR [cmake args...]: configures (Ninja, warnings as errors, ccache when
+# present: see above) and builds DIR.
 configure_build() {
   local dir=$1; shift
-  cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja "$@" >"$dir.configure.log" 2>&1 ||
+  cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DTOKCHRON_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; return 1; }
   cmake --build "$dir" -j "$(tc_jobs)"
 }
