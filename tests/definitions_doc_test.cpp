@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The README's definitions table is checked against what the code computes.
+// The definitions table of docs/definitions.md is checked against what the code computes.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -31,8 +31,8 @@ std::string trim(std::string s) {
 }
 }  // namespace
 
-TEST_CASE("README definitions table matches the code") {
-  std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/README.md");
+TEST_CASE("docs/definitions.md: the definitions table matches the code") {
+  std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/docs/definitions.md");
   REQUIRE(in.good());
   std::map<std::string, std::string> examples;
   bool inside = false;
@@ -89,7 +89,7 @@ TEST_CASE("README definitions table matches the code") {
     const auto text = split(examples[name], ',');
     REQUIRE(text.size() == values.size());
     for (std::size_t i = 0; i < values.size(); ++i) {
-      // The README prints at most 12 significant digits.
+      // The table prints at most 12 significant digits.
       CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
     }
   }
