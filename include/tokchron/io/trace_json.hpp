@@ -6,9 +6,9 @@
 /// \file
 /// JSON for request traces (an adaptor: needs nlohmann-json, Debian nlohmann-json3-dev).
 ///
-///  - `parse_trace_line` / `read_trace`: tokchron's JSON Lines trace format (README "Trace
-///    format"). A malformed line gives a `trace_error` naming its line and field (a JSON path
-///    such as `chunks[3][1]`) and is skipped; reading never stops at a bad line.
+///  - `parse_trace_line` / `read_trace`: tokchron's JSON Lines trace format
+///    (docs/trace-format.md). A malformed line gives a `trace_error` naming its line and field
+///    (a JSON path such as `chunks[3][1]`) and is skipped; reading never stops at a bad line.
 ///  - `to_json_line` / `write_trace_line`: one record as one line, times printed so that they
 ///    read back bit for bit.
 ///  - `read_vllm_result`: vLLM's `vllm bench serve --save-result --save-detailed` JSON, turned

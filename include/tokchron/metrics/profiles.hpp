@@ -164,7 +164,7 @@ struct profile {
 
 namespace profiles {
 // clang-format off
-/// tokchron's own definitions (README "Canonical definitions"): from the intended arrival, chunks
+/// tokchron's own definitions (docs/definitions.md): from the intended arrival, chunks
 /// that carry tokens, E2E to the finish, TPOT = (tN - t1)/(N - 1), per-token ITL.
 inline constexpr profile canonical{
     "canonical", "tokchron (metrics/canonical.hpp)",
