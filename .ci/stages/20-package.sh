@@ -1,5 +1,5 @@
 # Packaging proof: consumers build against tokchron by find_package after cmake --install to a
-# temporary prefix, by add_subdirectory, by FetchContent with a local SOURCE_DIR, and by
+# temporary prefix (configured with the README's pure-install options), by add_subdirectory, by FetchContent with a local SOURCE_DIR, and by
 # pkg-config; each runs a program that records a request and prints its TTFT.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -14,6 +14,13 @@ for kind in find_package add_subdirectory fetchcontent; do
   cmake --build "$work/$kind" >/dev/null
   "$work/$kind/consumer"
 done
+# Warnings as errors are tokchron's own business: ON at top level, OFF inside a consumer's build.
+grep -q '^TOKCHRON_WERROR:BOOL=ON$' "$work/lib/CMakeCache.txt"
+for kind in add_subdirectory fetchcontent; do
+  grep -q '^TOKCHRON_WERROR:BOOL=OFF$' "$work/$kind/CMakeCache.txt" ||
+    { echo "TOKCHRON_WERROR is not OFF in the $kind consumer"; exit 1; }
+done
+echo "TOKCHRON_WERROR: ON at top level, OFF as a subproject"
 echo "--- consumer via pkg-config"
 PKG_CONFIG_PATH="$work/prefix/share/pkgconfig" pkg-config --modversion tokchron
 # shellcheck disable=SC2046

@@ -4,7 +4,9 @@
 # headers compiled by nvcc when it is present.
 san=$TOKCHRON_CI_BUILD/asan-ubsan
 echo "--- clang++ ASan+UBSan: every test"
+# clang++ under strict C++17: this is also stage 10's clang++ C++17 configuration.
 configure_build "$san" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF \
   -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
