@@ -2,7 +2,6 @@
 // The definitions table of docs/definitions.md is checked against what the code computes.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -11,10 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "export/golden.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/testing.hpp"
-
-using namespace std::chrono_literals;
 
 namespace {
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -47,18 +45,9 @@ TEST_CASE("docs/definitions.md: the definitions table matches the code") {
       examples[trim(cols[1])] = trim(cols[cols.size() - 1]);
     }
   }
-  const auto tl = tokchron::testing::script()
-                      .arrive(0ms)
-                      .send(2ms)
-                      .queued(5ms)
-                      .scheduled(40ms)
-                      .chunk(100ms, 0, tokchron::chunk_kind::empty)
-                      .chunk(120ms, 1)
-                      .chunk(150ms, 3)
-                      .chunk(170ms, 1)
-                      .chunk(180ms, 0, tokchron::chunk_kind::usage)
-                      .finish(180ms)
-                      .timeline();
+  // The table's timeline, shared with the exporters' golden tests (its 7 prompt tokens change
+  // none of the metrics below).
+  const auto tl = tokchron_test::readme_timeline();
   const auto m = tokchron::canonical_metrics(tl);
   std::vector<double> per_token, per_chunk;
   tokchron::for_each_itl_per_token(tl,
