@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the pictures in docs/images/ (README.md and docs/pictures.md show them): the
-# throughput/latency frontier of the main job's sweep (.ci/main.sh --plot, which builds batching-executor in build/main) and the latency
-# spectrum of the planner's choice's trace under four tools' definitions (tokchron-report --plot,
-# built in build/images). Installs what is missing from Debian's packages (gnuplot-nox,
+# throughput/latency frontier of the main job's sweep (.ci/main.sh --plot, which builds
+# batching-executor in build/main) and the latency spectrum of the planner's choice's trace
+# under four tools' definitions (tokchron-report --plot, built in build/images). Installs what is missing from Debian's packages (gnuplot-nox,
 # fonts-dejavu-core besides the build's). Deterministic: the sweep is seeded.
 #   docs/regenerate-images.sh          (from anywhere in the repository)
 set -euo pipefail
