@@ -14,6 +14,7 @@ mkdir -p "$TOKCHRON_CI_BUILD"
 
 start_all=$(date +%s)
 failed=()
+times=()
 for stage in .ci/stages/*.sh; do
   name=$(basename "$stage" .sh)
   if [ -n "${TOKCHRON_STAGES:-}" ]; then
@@ -29,8 +30,16 @@ for stage in .ci/stages/*.sh; do
     echo "=== stage $name FAILED after $(( $(date +%s) - t0 )) s ==="
     failed+=("$name")
   fi
+  times+=("$name $(( $(date +%s) - t0 )) s")
 done
-echo "=== all stages done in $(( $(date +%s) - start_all )) s ==="
+total=$(( $(date +%s) - start_all ))
+echo "=== all stages done in $total s ==="
+printf '  %s\n' "${times[@]}"
+# CI gives the whole run 60 minutes on 2 cores; say so before it becomes a timeout.
+budget=${TOKCHRON_CI_BUDGET_S:-3600}
+if [ -z "${TOKCHRON_STAGES:-}" ] && [ "$total" -gt $(( budget * 3 / 4 )) ]; then
+  echo "WARNING: the stages took $total s, over 3/4 of CI's $budget s budget"
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED stages: ${failed[*]}"
   exit 1
