@@ -29,6 +29,10 @@ if [ "${TOKCHRON_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
   export CMAKE_CUDA_COMPILER_LAUNCHER=${CMAKE_CUDA_COMPILER_LAUNCHER:-ccache}
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-${TOKCHRON_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}}
   export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+  # Without a writable home the cache lives in the build tree (ignored by git).
+  if [ -z "${CCACHE_DIR:-}" ] && ! [ -w "${HOME:-/nonexistent}" ]; then
+    export CCACHE_DIR=$CCACHE_BASEDIR/build/ccache
+  fi
 fi
 
 tc_jobs() { nproc 2>/dev/null || echo 2; }
