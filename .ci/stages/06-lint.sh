@@ -16,6 +16,7 @@ mkdir -p "$tidy"
   git ls-files 'include/tokchron/*.hpp' | sed 's|^include/\(.*\)$|#include "\1"|'
   echo 'int main() {}'
 } >"$tidy/all_headers.cpp"
+# (clang-tidy's count of the findings it suppressed outside those headers is dropped.)
 clang-tidy --quiet --config-file=.clang-tidy "$tidy/all_headers.cpp" -- -std=c++17 \
-  -I"$TOKCHRON_ROOT/include"
+  -I"$TOKCHRON_ROOT/include" 2>&1 | { grep -v '^[0-9]* warnings\? generated\.$' || true; }
 echo "clang-tidy: $(grep -c '^#include' "$tidy/all_headers.cpp") headers clean"
