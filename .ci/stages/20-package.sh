@@ -1,6 +1,7 @@
 # Packaging proof: consumers build against tokchron by find_package after cmake --install to a
-# temporary prefix (configured with the README's pure-install options), by add_subdirectory, by FetchContent with a local SOURCE_DIR, and by
-# pkg-config; each runs a program that records a request and prints its TTFT.
+# temporary prefix (configured with the README's pure-install options), by add_subdirectory, by
+# FetchContent with a local SOURCE_DIR, and by pkg-config; each runs a program that records a
+# request and prints its TTFT.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pkg=$TOKCHRON_ROOT/tests/package
