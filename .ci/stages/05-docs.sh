@@ -1,7 +1,7 @@
-# Documentation (fast, about half a minute): README.md is at most 300 lines; every relative link
-# in every tracked Markdown file resolves inside the repository (anchors included), and every
-# `docs/....md` path named in code, scripts or prose exists; the API reference builds with
-# Doxygen (docs/Doxyfile) with every warning an error.
+# Documentation (fast, seconds): README.md is at most 300 lines; every relative link in every
+# tracked Markdown file resolves inside the repository (anchors included), and every path of a
+# Markdown file under docs/ named in code, scripts or prose exists; the API reference builds
+# with Doxygen (docs/Doxyfile) with every warning an error.
 need_pkgs python3 doxygen git
 cd "$TOKCHRON_ROOT"
 /usr/bin/env python3 - <<'PY'
@@ -76,8 +76,8 @@ for f in (t for t in tracked if t.endswith(".md")):
             elif frag and dest.endswith(".md") and frag not in anchors(dest):
                 problems.append(f"{f}:{n}: {target}: no heading #{frag} in {dest}")
 
-# docs/....md named anywhere in a tracked text file (comments, scripts, CMake, prose): the path
-# is relative to the repository root.
+# A docs/ Markdown path named anywhere in a tracked text file (comments, scripts, CMake, prose)
+# is relative to the repository root and must exist.
 mention = re.compile(r"(?<![\w/.-])docs/\w[\w./-]*?\.md\b")
 for f in tracked:
     if f.startswith("tests/data/") or f.startswith("tests/fuzz/"):
