@@ -281,8 +281,10 @@ inline std::string fmt_s(double s) { return fmt_num(s) + " s"; }
             fmt_num(implied));
   }
   if (pos(c.concurrency) && pos(c.users)) {
+    // The words follow the comparison: "exceeds" only when the claim is above the bound.
     add("concurrency_cap", *c.concurrency, *c.users, false, false,
-        "concurrency " + fmt_num(*c.concurrency) + " exceeds the " + fmt_num(*c.users) +
+        "concurrency " + fmt_num(*c.concurrency) +
+            (*c.concurrency > *c.users ? " exceeds the " : " is within the ") + fmt_num(*c.users) +
             " closed-loop users");
   }
   const double think = c.think_time_s ? *c.think_time_s : 0.0;
