@@ -34,6 +34,17 @@ std::pair<double, double> drawn_range(const plot_input& in, const metric_desc& m
   return {lo, hi};
 }
 
+/// `drawn_range` widened to show the thresholds of `slos`.
+std::pair<double, double> range_with(const plot_input& in, const metric_desc& m,
+                                     const std::vector<tokchron::objective>& slos) {
+  auto [low, top] = drawn_range(in, m);
+  for (const auto& o : slos) {
+    top = std::max(top, o.threshold);
+    if (o.threshold > 0) low = std::min(low, o.threshold);
+  }
+  return {low, top};
+}
+
 double spectrum_x(double percent) { return 1.0 / (1.0 - percent / 100.0); }
 
 /// The y-axis range and "plot" command of a metric's spectrum: one line per drawn run, the SLO
@@ -89,11 +100,7 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
   write_file(dir / data, d.str());
 
   const auto slos = drawable(in.sla, m.slo);
-  auto [low, top] = drawn_range(in, m);
-  for (const auto& o : slos) {
-    top = std::max(top, o.threshold);
-    if (o.threshold > 0) low = std::min(low, o.threshold);
-  }
+  const auto [low, top] = range_with(in, m, slos);
   const time_unit u = unit_for(top);
   const std::string sc = num(u.scale);
   // A CDF whose values span more than a factor 50 (queueing) gets a log axis.
@@ -168,11 +175,7 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
     if (!has_samples(in.runs, m)) continue;
     pic.data.push_back(data);
     const auto slos = drawable(in.sla, m.slo);
-    auto [low, top] = drawn_range(in, m);
-    for (const auto& o : slos) {
-      top = std::max(top, o.threshold);
-      if (o.threshold > 0) low = std::min(low, o.threshold);
-    }
+    const auto [low, top] = range_with(in, m, slos);
     const time_unit u = unit_for(top);
     b << "  set title " << gp(m.title) << "\n  set ylabel " << gp(std::string(u.name)) << "\n"
       << spectrum_plot(in, data, u, low, top, slos);
