@@ -74,9 +74,18 @@ input_stats read_inputs(const std::vector<std::string>& files, const read_option
     if (vllm) {
       if (files.size() != 1)
         throw input_error("a vLLM result file is a whole run: give it alone (" + f + ")");
-      std::ostringstream rest;
-      rest << pending << in->rdbuf();
-      std::istringstream whole(rest.str());
+      // One JSON document, read whole: bounded by --max-line-bytes like any line.
+      for (;;) {
+        if (pending.size() > opt.max_line_bytes)
+          throw input_error(f + ": a vLLM result file is one JSON document, and this one is " +
+                            "longer than " + std::to_string(opt.max_line_bytes) +
+                            " bytes (--max-line-bytes); reading stopped, nothing was reported");
+        if (!*in) break;
+        in->read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        if (in->bad()) throw input_error("cannot read " + f);
+        pending.append(buf.data(), static_cast<std::size_t>(in->gcount()));
+      }
+      std::istringstream whole(std::move(pending));
       tc::vllm_result r;
       try {
         r = tc::read_vllm_result(whole);

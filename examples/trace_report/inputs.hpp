@@ -11,7 +11,8 @@
 ///  - a malformed trace line is skipped and counted; the first `kept_errors` are kept (file,
 ///    line, field, message) for the message, so memory does not grow with the garbage;
 ///  - a line longer than `max_line_bytes` stops the read with an input_error naming the file
-///    and line (memory stays within the limit plus one read block);
+///    and line (memory stays within the limit plus one read block); a vLLM result file is one
+///    JSON document, so the limit bounds the whole file;
 ///  - the commands call `check_inputs` before reading: a missing or unreadable file is an
 ///    input_error naming it, and nothing is reported (no partial report of the other files).
 ///    A file that fails later (an I/O error part-way) stops the read the same way.

@@ -61,7 +61,8 @@ const std::vector<option_spec>& options() {
       {"max-line-bytes",
        true,
        "N",
-       "longest trace line accepted (default 16777216); a longer one stops the read (exit 1)",
+       "longest trace line (a vLLM result file: the whole file) accepted (default 16777216); "
+       "a longer one stops the read (exit 1)",
        {"summary"}},
       {"quiet", false, "", "do not list skipped lines on stderr (still counted)", {"summary"}},
       {"plot",
@@ -144,17 +145,18 @@ std::string usage() {
   os << "usage: tokchron-report [COMMAND] [OPTIONS] FILE...\n"
         "Reads request traces (tokchron JSONL, or a vLLM --save-detailed result) and prints\n"
         "latency and throughput metrics as each benchmark tool defines them.\n\ncommands:\n";
-  for (const command& c : commands()) os << "  " << c.name << "  " << c.help << '\n';
-  os << "\noptions (an option a command does not take is refused):\n";
-  for (const option_spec& o : options()) {
-    std::string lhs = "--" + o.name + (o.takes_value ? " " + o.value_name : "");
-    std::string help = o.help;
-    if (o.commands.size() < commands().size()) {
-      help += " [";
-      for (std::size_t k = 0; k < o.commands.size(); ++k) help += (k ? ", " : "") + o.commands[k];
-      help += "]";
+  for (const command& c : commands())
+    os << "  " << c.name << std::string(c.name.size() < 9 ? 9 - c.name.size() : 1, ' ') << c.help
+       << '\n';
+  // Each command's options; any other option given to it is refused.
+  for (const command& c : commands()) {
+    os << "\n" << c.name << " options:\n";
+    for (const option_spec& o : options()) {
+      if (std::find(o.commands.begin(), o.commands.end(), c.name) == o.commands.end()) continue;
+      const std::string lhs = "--" + o.name + (o.takes_value ? " " + o.value_name : "");
+      os << "  " << lhs << std::string(lhs.size() < 28 ? 28 - lhs.size() : 1, ' ') << o.help
+         << '\n';
     }
-    os << "  " << lhs << std::string(lhs.size() < 28 ? 28 - lhs.size() : 1, ' ') << help << '\n';
   }
   os << "\nprofiles:";
   for (const tc::profile* p : tc::all_profiles()) os << ' ' << p->name;

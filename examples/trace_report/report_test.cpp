@@ -261,6 +261,13 @@ TEST_CASE("report: a line longer than --max-line-bytes stops the read, naming th
   CHECK(tr::run({"--threads", "1", "/dev/zero"}, out, err) == tr::exit_input);
   CHECK(contains(err.str(), "/dev/zero: line 1 is longer than 16777216 bytes"));
 #endif
+  // A vLLM result file is one JSON document: the same limit bounds it.
+  out.str("");
+  err.str("");
+  CHECK(tr::run({"--max-line-bytes", "100", "--input", "vllm", data + "vllm_result.json"}, out,
+                err) == tr::exit_input);
+  CHECK(contains(err.str(), "vllm_result.json: a vLLM result file is one JSON document"));
+  CHECK(tr::run({"--input", "vllm", data + "vllm_result.json"}, out, err) == tr::exit_ok);
   CHECK_THROWS_AS((void)tr::settings_from(tr::parse_arguments({"--max-line-bytes", "0"})),
                   tr::usage_error);
 }
