@@ -167,7 +167,7 @@ bool contains(const std::string& text, const std::string& part) {
 }
 }  // namespace
 
-TEST_CASE("report: every option a command does not take is refused, never dropped") {
+TEST_CASE("TR6: every option a command does not take is refused, never dropped") {
   // Every option x command pair: the option's own list says where it applies; elsewhere the
   // command line is refused naming the option and the command.
   for (const tr::command& c : tr::commands())
@@ -201,7 +201,7 @@ TEST_CASE("report: every option a command does not take is refused, never droppe
   CHECK(contains(tr::exit_code_table(), "1  malformed lines were skipped"));
 }
 
-TEST_CASE("report: a second value of a one-value option is refused, --slo repeats") {
+TEST_CASE("TR5: a second value of a one-value option is refused, --slo repeats") {
   CHECK_THROWS_WITH_AS((void)tr::parse_arguments({"--percentiles", "50", "--percentiles", "99"}),
                        doctest::Contains("--percentiles is given twice"), tr::usage_error);
   CHECK_THROWS_AS((void)tr::parse_arguments({"--format=json", "--format=csv"}), tr::usage_error);
@@ -211,7 +211,7 @@ TEST_CASE("report: a second value of a one-value option is refused, --slo repeat
   CHECK_THROWS_AS((void)tr::select_profiles("vllm,vllm"), tr::usage_error);
 }
 
-TEST_CASE("report: each percentile has its own exact key") {
+TEST_CASE("TR4: each percentile has its own exact key") {
   // 1e-300 and 2e-300 would both print as p0.00000000000000000: refused, naming the value.
   CHECK_THROWS_WITH_AS((void)tr::parse_report_percentiles("1e-300,2e-300"),
                        doctest::Contains("1e-300 cannot be named exactly"), tr::usage_error);
@@ -229,7 +229,7 @@ TEST_CASE("report: each percentile has its own exact key") {
   CHECK(!contains(out.str(), "p-0"));
 }
 
-TEST_CASE("report: a missing file among good ones writes nothing and names it") {
+TEST_CASE("TR3: a missing file among good ones writes nothing and names it") {
   std::ostringstream out, err;
   CHECK(tr::run({data + "separating.jsonl", data + "missing.jsonl"}, out, err) == tr::exit_input);
   CHECK(out.str().empty());
@@ -242,7 +242,7 @@ TEST_CASE("report: a missing file among good ones writes nothing and names it") 
   CHECK(contains(err.str(), "is a directory"));
 }
 
-TEST_CASE("report: a line longer than --max-line-bytes stops the read, naming the line") {
+TEST_CASE("TR2: a line longer than --max-line-bytes stops the read, naming the line") {
   const std::string path =
       write_temp("long_line.jsonl", R"({"send":0,"chunks":[[1,1]]})"
                                     "\n" +
@@ -272,7 +272,7 @@ TEST_CASE("report: a line longer than --max-line-bytes stops the read, naming th
                   tr::usage_error);
 }
 
-TEST_CASE("report: malformed lines are counted, the first 20 kept for the message") {
+TEST_CASE("TR1: malformed lines are counted, the first 20 kept for the message") {
   std::string text = R"({"send":0,"chunks":[[1,1]]})"
                      "\n";
   for (int i = 0; i < 25; ++i) text += "garbage\n";
@@ -302,7 +302,7 @@ long status_kb(const std::string& field) {
 }
 }  // namespace
 
-TEST_CASE("report: 10^6 garbage lines stay under 50 MB") {
+TEST_CASE("TR1: 10^6 garbage lines stay under 50 MB") {
   const std::string path = std::string(TOKCHRON_BINARY_DIR) + "/garbage1m.jsonl";
   {
     std::ofstream f(path, std::ios::binary);
@@ -364,7 +364,7 @@ TEST_CASE("report: --plot with --slo and --goodput draws the thresholds, names t
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("report: audit refuses a known claim of the wrong type, naming it") {
+TEST_CASE("TR7: audit refuses a known claim of the wrong type, naming it") {
   for (const char* bad : {R"({"rps":"1e9"})", R"({"rps":true})", R"({"rps":null})",
                           R"({"rps":[1]})", R"({"name":5,"rps":1})"}) {
     CAPTURE(bad);
@@ -384,7 +384,7 @@ TEST_CASE("report: audit refuses a known claim of the wrong type, naming it") {
   std::remove(ok.c_str());
 }
 
-TEST_CASE("report: the concurrency cap says 'within' when it holds, 'exceeds' when not") {
+TEST_CASE("TR8: the concurrency cap says 'within' when it holds, 'exceeds' when not") {
   const std::string path =
       write_temp("claims_cap.json", R"([{"name":"a","concurrency":2.706,"users":4},)"
                                     R"({"name":"b","concurrency":9,"users":4}])");
@@ -396,7 +396,7 @@ TEST_CASE("report: the concurrency cap says 'within' when it holds, 'exceeds' wh
   std::remove(path.c_str());
 }
 
-TEST_CASE("report: requests with zero E2E are counted where tokens/s leaves them") {
+TEST_CASE("TR9: requests with zero E2E are counted where tokens/s leaves them") {
   const std::string path =
       write_temp("zero_e2e.jsonl", R"({"id":"z","send":1,"chunks":[[1,3]],"end":1})"
                                    "\n"

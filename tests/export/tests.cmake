@@ -17,7 +17,7 @@ endif()
 find_package(nlohmann_json 3 REQUIRED)
 add_executable(tokchron_export_json_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp
                                           ${CMAKE_CURRENT_LIST_DIR}/otlp_tests.cpp
-                                          ${CMAKE_CURRENT_LIST_DIR}/json_test.cpp)
+                                          ${CMAKE_CURRENT_LIST_DIR}/json_tests.cpp)
 target_link_libraries(tokchron_export_json_tests PRIVATE tokchron::tokchron doctest::doctest
                                                          nlohmann_json::nlohmann_json)
 target_include_directories(tokchron_export_json_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
