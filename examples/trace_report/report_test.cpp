@@ -362,6 +362,14 @@ TEST_CASE("report: --plot with --slo and --goodput draws the thresholds, names t
          contains(timeline, "(failed)")));
   CHECK(!contains(timeline, "(request "));
   std::filesystem::remove_all(dir);
+  // Pictures that cannot be written: the report is, then exit 1 with the reason.
+  const std::string file = write_temp("plot_not_a_dir", "x");
+  out.str("");
+  err.str("");
+  CHECK(tr::run({"--plot", file + "/sub", data + "separating.jsonl"}, out, err) == tr::exit_input);
+  CHECK(contains(out.str(), "ttft"));
+  CHECK(contains(err.str(), "plot: cannot create"));
+  std::remove(file.c_str());
 }
 
 TEST_CASE("TR7: audit refuses a known claim of the wrong type, naming it") {
