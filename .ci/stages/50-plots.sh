@@ -1,8 +1,9 @@
 # Pictures (examples/plot/): installs gnuplot and Chromium from Debian's packages, runs the
 # plotting library's tests with gnuplot required, renders every picture of the executor's sweep
-# (batching-executor --plot) and of a trace (tokchron-report --plot on the sweep's trace), checks
-# that the data files hold exactly the values the two tools printed (their --format json), and
-# checks each index.html in headless Chromium: every image loaded, the screenshot not blank.
+# (batching-executor --plot) and of a trace (tokchron-report --slo --goodput --plot on the
+# sweep's trace: the thresholds drawn), checks that the data files hold exactly the values the
+# two tools printed (their --format json), and checks each index.html in headless Chromium:
+# every image loaded, the screenshot not blank.
 # Reuses stage 10's g++ C++17 build when it is there (configured the same way otherwise).
 need_pkgs gnuplot-nox chromium python3 python3-pil fonts-dejavu-core
 build=$TOKCHRON_CI_BUILD/g++-c++17
@@ -37,9 +38,14 @@ $check "$out/sweep" --screenshot "$out/sweep.png" --summary "$out/sweep.json" \
   --runs-field runs --label-field configuration --metrics-field summary.metrics \
   --expect latency_ttft latency_tpot latency_itl latency_e2el spectrum frontier timeline executor
 
-echo "--- tokchron-report --plot on the sweep's first trace"
+echo "--- tokchron-report --slo --goodput --plot on the sweep's first trace"
+# With objectives and goodput limits: their thresholds are drawn (exit 3 or 4 is a verdict).
+rc=0
 "$build/examples/trace_report/tokchron-report" --profile canonical,vllm,genai_perf,llmperf \
-  --format json --plot "$out/trace" "$out/sweep-trace-1.jsonl" >"$out/trace.json"
+  --slo 'p95(ttft)<1.5s' --goodput ttft:1.5s,tpot:100ms \
+  --format json --plot "$out/trace" "$out/sweep-trace-1.jsonl" >"$out/trace.json" || rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 3 ] || [ $rc -eq 4 ] || { echo "tokchron-report exited $rc"; exit 1; }
+grep -q "SLO p95(ttft) < 1.5s" "$out/trace/latency_ttft.gp" || { echo "no SLO line drawn"; exit 1; }
 $check "$out/trace" --screenshot "$out/trace.png" --summary "$out/trace.json" \
   --label-field profile \
   --expect latency_ttft latency_tpot latency_itl latency_e2el spectrum timeline

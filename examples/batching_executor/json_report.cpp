@@ -1,38 +1,17 @@
 // SPDX-License-Identifier: MIT
-// --format json: each configuration's summary in tokchron-report's JSON schema (its own
-// writer, examples/trace_report/report.hpp), with the executor's configuration, counters,
-// verdicts and audit beside it.
+// --format json: each configuration's summary, verdicts and audit in the library's JSON schema
+// (tokchron/export/json.hpp, the one tokchron-report writes), with the executor's
+// configuration and counters beside them.
 #include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "report.hpp"
-#include "trace_report/report.hpp"
+#include "tokchron/export/json.hpp"
 
 namespace batching {
-namespace {
-using ojson = nlohmann::ordered_json;
-
-ojson value(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
-
-ojson verdicts_json(const tokchron::sla_verdict& s) {
-  ojson a = ojson::array();
-  for (const auto& v : s.verdicts) {
-    ojson j;
-    j["objective"] = v.target.to_string();
-    j["status"] = std::string(tokchron::to_string(v.status));
-    j["measured"] = value(v.measured);
-    j["margin"] = value(v.margin);
-    j["lower"] = std::isfinite(v.lower) ? ojson(v.lower) : ojson(nullptr);
-    j["upper"] = std::isfinite(v.upper) ? ojson(v.upper) : ojson(nullptr);
-    j["confidence"] = v.confidence;
-    if (!v.reason.empty()) j["reason"] = std::string(v.reason);
-    a.push_back(j);
-  }
-  return a;
-}
-}  // namespace
 
 void write_json(std::ostream& out, const std::vector<outcome>& all) {
+  using ojson = nlohmann::ordered_json;
   ojson runs = ojson::array();
   for (const outcome& o : all) {
     ojson j;
@@ -41,7 +20,7 @@ void write_json(std::ostream& out, const std::vector<outcome>& all) {
     for (const auto& [k, v] : o.conf.parameters) params[k] = v;
     j["parameters"] = params;
     j["backend"] = make_backend(o.conf.cfg)->name();
-    j["summary"] = tokchron_report::to_json(o.summary);
+    j["summary"] = tokchron::summary_json(o.summary);
     const auto& e = o.run.engine;
     const auto& s = o.run.sched;
     j["engine"] = {{"steps", e.steps},
@@ -56,19 +35,8 @@ void write_json(std::ostream& out, const std::vector<outcome>& all) {
                    {"rejected_queue_timeout", s.rejected_timeout},
                    {"rejected_too_long", s.rejected_too_long},
                    {"wall_seconds", e.wall_s}};
-    if (!o.verdicts.verdicts.empty()) {
-      j["slo"] = verdicts_json(o.verdicts);
-      j["slo_status"] = std::string(tokchron::to_string(o.verdicts.overall()));
-    }
-    ojson findings = ojson::array();
-    for (const auto& f : o.audit.findings)
-      findings.push_back({{"check", std::string(f.check)},
-                          {"consistent", f.consistent},
-                          {"claimed", f.claimed},
-                          {"implied", f.implied},
-                          {"factor", f.factor},
-                          {"message", f.message}});
-    j["audit"] = {{"consistent", o.audit.consistent()}, {"findings", findings}};
+    if (!o.verdicts.verdicts.empty()) j["slo"] = tokchron::sla_json(o.verdicts);
+    j["audit"] = tokchron::audit_json(o.audit);
     runs.push_back(std::move(j));
   }
   ojson doc;

@@ -199,8 +199,11 @@ plot_result write_plots(const plot_input& in, const std::string& dir, const plot
 /// tokchron-report's `--plot DIR`: the trace's timelines summarised under each profile (one
 /// line each, printed percentiles `o.percentiles`, else the first profile's defaults; `o`'s GPU
 /// count and duration as printed), the SLA's lines, and the slowest, median and most-preempted
-/// request's token timeline. Throws as `write_plots`.
+/// request's token timeline, each named by `names[i]` (its trace id; empty: "request i+1").
+/// Throws as `write_plots`, and std::invalid_argument unless `names` is empty or has one name
+/// per timeline.
 plot_result plot_trace(const std::vector<tokchron::trace_timeline>& tls,
+                       const std::vector<std::string>& names,
                        const std::vector<const tokchron::profile*>& profiles,
                        const tokchron::summary_options& o, const tokchron::sla& sla,
                        const std::string& title, const std::string& command, const std::string& dir,

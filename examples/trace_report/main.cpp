@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tokchron-report: request traces in, every tool's latency and throughput numbers out.
-// The work is done by the functions in report.hpp; see `tokchron-report --help`.
+// The work is done by the tokchron_report_lib library (commands.hpp); see `tokchron-report --help`.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -9,8 +9,7 @@
 #include <malloc.h>
 #endif
 
-#include "report.hpp"
-#include "sla_report.hpp"
+#include "commands.hpp"
 
 int main(int argc, char** argv) {
 #if defined(__GLIBC__)
@@ -20,7 +19,6 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
   std::ios::sync_with_stdio(false);
-  tokchron_report::register_sla();
   const std::vector<std::string> args(argv + 1, argv + argc);
   return tokchron_report::run(args, std::cout, std::cerr);
 }

@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: MIT
-// Doctests of the functions tokchron-report is made of (report.hpp).
+// Doctests of the functions tokchron-report is made of (tokchron_report_lib, report.hpp).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "report.hpp"
 
@@ -143,4 +149,275 @@ TEST_CASE("report: the pipelined reader hands on what the plain reader does, in 
                   std::logic_error);
   CHECK(taken == 1500);
   std::remove(big.c_str());
+}
+
+namespace {
+/// A file under the build directory with `text`; its path.
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = std::string(TOKCHRON_BINARY_DIR) + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("TR6: every option a command does not take is refused, never dropped") {
+  // Every option x command pair: the option's own list says where it applies; elsewhere the
+  // command line is refused naming the option and the command.
+  for (const tr::command& c : tr::commands())
+    for (const tr::option_spec& o : tr::options()) {
+      std::vector<std::string> argv{c.name, "--" + o.name};
+      if (o.takes_value) argv.push_back("v");
+      argv.push_back("f");
+      const bool applies =
+          std::find(o.commands.begin(), o.commands.end(), c.name) != o.commands.end();
+      CAPTURE(c.name);
+      CAPTURE(o.name);
+      if (applies) {
+        CHECK_NOTHROW((void)tr::parse_arguments(argv));
+      } else {
+        try {
+          (void)tr::parse_arguments(argv);
+          FAIL("accepted");
+        } catch (const tr::usage_error& e) {
+          CHECK(contains(e.what(), "--" + o.name + " does not apply to the " + c.name));
+        }
+      }
+    }
+  std::ostringstream out, err;
+  CHECK(tr::run({"audit", "--plot", "dir", "c.json"}, out, err) == tr::exit_usage);
+  CHECK(contains(err.str(), "--plot does not apply to the audit command"));
+  // An option that needs another.
+  CHECK_THROWS_AS((void)tr::sla_settings_from(tr::parse_arguments({"--slo-confidence", "0.9"})),
+                  tr::usage_error);
+  // The help lists the exit codes, the same table the code uses.
+  CHECK(contains(tr::usage(), tr::exit_code_table()));
+  CHECK(contains(tr::exit_code_table(), "1  malformed lines were skipped"));
+}
+
+TEST_CASE("TR5: a second value of a one-value option is refused, --slo repeats") {
+  CHECK_THROWS_WITH_AS((void)tr::parse_arguments({"--percentiles", "50", "--percentiles", "99"}),
+                       doctest::Contains("--percentiles is given twice"), tr::usage_error);
+  CHECK_THROWS_AS((void)tr::parse_arguments({"--format=json", "--format=csv"}), tr::usage_error);
+  CHECK_THROWS_AS((void)tr::parse_arguments({"--quiet", "--quiet"}), tr::usage_error);
+  const auto a = tr::parse_arguments({"--slo", "p95(ttft) < 1s", "--slo", "p99(tpot) < 1s", "f"});
+  CHECK(tr::sla_settings_from(a).objectives.objectives.size() == 2);
+  CHECK_THROWS_AS((void)tr::select_profiles("vllm,vllm"), tr::usage_error);
+}
+
+TEST_CASE("TR4: each percentile has its own exact key") {
+  // 1e-300 and 2e-300 would both print as p0.00000000000000000: refused, naming the value.
+  CHECK_THROWS_WITH_AS((void)tr::parse_report_percentiles("1e-300,2e-300"),
+                       doctest::Contains("1e-300 cannot be named exactly"), tr::usage_error);
+  CHECK_THROWS_WITH_AS((void)tr::parse_report_percentiles("50,50.0"),
+                       doctest::Contains("50 is given twice"), tr::usage_error);
+  // -0 is 0, named p0 (not p-0).
+  const auto p = tr::parse_report_percentiles("-0,99.99");
+  REQUIRE(p.size() == 2);
+  CHECK(!std::signbit(p[0]));
+  CHECK(tokchron::percentile_key(p[0]) == "p0");
+  std::ostringstream out, err;
+  CHECK(tr::run({"--percentiles", "-0,50", "--format", "csv", data + "separating.jsonl"}, out,
+                err) == tr::exit_ok);
+  CHECK(contains(out.str(), "ttft.p0,"));
+  CHECK(!contains(out.str(), "p-0"));
+}
+
+TEST_CASE("TR3: a missing file among good ones writes nothing and names it") {
+  std::ostringstream out, err;
+  CHECK(tr::run({data + "separating.jsonl", data + "missing.jsonl"}, out, err) == tr::exit_input);
+  CHECK(out.str().empty());
+  CHECK(contains(err.str(), "cannot open " + data + "missing.jsonl"));
+  CHECK(contains(err.str(), "nothing was reported"));
+  err.str("");
+  CHECK(tr::run({"--slo", "p95(ttft) < 1s", data + "separating.jsonl", data}, out, err) ==
+        tr::exit_input);
+  CHECK(out.str().empty());
+  CHECK(contains(err.str(), "is a directory"));
+}
+
+TEST_CASE("TR2: a line longer than --max-line-bytes stops the read, naming the line") {
+  const std::string path =
+      write_temp("long_line.jsonl", R"({"send":0,"chunks":[[1,1]]})"
+                                    "\n" +
+                                        std::string(200, ' ') + R"({"send":0,"chunks":[[1,1]]})");
+  std::ostringstream out, err;
+  CHECK(tr::run({"--max-line-bytes", "100", path}, out, err) == tr::exit_input);
+  CHECK(contains(err.str(), "long_line.jsonl: line 2 is longer than 100 bytes"));
+  CHECK(out.str().empty());
+  err.str("");
+  CHECK(tr::run({"--max-line-bytes", "1000", path}, out, err) == tr::exit_ok);
+  std::remove(path.c_str());
+#if defined(__linux__)
+  // /dev/zero is one endless line: the default limit (16 MiB) ends it.
+  out.str("");
+  err.str("");
+  CHECK(tr::run({"--threads", "1", "/dev/zero"}, out, err) == tr::exit_input);
+  CHECK(contains(err.str(), "/dev/zero: line 1 is longer than 16777216 bytes"));
+#endif
+  // A vLLM result file is one JSON document: the same limit bounds it.
+  out.str("");
+  err.str("");
+  CHECK(tr::run({"--max-line-bytes", "100", "--input", "vllm", data + "vllm_result.json"}, out,
+                err) == tr::exit_input);
+  CHECK(contains(err.str(), "vllm_result.json: a vLLM result file is one JSON document"));
+  CHECK(tr::run({"--input", "vllm", data + "vllm_result.json"}, out, err) == tr::exit_ok);
+  CHECK_THROWS_AS((void)tr::settings_from(tr::parse_arguments({"--max-line-bytes", "0"})),
+                  tr::usage_error);
+}
+
+TEST_CASE("TR1: malformed lines are counted, the first 20 kept for the message") {
+  std::string text = R"({"send":0,"chunks":[[1,1]]})"
+                     "\n";
+  for (int i = 0; i < 25; ++i) text += "garbage\n";
+  const std::string path = write_temp("garbage25.jsonl", text);
+  const auto st = tr::read_inputs({path}, "auto", [](tokchron::trace_timeline&&) {});
+  CHECK(st.malformed == 25);
+  CHECK(st.errors.size() == tr::kept_errors);
+  CHECK(st.errors.back().line == 21);
+  std::ostringstream out, err;
+  CHECK(tr::run({path}, out, err) == tr::exit_skipped_lines);
+  CHECK(contains(err.str(), "line 21:"));
+  CHECK(!contains(err.str(), "line 22:"));
+  CHECK(contains(err.str(), "... and 5 more malformed lines"));
+  CHECK(contains(err.str(), "skipped 25 malformed lines of 26"));
+  std::remove(path.c_str());
+}
+
+namespace {
+/// A /proc/self/status field in kB, or -1.
+long status_kb(const std::string& field) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.compare(0, field.size() + 1, field + ":") == 0)
+      return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("TR1: 10^6 garbage lines stay under 50 MB") {
+  const std::string path = std::string(TOKCHRON_BINARY_DIR) + "/garbage1m.jsonl";
+  {
+    std::ofstream f(path, std::ios::binary);
+    const std::string block = [] {
+      std::string b;
+      for (int i = 0; i < 1000; ++i) b += "{\"send\":1,\"chunks\":\"not an array\"}\n";
+      return b;
+    }();
+    for (int i = 0; i < 1000; ++i) f << block;
+  }
+  // The peak resident size of this process is reset (Linux: clear_refs 5) and read back after
+  // the run: the growth is what reading the file cost.
+  const bool reset = static_cast<bool>(std::ofstream("/proc/self/clear_refs") << "5");
+  const long before = status_kb("VmRSS");
+  const auto st = tr::read_inputs({path}, "auto", [](tokchron::trace_timeline&&) {});
+  const long peak = status_kb("VmHWM");
+  std::remove(path.c_str());
+  CHECK(st.malformed == 1000000);
+  CHECK(st.errors.size() == tr::kept_errors);
+  CHECK(st.lines == 1000000);
+#if defined(__SANITIZE_ADDRESS__)
+  const bool measurable = false;  // ASan's quarantine keeps freed blocks resident
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  const bool measurable = false;
+#else
+  const bool measurable = true;
+#endif
+#else
+  const bool measurable = true;
+#endif
+  if (reset && before > 0 && peak > 0 && measurable) {
+    MESSAGE("resident before " << before << " kB, peak during the read " << peak << " kB");
+    CHECK(peak - before < 50 * 1024);
+  } else {
+    MESSAGE("peak resident size not measurable here; only the counts were checked");
+  }
+}
+
+TEST_CASE("report: --plot with --slo and --goodput draws the thresholds, names trace ids") {
+  const std::string dir = std::string(TOKCHRON_BINARY_DIR) + "/slo_plot";
+  std::filesystem::remove_all(dir);
+  std::ostringstream out, err;
+  const int rc = tr::run({"--slo", "p95(ttft) < 200ms", "--goodput", "tpot:50ms", "--plot", dir,
+                          data + "separating.jsonl"},
+                         out, err);
+  CHECK((rc == tr::exit_ok || rc == tr::exit_slo_undecided));
+  CHECK(contains(err.str(), "plot: wrote"));
+  CHECK(std::filesystem::is_regular_file(dir + "/index.html"));
+  CHECK(contains(slurp(dir + "/latency_ttft.gp"), "SLO p95(ttft) < 200ms"));
+  CHECK(contains(slurp(dir + "/latency_tpot.gp"), "SLO max(tpot) <= 50ms"));
+  CHECK(contains(out.str(), "goodput"));
+  // The token timeline names requests by their trace ids, not by position.
+  const std::string timeline = slurp(dir + "/timeline.gp");
+  CHECK((contains(timeline, "(bundled)") || contains(timeline, "(one-token)") ||
+         contains(timeline, "(ttft-zero)") || contains(timeline, "(usage-zero)") ||
+         contains(timeline, "(failed)")));
+  CHECK(!contains(timeline, "(request "));
+  std::filesystem::remove_all(dir);
+  // Pictures that cannot be written: the report is, then exit 1 with the reason.
+  const std::string file = write_temp("plot_not_a_dir", "x");
+  out.str("");
+  err.str("");
+  CHECK(tr::run({"--plot", file + "/sub", data + "separating.jsonl"}, out, err) == tr::exit_input);
+  CHECK(contains(out.str(), "ttft"));
+  CHECK(contains(err.str(), "plot: cannot create"));
+  std::remove(file.c_str());
+}
+
+TEST_CASE("TR7: audit refuses a known claim of the wrong type, naming it") {
+  for (const char* bad : {R"({"rps":"1e9"})", R"({"rps":true})", R"({"rps":null})",
+                          R"({"rps":[1]})", R"({"name":5,"rps":1})"}) {
+    CAPTURE(bad);
+    const std::string path = write_temp("claims_bad.json", bad);
+    std::ostringstream out, err;
+    CHECK(tr::run({"audit", path}, out, err) == tr::exit_input);
+    CHECK((contains(err.str(), "claim 'rps' must be a number, not") ||
+           contains(err.str(), "field 'name' must be a string")));
+    CHECK(out.str().empty());
+    std::remove(path.c_str());
+  }
+  // A label that is not a claim is still ignored; an unknown number is warned about.
+  const std::string ok = write_temp("claims_ok.json", R"({"model":"x","rpz":3,"rps":1})");
+  std::ostringstream out, err;
+  CHECK(tr::run({"audit", ok}, out, err) == tr::exit_ok);
+  CHECK(contains(err.str(), "ignoring unknown claim 'rpz'"));
+  std::remove(ok.c_str());
+}
+
+TEST_CASE("TR8: the concurrency cap says 'within' when it holds, 'exceeds' when not") {
+  const std::string path =
+      write_temp("claims_cap.json", R"([{"name":"a","concurrency":2.706,"users":4},)"
+                                    R"({"name":"b","concurrency":9,"users":4}])");
+  std::ostringstream out, err;
+  CHECK(tr::run({"audit", path}, out, err) == tr::exit_slo_fail);
+  CHECK(contains(out.str(), "ok           concurrency_cap: concurrency 2.706 is within the 4"));
+  CHECK(contains(out.str(), "INCONSISTENT concurrency_cap: concurrency 9 exceeds the 4"));
+  CHECK(!contains(out.str(), "2.706 exceeds"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("TR9: requests with zero E2E are counted where tokens/s leaves them") {
+  const std::string path =
+      write_temp("zero_e2e.jsonl", R"({"id":"z","send":1,"chunks":[[1,3]],"end":1})"
+                                   "\n"
+                                   R"({"id":"n","send":0,"chunks":[[0.5,2]],"end":1})"
+                                   "\n");
+  std::ostringstream out, err;
+  CHECK(tr::run({"--format", "json", path}, out, err) == tr::exit_ok);
+  const auto j = nlohmann::json::parse(out.str());
+  CHECK(j["metrics"]["tokens_per_s"]["count"] == 1);
+  CHECK(j["metrics"]["tokens_per_s"]["invalid"] == 1);
+  CHECK(contains(err.str(), "canonical: 1 completed request has no tokens_per_s value"));
+  out.str("");
+  CHECK(tr::run({path}, out, err) == tr::exit_ok);
+  CHECK(contains(out.str(), "tokens_per_s.invalid"));
+  std::remove(path.c_str());
 }

@@ -12,10 +12,12 @@ else()
   message(STATUS "tokchron: prometheus-cpp not found; skipping tokchron_prometheus_cpp_test")
 endif()
 
-# OTLP JSON (export/otlp.hpp needs nlohmann-json, a base package): its own binary.
+# The nlohmann-json adaptors (a base package): OTLP JSON (export/otlp.hpp) and the summary /
+# verdict / audit JSON (export/json.hpp), in their own binary.
 find_package(nlohmann_json 3 REQUIRED)
 add_executable(tokchron_export_json_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp
-                                          ${CMAKE_CURRENT_LIST_DIR}/otlp_tests.cpp)
+                                          ${CMAKE_CURRENT_LIST_DIR}/otlp_tests.cpp
+                                          ${CMAKE_CURRENT_LIST_DIR}/json_tests.cpp)
 target_link_libraries(tokchron_export_json_tests PRIVATE tokchron::tokchron doctest::doctest
                                                          nlohmann_json::nlohmann_json)
 target_include_directories(tokchron_export_json_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)

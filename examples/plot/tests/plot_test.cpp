@@ -448,8 +448,10 @@ TEST_CASE("plot_trace: one line per profile, printed percentiles kept, samples p
   const fs::path dir = fresh_dir("plot_trace");
   plot::plot_options opt;
   opt.render = false;
-  const auto res = plot::plot_trace(tls, profs, o, tokchron::sla::parse("p99(itl) < 50ms"), "trace",
-                                    "tokchron-report x", dir.string(), opt);
+  std::vector<std::string> names;
+  for (const auto& r : records) names.push_back(r.id);
+  const auto res = plot::plot_trace(tls, names, profs, o, tokchron::sla::parse("p99(itl) < 50ms"),
+                                    "trace", "tokchron-report x", dir.string(), opt);
   CHECK(res.pictures.size() == 6);  // four metrics, the overview, the timeline
   const auto rows = read_rows(dir / "latency_itl.dat");
   const auto printed_vllm = tokchron::summarize(tls, tokchron::profiles::vllm, o);
@@ -467,6 +469,10 @@ TEST_CASE("plot_trace: one line per profile, printed percentiles kept, samples p
   CHECK(page.find("<th>P99.9</th>") != std::string::npos);
   CHECK(page.find("<th>P95</th>") == std::string::npos);
   CHECK(page.find("tokchron-report x") != std::string::npos);
+  // The token timeline names its requests by trace id ("slowest (r17): ..."), not by position.
+  const std::string timeline = slurp(dir / "timeline.gp");
+  CHECK(timeline.find("slowest (r") != std::string::npos);
+  CHECK(timeline.find("(request ") == std::string::npos);
   // The timeline picks equal the record-based picks (same requests, same roles).
   const auto a = plot::pick_samples(records);
   const auto b = plot::pick_samples(

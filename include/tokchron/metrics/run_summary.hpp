@@ -63,7 +63,10 @@ struct percentile_value {
 /// when the profile's tool reports no std, or when count <= ddof.
 struct distribution {
   std::uint64_t count = 0;
-  std::uint64_t invalid = 0;  ///< requests the profile's rule refused (MLPerf: N = 1 for TPOT)
+  /// Requests the profile's rule refused: MLPerf's N = 1 for TPOT; for the user rate
+  /// (tokens/s), completed requests without a rate: zero E2E latency or no output tokens (or
+  /// no TPOT under a 1/TPOT rule).
+  std::uint64_t invalid = 0;
   std::optional<double> mean, median, stddev, min, max;
   std::vector<percentile_value> percentiles;
 
@@ -465,6 +468,7 @@ class run_summarizer {
     push(prefill_, r.prefill);
     push(decode_, r.decode);
     push(rate_, r.user_rate);
+    if (!r.user_rate) ++rate_invalid_;  // no rate (zero E2E, no tokens): counted, not lost
   }
 
   /// The summary of everything added so far (the summarizer can keep accumulating). Copies the
@@ -524,6 +528,7 @@ class run_summarizer {
     s.gpus = o_.gpus;
     s.peak_concurrency = peak_in_flight();
     s.tpot.invalid = tpot_invalid_;
+    s.user_output_rate.invalid = rate_invalid_;
     const std::pair<std::vector<double>*, distribution*> all[] = {
         {&ttft_, &s.ttft},
         {&tpot_, &s.tpot},
@@ -651,7 +656,7 @@ class run_summarizer {
   const profile* p_;
   summary_options o_;
   std::uint64_t requests_ = 0, completed_ = 0, input_tokens_ = 0, output_tokens_ = 0,
-                tpot_invalid_ = 0;
+                tpot_invalid_ = 0, rate_invalid_ = 0;
   double e2el_sum_ = 0;
   bool itl_failed_ = false;
   std::optional<time_point> start_, end_;

@@ -13,15 +13,18 @@
 /// tolerance x `proxy_slack` when a percentile had to stand in for a mean (P95 TPOT for the
 /// mean TPOT, P95 TTFT for the mean TTFT).
 ///
-/// | check          | law                                                                   |
-/// |----------------|-----------------------------------------------------------------------|
-/// | token_mix      | total_tps = output_tps (prompt + output) / output; rps = output_tps / output
-/// | | decode_rate    | output_tps <= gpus x max_batch_size / mean TPOT (each decoding slot yields
-/// one token per TPOT) | | hardware_floor | mean TPOT >= weight_bytes / memory bandwidth (every
-/// decode step reads the weights) | | littles_law    | concurrency = rps x mean E2E | | closed_loop
-/// | rps = users / (mean E2E + think time) (interactive response-time law) | | queueing_ttft  |
-/// mean TTFT >= mean queue wait >= (users - rps x think - gpus x max_batch_size) / rps | |
-/// concurrency_cap| concurrency <= users (closed loop)                                    |
+/// The checks (each a law of the figures it names):
+///  - `token_mix`: total_tps = output_tps (prompt + output) / output; rps = output_tps / output;
+///  - `decode_rate`: output_tps <= gpus x max_batch_size / mean TPOT (each decoding slot yields
+///    one token per TPOT);
+///  - `hardware_floor`: mean TPOT >= weight_bytes / memory bandwidth (every decode step reads
+///    the weights);
+///  - `littles_law`: concurrency = rps x mean E2E;
+///  - `closed_loop`: rps = users / (mean E2E + think time) (interactive response-time law);
+///  - `queueing_ttft`: mean TTFT >= mean queue wait >= (users - rps x think - gpus x
+///    max_batch_size) / rps;
+///  - `concurrency_cap`: concurrency <= users (closed loop); its message says "exceeds" only
+///    when the claim is above the users, "is within" otherwise.
 ///
 /// Derived figures (output_tps from total_tps and the token lengths, rps from output_tps, mean
 /// E2E from TTFT + (output - 1) TPOT) are used when not claimed, and each finding says which
@@ -281,8 +284,10 @@ inline std::string fmt_s(double s) { return fmt_num(s) + " s"; }
             fmt_num(implied));
   }
   if (pos(c.concurrency) && pos(c.users)) {
+    // The words follow the comparison: "exceeds" only when the claim is above the bound.
     add("concurrency_cap", *c.concurrency, *c.users, false, false,
-        "concurrency " + fmt_num(*c.concurrency) + " exceeds the " + fmt_num(*c.users) +
+        "concurrency " + fmt_num(*c.concurrency) +
+            (*c.concurrency > *c.users ? " exceeds the " : " is within the ") + fmt_num(*c.users) +
             " closed-loop users");
   }
   const double think = c.think_time_s ? *c.think_time_s : 0.0;

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+#include "writers.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <ostream>
+
+#include "tokchron/export/json.hpp"
+
+namespace tokchron_report {
+namespace {
+
+/// A flat (row name, value per summary) view shared by the table and CSV writers.
+struct row {
+  std::string name;
+  std::vector<std::optional<double>> values;
+  bool latency = false;  ///< seconds: shown in ms in the table
+};
+
+std::vector<row> rows_of(const std::vector<tc::run_summary>& all) {
+  std::vector<row> rows;
+  auto add = [&](std::string name, bool latency, auto get) {
+    row r{std::move(name), {}, latency};
+    for (const auto& s : all) r.values.push_back(get(s));
+    rows.push_back(std::move(r));
+  };
+  using S = tc::run_summary;
+  auto u = [](std::uint64_t v) { return std::optional<double>(static_cast<double>(v)); };
+  add("requests", false, [&](const S& s) { return u(s.requests); });
+  add("completed", false, [&](const S& s) { return u(s.completed); });
+  add("failed", false, [&](const S& s) { return u(s.failed); });
+  add("duration_s", false, [](const S& s) { return s.duration; });
+  add("request_throughput", false, [](const S& s) { return s.request_throughput; });
+  add("output_throughput", false, [](const S& s) { return s.output_throughput; });
+  add("total_token_throughput", false, [](const S& s) { return s.total_token_throughput; });
+  if (!all.empty() && all.front().gpus) {
+    add("request_throughput_per_gpu", false,
+        [](const S& s) { return s.request_throughput_per_gpu; });
+    add("output_throughput_per_gpu", false, [](const S& s) { return s.output_throughput_per_gpu; });
+    add("total_token_throughput_per_gpu", false,
+        [](const S& s) { return s.total_token_throughput_per_gpu; });
+  }
+  add("mean_concurrency", false, [](const S& s) { return s.mean_concurrency; });
+  add("time_weighted_concurrency", false, [](const S& s) { return s.time_weighted_concurrency; });
+  add("peak_concurrency", false, [&](const S& s) { return u(s.peak_concurrency); });
+  auto dist = [&](const std::string& metric, bool latency, tc::distribution S::*field,
+                  bool only_when_present) {
+    if (only_when_present &&
+        std::none_of(all.begin(), all.end(), [&](const S& s) { return (s.*field).count > 0; }))
+      return;
+    add(metric + ".count", false, [&](const S& s) { return u((s.*field).count); });
+    if (std::any_of(all.begin(), all.end(), [&](const S& s) { return (s.*field).invalid > 0; }))
+      add(metric + ".invalid", false, [&](const S& s) { return u((s.*field).invalid); });
+    add(metric + ".mean", latency, [&](const S& s) { return (s.*field).mean; });
+    add(metric + ".median", latency, [&](const S& s) { return (s.*field).median; });
+    add(metric + ".std", latency, [&](const S& s) { return (s.*field).stddev; });
+    add(metric + ".min", latency, [&](const S& s) { return (s.*field).min; });
+    add(metric + ".max", latency, [&](const S& s) { return (s.*field).max; });
+    if (all.empty()) return;
+    for (std::size_t i = 0; i < (all.front().*field).percentiles.size(); ++i)
+      add(metric + "." + tc::percentile_key((all.front().*field).percentiles[i].percent), latency,
+          [&](const S& s) { return (s.*field).percentiles[i].value; });
+  };
+  dist("ttft", true, &S::ttft, false);
+  dist("tpot", true, &S::tpot, false);
+  dist("itl", true, &S::itl, false);
+  dist("e2el", true, &S::e2el, false);
+  dist("queue", true, &S::queue, true);
+  dist("prefill", true, &S::prefill, true);
+  dist("decode", true, &S::decode, true);
+  dist("tokens_per_s", false, &S::user_output_rate, false);
+  dist("prompt_len", false, &S::prompt_lengths, true);
+  dist("output_len", false, &S::output_lengths, false);
+  for (std::size_t i = 0; !all.empty() && i < all.front().extra.size(); ++i)
+    add(all.front().extra[i].first, false, [&](const S& s) {
+      return i < s.extra.size() ? s.extra[i].second : std::optional<double>();
+    });
+  return rows;
+}
+
+/// `v` with `significant` digits, or (0) the shortest form that reads back exactly.
+std::string format_number(double v, int significant = 6) {
+  char buf[64];
+  if (significant > 0) {
+    std::snprintf(buf, sizeof buf, "%.*g", significant, v);
+    return buf;
+  }
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+}  // namespace
+
+ojson to_json(const std::vector<tc::run_summary>& all) {
+  if (all.size() == 1) return tc::summary_json(all.front());
+  ojson a = ojson::array();
+  for (const auto& s : all) a.push_back(tc::summary_json(s));
+  return a;
+}
+
+void write_table(std::ostream& out, const std::vector<tc::run_summary>& all) {
+  const auto rows = rows_of(all);
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::size_t> width(all.size() + 1, 0);
+  std::vector<std::string> head{"metric"};
+  for (const auto& s : all) head.push_back(s.profile);
+  cells.push_back(head);
+  for (const auto& r : rows) {
+    std::vector<std::string> line{r.latency ? r.name + " (ms)" : r.name};
+    for (const auto& v : r.values)
+      line.push_back(v ? format_number(r.latency ? *v * 1e3 : *v) : "-");
+    cells.push_back(std::move(line));
+  }
+  for (const auto& line : cells)
+    for (std::size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+  for (const auto& line : cells) {
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      if (c == 0)
+        out << line[c] << std::string(width[c] - line[c].size(), ' ');
+      else
+        out << "  " << std::string(width[c] - line[c].size(), ' ') << line[c];
+    }
+    out << '\n';
+  }
+}
+
+void write_csv(std::ostream& out, const std::vector<tc::run_summary>& all) {
+  out << "metric";
+  for (const auto& s : all) out << ',' << s.profile;
+  out << '\n';
+  for (const auto& r : rows_of(all)) {
+    out << r.name;
+    for (const auto& v : r.values) {
+      out << ',';
+      if (v) out << format_number(*v, 0);
+    }
+    out << '\n';
+  }
+}
+
+void write_report(std::ostream& out, const std::vector<tc::run_summary>& all,
+                  const std::string& format) {
+  if (format == "json")
+    out << to_json(all).dump(2) << '\n';
+  else if (format == "csv")
+    write_csv(out, all);
+  else
+    write_table(out, all);
+}
+
+int report_skipped(const input_stats& in, std::ostream& err, bool quiet) {
+  if (in.malformed == 0) return exit_ok;
+  if (!quiet) {
+    for (std::size_t i = 0; i < in.errors.size(); ++i)
+      err << "tokchron-report: " << in.error_files[i] << ": " << in.errors[i].to_string() << '\n';
+    if (in.malformed > in.errors.size())
+      err << "tokchron-report: ... and " << in.malformed - in.errors.size()
+          << " more malformed lines (only the first " << in.errors.size() << " are listed)\n";
+  }
+  err << "tokchron-report: skipped " << in.malformed << " malformed line"
+      << (in.malformed == 1 ? "" : "s") << " of " << in.lines << '\n';
+  return exit_skipped_lines;
+}
+
+void report_missing_rates(const std::vector<tc::run_summary>& all, std::ostream& err) {
+  for (const auto& s : all)
+    if (s.user_output_rate.invalid)
+      err << "tokchron-report: " << s.profile << ": " << s.user_output_rate.invalid
+          << " completed request" << (s.user_output_rate.invalid == 1 ? " has" : "s have")
+          << " no tokens_per_s value (zero E2E latency or no output tokens, or no TPOT under a "
+             "1/TPOT rule); "
+             "counted as tokens_per_s.invalid\n";
+}
+
+}  // namespace tokchron_report

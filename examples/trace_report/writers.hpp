@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: nlohmann-json
+#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_WRITERS_HPP
+#define TOKCHRON_EXAMPLES_TRACE_REPORT_WRITERS_HPP
+
+/// \file
+/// tokchron-report's writers: the table, the CSV and the JSON (the library's schema,
+/// tokchron/export/json.hpp) of the summaries, and the messages about the input on stderr.
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "inputs.hpp"
+#include "tokchron/metrics/run_summary.hpp"
+
+namespace tokchron_report {
+
+using ojson = nlohmann::ordered_json;
+
+/// The JSON document: one `tokchron::summary_json` object for one profile, an array for
+/// several.
+[[nodiscard]] ojson to_json(const std::vector<tc::run_summary>& all);
+
+/// A table: one row per value, one column per profile; latencies in milliseconds.
+void write_table(std::ostream& out, const std::vector<tc::run_summary>& all);
+
+/// CSV: a header `metric,<profile>...` then one row per value (seconds; the shortest form that
+/// reads back exactly; an empty cell when undefined).
+void write_csv(std::ostream& out, const std::vector<tc::run_summary>& all);
+
+/// Writes `all` in `format` (table, json or csv).
+void write_report(std::ostream& out, const std::vector<tc::run_summary>& all,
+                  const std::string& format);
+
+/// Prints the kept malformed lines (unless quiet), how many more were not listed, and the
+/// count to `err`; returns the exit code for a report that was written (1 when lines were
+/// skipped).
+int report_skipped(const input_stats& in, std::ostream& err, bool quiet);
+
+/// Says on `err`, per summary, how many completed requests have no tokens/s value (zero E2E
+/// latency or no output tokens, or no TPOT under a 1/TPOT rule): they are counted in
+/// `tokens_per_s.invalid` (the JSON's `metrics.tokens_per_s.invalid`).
+void report_missing_rates(const std::vector<tc::run_summary>& all, std::ostream& err);
+
+}  // namespace tokchron_report
+
+#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_WRITERS_HPP
