@@ -144,14 +144,29 @@ cuda_model::cuda_model(const model_weights& w, int device) : p_(std::make_unique
   BX_CUBLAS(cublasSetStream(m.blas, m.stream));
   BX_CUDA(cudaEventCreate(&m.start));
   BX_CUDA(cudaEventCreate(&m.stop));
+  // Weight upload: on the compute stream, each copy synchronised before the next. Before, the
+  // weights went with plain cudaMemcpy on the legacy default stream, while every kernel runs on
+  // `stream`, created cudaStreamNonBlocking, which does not wait for the legacy stream; and a
+  // cudaMemcpy from pageable host memory may return once the data is staged, before the DMA to
+  // the device has landed (CUDA Runtime API, "API synchronization behavior"), so the first
+  // step's kernels could read weights still in flight. Synchronising is what makes it correct
+  // whatever the source memory (pageable or pinned, whose return semantics differ) and whichever
+  // stream the kernels use: when `copy` returns the bytes are on the device and the host buffer
+  // (often a temporary) may go, and a failed copy is reported by the constructor, not by the
+  // first step. Using the compute stream keeps the backend on one stream (no legacy-stream
+  // implicit synchronisation involved).
+  auto copy = [&](void* dst, const void* src, std::size_t bytes) {
+    BX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, m.stream));
+    BX_CUDA(cudaStreamSynchronize(m.stream));
+  };
   auto up_half = [&](device_buffer<__half>& d, const std::vector<float>& v) {
     const auto h = to_half(v);
     d.reset(h.size());
-    BX_CUDA(cudaMemcpy(d.get(), h.data(), h.size() * sizeof(__half), cudaMemcpyHostToDevice));
+    copy(d.get(), h.data(), h.size() * sizeof(__half));
   };
   auto up_float = [&](device_buffer<float>& d, const std::vector<float>& v) {
     d.reset(v.size());
-    BX_CUDA(cudaMemcpy(d.get(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+    copy(d.get(), v.data(), v.size() * sizeof(float));
   };
   up_half(m.embedding, w.embedding);
   up_half(m.lm_head, w.lm_head);
@@ -283,11 +298,13 @@ void cuda_model::forward(const forward_batch& b, std::vector<std::int32_t>& next
   BX_CUDA(cudaEventElapsedTime(&m.last_ms, m.start, m.stop));
   for (std::size_t i = 0, r = 0; i < b.seqs.size(); ++i)
     if (b.seqs[i].sample) next[i] = m.pinned_next[r++];
-  if (logits) {
+  if (logits) {  // after the step (synchronised above), on the step's stream
     logits->resize(sampled * V);
-    if (S > 0)
-      BX_CUDA(cudaMemcpy(logits->data(), m.logits.get(), sampled * V * sizeof(float),
-                         cudaMemcpyDeviceToHost));
+    if (S > 0) {
+      BX_CUDA(cudaMemcpyAsync(logits->data(), m.logits.get(), sampled * V * sizeof(float),
+                              cudaMemcpyDeviceToHost, st));
+      BX_CUDA(cudaStreamSynchronize(st));
+    }
   }
 }
 
