@@ -75,6 +75,45 @@ std::vector<__half> to_half(const std::vector<float>& v) {
   return h;
 }
 
+// y[rows][out] (fp32) = x[rows][in] (fp16) * W^T, W row-major [out][in] (fp16). In cuBLAS's
+// column-major view y^T (out x rows) = W (as [in x out] column-major)^T * x^T.
+void gemm(cublasHandle_t blas, const __half* xin, int n_rows, const __half* w, int in, int out,
+          float* y) {
+  const float one = 1.0f, zero = 0.0f;
+  BX_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n_rows, in, &one, w, CUDA_R_16F, in,
+                         xin, CUDA_R_16F, in, &zero, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT));
+}
+
+// A stream, a cuBLAS handle on it and two events, released on destruction.
+struct stream_set {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  stream_set() {
+    BX_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    BX_CUBLAS(cublasCreate(&blas));
+    BX_CUBLAS(cublasSetStream(blas, stream));
+    BX_CUDA(cudaEventCreate(&start));
+    BX_CUDA(cudaEventCreate(&stop));
+  }
+  ~stream_set() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (blas) cublasDestroy(blas);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  stream_set(const stream_set&) = delete;
+  stream_set& operator=(const stream_set&) = delete;
+  // Seconds between the events, once `stop` has completed.
+  double elapsed() {
+    BX_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    BX_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return ms / 1e3;
+  }
+};
+
 struct device_layer {
   device_buffer<float> attn_norm, mlp_norm;
   device_buffer<__half> wqkv, wo, w_up, w_down;
@@ -85,8 +124,9 @@ struct device_layer {
 struct cuda_model::impl {
   model_config cfg;
   int device = 0;
-  cudaStream_t stream = nullptr;
-  cublasHandle_t blas = nullptr;
+  std::unique_ptr<stream_set> streams;  // created once the device is selected
+  cudaStream_t stream = nullptr;        // streams->stream
+  cublasHandle_t blas = nullptr;        // streams->blas
   cudaEvent_t start = nullptr, stop = nullptr;
   float last_ms = 0;
   std::string name;
@@ -109,19 +149,10 @@ struct cuda_model::impl {
 
   ~impl() {
     if (pinned_next) cudaFreeHost(pinned_next);
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-    if (blas) cublasDestroy(blas);
-    if (stream) cudaStreamDestroy(stream);
   }
 
-  // y[rows][out] (fp32) = x[rows][in] (fp16) * W^T, W row-major [out][in] (fp16). In cuBLAS's
-  // column-major view y^T (out x rows) = W (as [in x out] column-major)^T * x^T.
   void gemm(const __half* xin, int n_rows, const __half* w, int in, int out, float* y) {
-    const float one = 1.0f, zero = 0.0f;
-    BX_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n_rows, in, &one, w, CUDA_R_16F, in,
-                           xin, CUDA_R_16F, in, &zero, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F,
-                           CUBLAS_GEMM_DEFAULT));
+    compute::gemm(blas, xin, n_rows, w, in, out, y);
   }
 };
 
@@ -139,11 +170,11 @@ cuda_model::cuda_model(const model_weights& w, int device) : p_(std::make_unique
   char mem[32];
   std::snprintf(mem, sizeof mem, "%.1f GiB", double(prop.totalGlobalMem) / 1073741824.0);
   m.name = std::string(prop.name) + ", " + mem;
-  BX_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
-  BX_CUBLAS(cublasCreate(&m.blas));
-  BX_CUBLAS(cublasSetStream(m.blas, m.stream));
-  BX_CUDA(cudaEventCreate(&m.start));
-  BX_CUDA(cudaEventCreate(&m.stop));
+  m.streams = std::make_unique<stream_set>();
+  m.stream = m.streams->stream;
+  m.blas = m.streams->blas;
+  m.start = m.streams->start;
+  m.stop = m.streams->stop;
   // Weight upload: on the compute stream, each copy synchronised before the next. Before, the
   // weights went with plain cudaMemcpy on the legacy default stream, while every kernel runs on
   // `stream`, created cudaStreamNonBlocking, which does not wait for the legacy stream; and a
@@ -306,6 +337,51 @@ void cuda_model::forward(const forward_batch& b, std::vector<std::int32_t>& next
       BX_CUDA(cudaStreamSynchronize(st));
     }
   }
+}
+
+double measure_device_bandwidth(int device, std::size_t bytes, int repeats) {
+  if (auto why = cuda_unavailable_reason()) throw no_gpu_error("cuda: " + *why);
+  if (bytes == 0) throw std::invalid_argument("cuda bandwidth: bytes must be > 0");
+  BX_CUDA(cudaSetDevice(device));
+  stream_set s;
+  device_buffer<char> a, b;
+  a.reset(bytes);
+  b.reset(bytes);
+  BX_CUDA(cudaMemsetAsync(a.get(), 1, bytes, s.stream));
+  BX_CUDA(cudaMemsetAsync(b.get(), 2, bytes, s.stream));
+  double best = 0;
+  for (int r = 0; r <= std::max(1, repeats); ++r) {  // r = 0 warms up, untimed
+    BX_CUDA(cudaEventRecord(s.start, s.stream));
+    BX_CUDA(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s.stream));
+    BX_CUDA(cudaEventRecord(s.stop, s.stream));
+    const double t = s.elapsed();
+    if (r > 0 && t > 0) best = std::max(best, 2.0 * double(bytes) / t);
+  }
+  return best;
+}
+
+double measure_device_gemm_flops(int device, int n, int repeats) {
+  if (auto why = cuda_unavailable_reason()) throw no_gpu_error("cuda: " + *why);
+  if (n <= 0) throw std::invalid_argument("cuda gemm: n must be > 0");
+  BX_CUDA(cudaSetDevice(device));
+  stream_set s;
+  const std::size_t nn = std::size_t(n) * std::size_t(n);
+  device_buffer<__half> x, w;
+  device_buffer<float> y;
+  x.reset(nn);
+  w.reset(nn);
+  y.reset(nn);
+  cuda::fill_uniform_half(x.get(), nn, 1, s.stream);
+  cuda::fill_uniform_half(w.get(), nn, 2, s.stream);
+  double best = 0;
+  for (int r = 0; r <= std::max(1, repeats); ++r) {  // r = 0 warms up (cuBLAS's first call)
+    BX_CUDA(cudaEventRecord(s.start, s.stream));
+    gemm(s.blas, x.get(), n, w.get(), n, n, y.get());
+    BX_CUDA(cudaEventRecord(s.stop, s.stream));
+    const double t = s.elapsed();
+    if (r > 0 && t > 0) best = std::max(best, 2.0 * double(n) * double(n) * double(n) / t);
+  }
+  return best;
 }
 
 }  // namespace compute
