@@ -151,7 +151,7 @@ say "- host: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 
   "budget ${budget_s} s; logs: $dir/logs"
 say ""
 
-# --- 1. Build ------------------------------------------------------------------------------
+# --- 1. Build (-lineinfo: compute-sanitizer names our kernels' source lines; no slower) ------------------------------------------------------------------------------
 say "## Build"
 pkgs=(build-essential cmake ninja-build pkg-config libboost-dev doctest-dev nlohmann-json3-dev
   libopenblas-dev)
@@ -170,6 +170,7 @@ command -v ccache >/dev/null 2>&1 &&
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 step configure 120 30 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DTOKCHRON_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+  -DCMAKE_CUDA_FLAGS=-lineinfo \
   -DTOKCHRON_BUILD_TESTS=ON -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_BUILD_EXAMPLES=ON \
   -DTOKCHRON_INSTALL=OFF "${launcher[@]}"
 if [ $step_rc -ne 0 ] || ! grep -q "CUDA backend enabled" "$dir/logs/configure.log"; then
@@ -181,7 +182,11 @@ fi
 step build 300 60 cmake --build "$build" -j "$(nproc)" \
   --target cross_check_cuda cuda-roofline batching-executor
 if [ $step_rc -ne 0 ]; then
-  say "the build failed (exit $step_rc); its errors:"
+  if [ $step_rc -eq 124 ] || [ $step_rc -eq 137 ]; then
+    say "the build timed out (a rerun continues it: the build directory is kept); its last lines:"
+  else
+    say "the build failed (exit $step_rc); its errors:"
+  fi
   grep -E "error|FAILED" "$dir/logs/build.log" | head -20 | sed 's/^/    /' | tee -a "$report"
   tail_log build 5
   exit 1

@@ -193,6 +193,10 @@ int main(int argc, char** argv) try {
     return 2;
   }
 
+#ifdef ROOFLINE_CUDA
+  // Before drawing weights (seconds to minutes): is there a device at all?
+  if (auto why = cuda_unavailable_reason()) throw no_gpu_error("cuda: " + *why);
+#endif
   // The weights: drawn, or one layer drawn and repeated.
   model_weights w;
   if (repeat_layer) {
@@ -275,7 +279,10 @@ int main(int argc, char** argv) try {
         sim->config().eta_bw, sim->config().eta_compute, sim->config().t_fixed_s * 1e3);
   std::printf("\n");
 
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> data_file(nullptr, &std::fclose);
+  struct closer {
+    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, closer> data_file;
   if (!data_path.empty()) {
     data_file.reset(std::fopen(data_path.c_str(), "w"));
     if (!data_file) throw std::runtime_error("cannot write the data file '" + data_path + "'");

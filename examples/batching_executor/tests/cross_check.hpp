@@ -161,8 +161,8 @@ struct comparison {
 };
 
 /// Compares `got` with the reference `ref` (the argument at the top of this file): every step
-/// up to the first whose inputs differ; a step that `got` lacks, or whose logits have the wrong
-/// length, is a mismatch.
+/// up to the first whose inputs differ; a step that either trace lacks, or whose logits have the
+/// wrong length, is a mismatch.
 inline comparison compare(const trace& got, const trace& ref, double tol, const model_config& c) {
   comparison r;
   char buf[200];
@@ -185,15 +185,16 @@ inline comparison compare(const trace& got, const trace& ref, double tol, const 
       if (k > 0 && i < got.inputs.size() && i < ref.inputs.size() && k - 1 < got.inputs[i].size() &&
           k - 1 < ref.inputs[i].size() && got.inputs[i][k - 1] != ref.inputs[i][k - 1])
         break;  // the runs were fed different tokens: nothing further is comparable
-      const auto& want = ref.logits[i][k];
-      if (i >= got.tokens.size() || k >= got.tokens[i].size() || i >= got.logits.size() ||
-          k >= got.logits[i].size() || got.logits[i][k].size() != c.vocab ||
-          want.size() != c.vocab) {
+      if (i >= ref.logits.size() || k >= ref.logits[i].size() ||
+          ref.logits[i][k].size() != c.vocab || i >= got.tokens.size() ||
+          k >= got.tokens[i].size() || i >= got.logits.size() || k >= got.logits[i].size() ||
+          got.logits[i][k].size() != c.vocab) {
         ++r.token_mismatches;
-        std::snprintf(buf, sizeof buf, "prompt %zu step %zu: MISSING from the run\n", i, k);
+        std::snprintf(buf, sizeof buf, "prompt %zu step %zu: MISSING from a run\n", i, k);
         note(buf);
         break;
       }
+      const auto& want = ref.logits[i][k];
       const double e = relative_l2(got.logits[i][k].data(), want.data(), c.vocab);
       ++r.steps_compared;
       if (!std::isfinite(e)) {
