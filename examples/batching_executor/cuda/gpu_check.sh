@@ -151,7 +151,7 @@ say "- host: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 
   "budget ${budget_s} s; logs: $dir/logs"
 say ""
 
-# --- 1. Build (-lineinfo: compute-sanitizer names our kernels' source lines; no slower) ------------------------------------------------------------------------------
+# --- 1. Build (-lineinfo: the sanitizers name our kernels' source lines) ---------------------
 say "## Build"
 pkgs=(build-essential cmake ninja-build pkg-config libboost-dev doctest-dev nlohmann-json3-dev
   libopenblas-dev)
@@ -239,24 +239,34 @@ say ""
 
 # The sim's step model t = t_fixed + max(bytes / (eta_bw BW), FLOPs / (eta_c F)) fitted to the
 # measurements: eta_bw BW and t_fixed from the two models' batch-1 decodes (memory bound, bytes
-# 69 MB vs 13.5 GB), eta_c from the 7b's longest prefill; then every row against the fit.
+# 69 MB vs 13.2 GB), eta_c from the 7b's longest prefill; then every row against the fit.
 if [ -s "$small_tsv" ] && [ -s "$large_tsv" ]; then
   say "### The sim's step model fitted to these step times"
   preset=$(sed -n 's/^sim preset \([^:]*\):.*/\1/p' "$dir/logs/roofline_7b.log")
   awk -F'\t' -v preset="${preset:-PRESET}" '
     FNR == 1 { next }
     FILENAME == ARGV[1] && $1 == "decode" && $2 == 1 { bs = $4; ts = $6 }
-    FILENAME == ARGV[2] && $1 == "decode" && $2 == 1 { bl = $4; tl = $6; peak_bw = $11; peak_f = $12 }
+    FILENAME == ARGV[2] && $1 == "decode" && $2 == 1 {
+      bl = $4; tl = $6; peak_bw = $11; peak_f = $12
+    }
     FILENAME == ARGV[2] && $1 == "prefill" && $2 > pn { pn = $2; pf = $5; pt = $6 }
-    { kind[NR] = (FILENAME == ARGV[1] ? "default" : "7b") " " $1 " " $2
-      by[NR] = $4; fl[NR] = $5; t[NR] = $6 }
+    {
+      kind[NR] = (FILENAME == ARGV[1] ? "default" : "7b") " " $1 " " $2
+      by[NR] = $4; fl[NR] = $5; t[NR] = $6
+    }
     END {
-      if (tl <= ts || peak_bw <= 0 || pt <= 0) { print "    (no fit: the 7b batch-1 step is not slower, or no sim preset for this GPU)"; exit }
+      if (tl <= ts || peak_bw <= 0 || pt <= 0) {
+        print "    (no fit: the 7b batch-1 step is not slower, or no sim preset for this GPU)"
+        exit
+      }
       ebw = (bl - bs) / (tl - ts); tf = ts - bs / ebw; if (tf < 0) tf = 0
       ec = pf / (pt > tf ? pt - tf : pt)
-      printf "fitted: t_fixed %.3f ms, effective bandwidth %.2f TB/s = eta_bw %.2f of the preset'"'"'s %.2f TB/s; ", tf * 1e3, ebw / 1e12, ebw / peak_bw, peak_bw / 1e12
-      printf "prefill of %d tokens: %.0f TFLOP/s = eta_compute %.2f of %.0f TFLOP/s\n", pn, ec / 1e12, ec / peak_f, peak_f / 1e12
-      printf "sim flags: --hw %s --sim t_fixed=%.3g --sim eta_bw=%.3f --sim eta_compute=%.3f\n\n", preset, tf, ebw / peak_bw, ec / peak_f
+      printf "fitted: t_fixed %.3f ms, effective bandwidth %.2f TB/s = eta_bw %.2f of %.2f TB/s; ",
+        tf * 1e3, ebw / 1e12, ebw / peak_bw, peak_bw / 1e12
+      printf "prefill of %d tokens: %.0f TFLOP/s = eta_compute %.2f of %.0f TFLOP/s\n",
+        pn, ec / 1e12, ec / peak_f, peak_f / 1e12
+      printf "sim flags: --hw %s --sim t_fixed=%.3g --sim eta_bw=%.3f --sim eta_compute=%.3f\n\n",
+        preset, tf, ebw / peak_bw, ec / peak_f
       print "| row | measured ms | fitted sim ms | measured / fitted |"
       print "|---|---|---|---|"
       for (i = 1; i <= NR; ++i) if (i in kind) {
