@@ -48,6 +48,10 @@ if [ ! -f "$root/.ci/lib.sh" ]; then
 fi
 cd "$root" || exit 2
 
+# CUDA numbers devices fastest first unless told otherwise; PCI order makes device 0 the GPU
+# that nvidia-smi lists first, the one this report describes.
+export CUDA_DEVICE_ORDER=PCI_BUS_ID
+
 # --- Is there a GPU and a compiler? -------------------------------------------------------
 command -v nvidia-smi >/dev/null 2>&1 ||
   die_no_gpu "no nvidia-smi on PATH: no NVIDIA driver on this machine, so no GPU to check."
