@@ -91,17 +91,26 @@ struct stream_set {
   cublasHandle_t blas = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
   stream_set() {
-    BX_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    BX_CUBLAS(cublasCreate(&blas));
-    BX_CUBLAS(cublasSetStream(blas, stream));
-    BX_CUDA(cudaEventCreate(&start));
-    BX_CUDA(cudaEventCreate(&stop));
+    try {
+      BX_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      BX_CUBLAS(cublasCreate(&blas));
+      BX_CUBLAS(cublasSetStream(blas, stream));
+      BX_CUDA(cudaEventCreate(&start));
+      BX_CUDA(cudaEventCreate(&stop));
+    } catch (...) {
+      release();  // what was created before the failure
+      throw;
+    }
   }
-  ~stream_set() {
+  ~stream_set() { release(); }
+  void release() noexcept {
     if (start) cudaEventDestroy(start);
     if (stop) cudaEventDestroy(stop);
     if (blas) cublasDestroy(blas);
     if (stream) cudaStreamDestroy(stream);
+    start = stop = nullptr;
+    blas = nullptr;
+    stream = nullptr;
   }
   stream_set(const stream_set&) = delete;
   stream_set& operator=(const stream_set&) = delete;

@@ -8,9 +8,10 @@
 // - the GPU's token equals the CPU's wherever the CPU's top-1 / top-2 gap exceeds the margin
 //   sqrt(2) tol ||logits|| that a relative error of tol can close (`token_mismatches == 0`);
 //   inside the margin either token is acceptable: near ties are printed, not asserted. These
-//   prompts do have a gap inside the margin (min_gap ~1e-4 of the norm against 1.1e-2), and
-//   cuBLAS's summation order can move a gap by about half of that, so "no near tie" would be a
-//   property of one GPU and one library version, not of a correct backend;
+//   prompts do have a gap inside the margin (min_gap ~1e-4 of the norm against 1.1e-2), and a
+//   change of summation order (cuBLAS picks its own per GPU and version) moves such a gap by a
+//   good fraction of its size, so "no near tie flips" would be a property of one GPU and one
+//   library version, not of a correct backend;
 // - two runs: free-running (the GPU feeds its own tokens, what the backend does in service; a
 //   near tie ends that prompt's comparison, since the inputs differ from there) and
 //   teacher-forced (fed the fp32 run's tokens, so every one of the 68 steps is compared
