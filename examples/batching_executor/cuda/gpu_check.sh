@@ -24,7 +24,7 @@ budget_s=${GPU_CHECK_BUDGET_S:-460}  # + at most 10 s for a killed step: under 8
 
 die_no_gpu() {
   echo "gpu_check: $*" >&2
-  echo "gpu_check: nothing was built or run (exit 77: no GPU)." >&2
+  echo "gpu_check: nothing was built or run (exit 77)." >&2
   exit 77
 }
 
