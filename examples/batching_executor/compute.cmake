@@ -45,9 +45,10 @@ tokchron_target_warnings(bx_compute_cpu)
 target_link_libraries(batching_executor PUBLIC bx_compute_cpu)
 target_compile_definitions(batching_executor PUBLIC BATCHING_HAVE_CPU_BACKEND=1)
 
-# Measures copy bandwidth, decode step times against the roofline floor, prefill throughput.
+# Measures copy bandwidth, decode step times against the roofline floor, prefill throughput
+# (sim_backend: the `hw` key's floors and predictions, hence batching_executor).
 add_executable(cpu-roofline model/roofline_main.cpp)
-target_link_libraries(cpu-roofline PRIVATE bx_compute_cpu)
+target_link_libraries(cpu-roofline PRIVATE batching_executor bx_compute_cpu)
 tokchron_target_warnings(cpu-roofline)
 
 if(TARGET batching_executor_tests)
@@ -82,6 +83,13 @@ target_compile_options(bx_compute_cuda PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings --expt-relaxed-constexpr>)
 target_link_libraries(batching_executor PUBLIC bx_compute_cuda)
 target_compile_definitions(batching_executor PUBLIC BATCHING_HAVE_CUDA_BACKEND=1)
+
+# The same tool on the GPU (ROOFLINE_CUDA): device bandwidth and cuBLAS throughput, the cuda
+# backend's step times; examples/batching_executor/cuda/gpu_check.sh runs it.
+add_executable(cuda-roofline model/roofline_main.cpp)
+target_compile_definitions(cuda-roofline PRIVATE ROOFLINE_CUDA=1)
+target_link_libraries(cuda-roofline PRIVATE batching_executor bx_compute_cuda)
+tokchron_target_warnings(cuda-roofline)
 
 if(TOKCHRON_BUILD_TESTS)
   add_executable(cross_check_cuda tests/cross_check_cuda.cpp)

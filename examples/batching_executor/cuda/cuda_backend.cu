@@ -75,6 +75,54 @@ std::vector<__half> to_half(const std::vector<float>& v) {
   return h;
 }
 
+// y[rows][out] (fp32) = x[rows][in] (fp16) * W^T, W row-major [out][in] (fp16). In cuBLAS's
+// column-major view y^T (out x rows) = W (as [in x out] column-major)^T * x^T.
+void gemm(cublasHandle_t blas, const __half* xin, int n_rows, const __half* w, int in, int out,
+          float* y) {
+  const float one = 1.0f, zero = 0.0f;
+  BX_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n_rows, in, &one, w, CUDA_R_16F, in,
+                         xin, CUDA_R_16F, in, &zero, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT));
+}
+
+// A stream, a cuBLAS handle on it and two events, released on destruction.
+struct stream_set {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  stream_set() {
+    try {
+      BX_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      BX_CUBLAS(cublasCreate(&blas));
+      BX_CUBLAS(cublasSetStream(blas, stream));
+      BX_CUDA(cudaEventCreate(&start));
+      BX_CUDA(cudaEventCreate(&stop));
+    } catch (...) {
+      release();  // what was created before the failure
+      throw;
+    }
+  }
+  ~stream_set() { release(); }
+  void release() noexcept {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (blas) cublasDestroy(blas);
+    if (stream) cudaStreamDestroy(stream);
+    start = stop = nullptr;
+    blas = nullptr;
+    stream = nullptr;
+  }
+  stream_set(const stream_set&) = delete;
+  stream_set& operator=(const stream_set&) = delete;
+  // Seconds between the events, once `stop` has completed.
+  double elapsed() {
+    BX_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    BX_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return ms / 1e3;
+  }
+};
+
 struct device_layer {
   device_buffer<float> attn_norm, mlp_norm;
   device_buffer<__half> wqkv, wo, w_up, w_down;
@@ -85,8 +133,9 @@ struct device_layer {
 struct cuda_model::impl {
   model_config cfg;
   int device = 0;
-  cudaStream_t stream = nullptr;
-  cublasHandle_t blas = nullptr;
+  std::unique_ptr<stream_set> streams;  // created once the device is selected
+  cudaStream_t stream = nullptr;        // streams->stream
+  cublasHandle_t blas = nullptr;        // streams->blas
   cudaEvent_t start = nullptr, stop = nullptr;
   float last_ms = 0;
   std::string name;
@@ -109,19 +158,10 @@ struct cuda_model::impl {
 
   ~impl() {
     if (pinned_next) cudaFreeHost(pinned_next);
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-    if (blas) cublasDestroy(blas);
-    if (stream) cudaStreamDestroy(stream);
   }
 
-  // y[rows][out] (fp32) = x[rows][in] (fp16) * W^T, W row-major [out][in] (fp16). In cuBLAS's
-  // column-major view y^T (out x rows) = W (as [in x out] column-major)^T * x^T.
   void gemm(const __half* xin, int n_rows, const __half* w, int in, int out, float* y) {
-    const float one = 1.0f, zero = 0.0f;
-    BX_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n_rows, in, &one, w, CUDA_R_16F, in,
-                           xin, CUDA_R_16F, in, &zero, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F,
-                           CUBLAS_GEMM_DEFAULT));
+    compute::gemm(blas, xin, n_rows, w, in, out, y);
   }
 };
 
@@ -139,19 +179,34 @@ cuda_model::cuda_model(const model_weights& w, int device) : p_(std::make_unique
   char mem[32];
   std::snprintf(mem, sizeof mem, "%.1f GiB", double(prop.totalGlobalMem) / 1073741824.0);
   m.name = std::string(prop.name) + ", " + mem;
-  BX_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
-  BX_CUBLAS(cublasCreate(&m.blas));
-  BX_CUBLAS(cublasSetStream(m.blas, m.stream));
-  BX_CUDA(cudaEventCreate(&m.start));
-  BX_CUDA(cudaEventCreate(&m.stop));
+  m.streams = std::make_unique<stream_set>();
+  m.stream = m.streams->stream;
+  m.blas = m.streams->blas;
+  m.start = m.streams->start;
+  m.stop = m.streams->stop;
+  // Weight upload: on the compute stream, each copy synchronised before the next. Before, the
+  // weights went with plain cudaMemcpy on the legacy default stream, while every kernel runs on
+  // `stream`, created cudaStreamNonBlocking, which does not wait for the legacy stream; and a
+  // cudaMemcpy from pageable host memory may return once the data is staged, before the DMA to
+  // the device has landed (CUDA Runtime API, "API synchronization behavior"), so the first
+  // step's kernels could read weights still in flight. Synchronising is what makes it correct
+  // whatever the source memory (pageable or pinned, whose return semantics differ) and whichever
+  // stream the kernels use: when `copy` returns the bytes are on the device and the host buffer
+  // (often a temporary) may go, and a failed copy is reported by the constructor, not by the
+  // first step. Using the compute stream keeps the backend on one stream (no legacy-stream
+  // implicit synchronisation involved).
+  auto copy = [&](void* dst, const void* src, std::size_t bytes) {
+    BX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, m.stream));
+    BX_CUDA(cudaStreamSynchronize(m.stream));
+  };
   auto up_half = [&](device_buffer<__half>& d, const std::vector<float>& v) {
     const auto h = to_half(v);
     d.reset(h.size());
-    BX_CUDA(cudaMemcpy(d.get(), h.data(), h.size() * sizeof(__half), cudaMemcpyHostToDevice));
+    copy(d.get(), h.data(), h.size() * sizeof(__half));
   };
   auto up_float = [&](device_buffer<float>& d, const std::vector<float>& v) {
     d.reset(v.size());
-    BX_CUDA(cudaMemcpy(d.get(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+    copy(d.get(), v.data(), v.size() * sizeof(float));
   };
   up_half(m.embedding, w.embedding);
   up_half(m.lm_head, w.lm_head);
@@ -283,12 +338,59 @@ void cuda_model::forward(const forward_batch& b, std::vector<std::int32_t>& next
   BX_CUDA(cudaEventElapsedTime(&m.last_ms, m.start, m.stop));
   for (std::size_t i = 0, r = 0; i < b.seqs.size(); ++i)
     if (b.seqs[i].sample) next[i] = m.pinned_next[r++];
-  if (logits) {
+  if (logits) {  // after the step (synchronised above), on the step's stream
     logits->resize(sampled * V);
-    if (S > 0)
-      BX_CUDA(cudaMemcpy(logits->data(), m.logits.get(), sampled * V * sizeof(float),
-                         cudaMemcpyDeviceToHost));
+    if (S > 0) {
+      BX_CUDA(cudaMemcpyAsync(logits->data(), m.logits.get(), sampled * V * sizeof(float),
+                              cudaMemcpyDeviceToHost, st));
+      BX_CUDA(cudaStreamSynchronize(st));
+    }
   }
+}
+
+double measure_device_bandwidth(int device, std::size_t bytes, int repeats) {
+  if (auto why = cuda_unavailable_reason()) throw no_gpu_error("cuda: " + *why);
+  if (bytes == 0) throw std::invalid_argument("cuda bandwidth: bytes must be > 0");
+  BX_CUDA(cudaSetDevice(device));
+  stream_set s;
+  device_buffer<char> a, b;
+  a.reset(bytes);
+  b.reset(bytes);
+  BX_CUDA(cudaMemsetAsync(a.get(), 1, bytes, s.stream));
+  BX_CUDA(cudaMemsetAsync(b.get(), 2, bytes, s.stream));
+  double best = 0;
+  for (int r = 0; r <= std::max(1, repeats); ++r) {  // r = 0 warms up, untimed
+    BX_CUDA(cudaEventRecord(s.start, s.stream));
+    BX_CUDA(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s.stream));
+    BX_CUDA(cudaEventRecord(s.stop, s.stream));
+    const double t = s.elapsed();
+    if (r > 0 && t > 0) best = std::max(best, 2.0 * double(bytes) / t);
+  }
+  return best;
+}
+
+double measure_device_gemm_flops(int device, int n, int repeats) {
+  if (auto why = cuda_unavailable_reason()) throw no_gpu_error("cuda: " + *why);
+  if (n <= 0) throw std::invalid_argument("cuda gemm: n must be > 0");
+  BX_CUDA(cudaSetDevice(device));
+  stream_set s;
+  const std::size_t nn = std::size_t(n) * std::size_t(n);
+  device_buffer<__half> x, w;
+  device_buffer<float> y;
+  x.reset(nn);
+  w.reset(nn);
+  y.reset(nn);
+  cuda::fill_uniform_half(x.get(), nn, 1, s.stream);
+  cuda::fill_uniform_half(w.get(), nn, 2, s.stream);
+  double best = 0;
+  for (int r = 0; r <= std::max(1, repeats); ++r) {  // r = 0 warms up (cuBLAS's first call)
+    BX_CUDA(cudaEventRecord(s.start, s.stream));
+    gemm(s.blas, x.get(), n, w.get(), n, n, y.get());
+    BX_CUDA(cudaEventRecord(s.stop, s.stream));
+    const double t = s.elapsed();
+    if (r > 0 && t > 0) best = std::max(best, 2.0 * double(n) * double(n) * double(n) / t);
+  }
+  return best;
 }
 
 }  // namespace compute

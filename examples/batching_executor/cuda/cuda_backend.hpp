@@ -17,6 +17,7 @@
 /// NOT YET RUN ON A GPU: it compiles with nvcc 13 (sm_90) on a machine without one; the
 /// cross-check (tests/cross_check_cuda.cpp) is what validates it when a GPU is present.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -75,6 +76,16 @@ class cuda_model {
   struct impl;
   std::unique_ptr<impl> p_;
 };
+
+/// Device memory bandwidth of `device` in bytes/s, counting bytes read plus bytes written (the
+/// STREAM convention, as `measure_copy_bandwidth` on the host): the best of `repeats`
+/// device-to-device copies of `bytes` (after one untimed), timed by CUDA events. Throws
+/// `no_gpu_error` without a device, `std::runtime_error` when a CUDA call fails.
+[[nodiscard]] double measure_device_bandwidth(int device, std::size_t bytes, int repeats);
+/// Matrix-product throughput of `device` in FLOP/s for the backend's own call (cublasGemmEx, fp16
+/// inputs, fp32 output and compute): an n x n x n product of pseudo-random data, best of
+/// `repeats` (after one untimed), timed by CUDA events. Throws as `measure_device_bandwidth`.
+[[nodiscard]] double measure_device_gemm_flops(int device, int n, int repeats);
 
 }  // namespace compute
 

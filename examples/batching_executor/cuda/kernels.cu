@@ -165,12 +165,29 @@ __global__ void argmax_kernel(const float* logits, int n, std::int32_t* out) {
   }
 }
 
+__global__ void fill_kernel(__half* out, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x) {
+    std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (i + 1);  // splitmix64's finaliser
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    out[i] = __float2half_rn((float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f);
+  }
+}
+
 unsigned grid_for(std::size_t n, unsigned block) {
   const std::size_t g = (n + block - 1) / block;
   return static_cast<unsigned>(g < 65535 ? (g ? g : 1) : 65535);
 }
 
 }  // namespace
+
+void fill_uniform_half(__half* out, std::size_t n, std::uint64_t seed, cudaStream_t stream) {
+  if (n == 0) return;
+  fill_kernel<<<grid_for(n, 256), 256, 0, stream>>>(out, n, seed);
+  BX_CHECK_LAUNCH();
+}
 
 void embed(const __half* embedding, token_index ti, int d, float* h, cudaStream_t stream) {
   if (ti.tokens == 0) return;

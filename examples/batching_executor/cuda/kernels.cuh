@@ -56,6 +56,10 @@ void add_inplace(float* h, const float* x, std::size_t n, cudaStream_t stream);
 /// out[r] = argmax of logits[r][0..n) (lowest index on ties, NaN never wins).
 void argmax_rows(const float* logits, int rows, int n, std::int32_t* out, cudaStream_t stream);
 
+/// out[i] = fp16 of a value uniform in [-1, 1) drawn from a hash of (seed, i), i < n: non-constant
+/// data for the throughput measurements (tensor cores draw less power on constant inputs).
+void fill_uniform_half(__half* out, std::size_t n, std::uint64_t seed, cudaStream_t stream);
+
 }  // namespace batching::compute::cuda
 
 #endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_KERNELS_CUH
