@@ -35,10 +35,11 @@ if(NOT _bx_blas)
 endif()
 
 add_library(bx_compute_cpu STATIC
-  model/model.cpp
-  model/forward.cpp
-  cpu_backend.cpp)
-target_include_directories(bx_compute_cpu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+  backends/model/model.cpp
+  backends/model/forward.cpp
+  backends/cpu_backend.cpp)
+target_include_directories(bx_compute_cpu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/core
+                                                 ${CMAKE_CURRENT_SOURCE_DIR}/backends)
 target_link_libraries(bx_compute_cpu PUBLIC tokchron::tokchron ${_bx_blas})
 target_compile_features(bx_compute_cpu PUBLIC cxx_std_17)
 tokchron_target_warnings(bx_compute_cpu)
@@ -46,7 +47,7 @@ target_link_libraries(batching_executor PUBLIC bx_compute_cpu)
 target_compile_definitions(batching_executor PUBLIC BATCHING_HAVE_CPU_BACKEND=1)
 
 # Measures copy bandwidth, decode step times against the roofline floor, prefill throughput.
-add_executable(cpu-roofline model/roofline_main.cpp)
+add_executable(cpu-roofline backends/model/roofline_main.cpp)
 target_link_libraries(cpu-roofline PRIVATE bx_compute_cpu)
 tokchron_target_warnings(cpu-roofline)
 
@@ -73,8 +74,7 @@ enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
 message(STATUS "tokchron: CUDA backend enabled (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
                "architectures ${CMAKE_CUDA_ARCHITECTURES})")
-add_library(bx_compute_cuda STATIC cuda/cuda_backend.cu cuda/kernels.cu)
-target_include_directories(bx_compute_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+add_library(bx_compute_cuda STATIC backends/cuda/cuda_backend.cu backends/cuda/kernels.cu)
 target_link_libraries(bx_compute_cuda PUBLIC bx_compute_cpu CUDA::cudart CUDA::cublas)
 # PRIVATE: a PUBLIC cuda_std_17 would reach targets in directories without CUDA enabled.
 set_target_properties(bx_compute_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)

@@ -20,7 +20,7 @@
 #include "cuda/cuda_backend.hpp"
 #endif
 #include "engine.hpp"
-#include "executor_plot.hpp"
+#include "plot/executor_plot.hpp"
 #include "report.hpp"
 #include "tokchron/sla/capacity.hpp"
 
