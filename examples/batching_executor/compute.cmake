@@ -1,8 +1,9 @@
 # Real-compute backends of the batching executor (included by CMakeLists.txt):
-#   bx_compute_cpu  the model (model/), its CPU forward pass on OpenBLAS and the `cpu` backend;
+#   bx_compute_cpu  the model (backends/model/), its CPU forward pass on OpenBLAS and the `cpu`
+#                   backend (backends/cpu_backend.*);
 #                   needs OpenBLAS (Debian libopenblas-dev), found through pkg-config `openblas`
 #                   or find_package(BLAS) with BLA_VENDOR OpenBLAS.
-#   bx_compute_cuda the `cuda` backend on cuBLAS and our kernels (cuda/); built only when
+#   bx_compute_cuda the `cuda` backend on cuBLAS and our kernels (backends/cuda/); built only when
 #                   CheckLanguage finds nvcc.
 # batching_executor links whichever exist and sees BATCHING_HAVE_CPU_BACKEND /
 # BATCHING_HAVE_CUDA_BACKEND. Tests: tests/model_*_test.cpp and tests/cross_check_cpu_test.cpp go
@@ -38,9 +39,8 @@ add_library(bx_compute_cpu STATIC
   backends/model/model.cpp
   backends/model/forward.cpp
   backends/cpu_backend.cpp)
-target_include_directories(bx_compute_cpu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/core
-                                                 ${CMAKE_CURRENT_SOURCE_DIR}/backends)
-target_link_libraries(bx_compute_cpu PUBLIC tokchron::tokchron ${_bx_blas})
+target_include_directories(bx_compute_cpu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/backends)
+target_link_libraries(bx_compute_cpu PUBLIC bx_core ${_bx_blas})
 target_compile_features(bx_compute_cpu PUBLIC cxx_std_17)
 tokchron_target_warnings(bx_compute_cpu)
 target_link_libraries(batching_executor PUBLIC bx_compute_cpu)

@@ -86,4 +86,11 @@ void load_generator::on_finish(const request& r, time_point t) {
   push(t + tokchron::from_seconds<duration>(think), r.user, think);
 }
 
+run_result run(const scheduler_config& cfg, const workload& load, backend& be,
+               const step_observer& observe) {
+  clock_type clock;
+  load_generator gen(load, clock);
+  return run(cfg, gen, clock, be, observe);
+}
+
 }  // namespace batching

@@ -27,6 +27,7 @@
 
 #include "backend.hpp"
 #include "distribution.hpp"
+#include "engine.hpp"
 #include "random.hpp"
 #include "request.hpp"
 
@@ -54,20 +55,21 @@ struct workload {
 };
 
 /// Produces the requests of a run. Owns them (stable addresses). Single-threaded.
-class load_generator {
+class load_generator final : public request_source {
  public:
   /// Timelines read `clock` (the engine's); throws `std::invalid_argument` for a bad workload.
   load_generator(const workload& w, const clock_type& clock);
 
   /// Requests arriving from this time on are background (after `duration`).
-  [[nodiscard]] time_point end() const noexcept { return end_; }
+  [[nodiscard]] time_point end() const noexcept override { return end_; }
   /// The earliest intended arrival not yet released, if any.
-  [[nodiscard]] std::optional<time_point> next_arrival() const;
+  [[nodiscard]] std::optional<time_point> next_arrival() const override;
   /// Creates every request whose intended arrival is <= `now` (arrival and send recorded) and
   /// appends it to `out`, in arrival order.
-  void release(time_point now, std::vector<request*>& out);
+  void release(time_point now, std::vector<request*>& out) override;
   /// `r` ended (done or rejected) at `t`: its user thinks, then sends the next one.
-  void on_finish(const request& r, time_point t);
+  void on_finish(const request& r, time_point t) override;
+  [[nodiscard]] std::deque<request> take_requests() override { return std::move(requests_); }
 
   [[nodiscard]] std::deque<request>& requests() noexcept { return requests_; }
   [[nodiscard]] const workload& config() const noexcept { return w_; }
@@ -93,6 +95,11 @@ class load_generator {
   std::deque<request> requests_;
   std::uint64_t scheduled_ = 0;
 };
+
+/// Runs `load` through a scheduler with `cfg` on `be` (the engine, core/engine.hpp, fed by a
+/// `load_generator`). Throws as that `run` does, and `std::invalid_argument` for a bad workload.
+[[nodiscard]] run_result run(const scheduler_config& cfg, const workload& load, backend& be,
+                             const step_observer& observe = {});
 
 }  // namespace batching
 

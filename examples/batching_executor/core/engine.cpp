@@ -10,11 +10,9 @@
 
 namespace batching {
 
-run_result run(const scheduler_config& cfg, const workload& load, backend& be,
-               const step_observer& observe) {
+run_result run(const scheduler_config& cfg, request_source& gen, const clock_type& clock,
+               backend& be, const step_observer& observe) {
   const auto wall0 = std::chrono::steady_clock::now();
-  clock_type clock;
-  load_generator gen(load, clock);
   scheduler sched(cfg, be.kv_blocks(cfg.block_size), &be);
   const bool virt = be.virtual_time();
   auto real_now = [&] {
@@ -90,7 +88,7 @@ run_result run(const scheduler_config& cfg, const workload& load, backend& be,
   es.end_s = tokchron::to_seconds(clock.now().time_since_epoch());
   es.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   run_result out;
-  out.requests = std::move(gen.requests());
+  out.requests = gen.take_requests();
   out.engine = es;
   out.sched = sched.stats();
   return out;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine.hpp"
+#include "loadgen.hpp"
 #include "plot/executor_plot.hpp"
 #include "plot/executor_steps.hpp"
 #include "sim_backend.hpp"
