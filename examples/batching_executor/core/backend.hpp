@@ -32,6 +32,9 @@ using time_point = clock_type::time_point;
 using duration = clock_type::duration;
 /// Every request is recorded in one of these (every chunk kept, for ITL and traces).
 using timeline = tokchron::basic_request_timeline<clock_type>;
+/// The longest step a backend may model or predict, in seconds (31 years; the run's clock, 64-bit
+/// nanoseconds, holds 292 years).
+inline constexpr double max_step_s = 1e9;
 
 /// What one sequence does in one step.
 ///

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "tokchron/clock.hpp"
@@ -52,6 +53,10 @@ run_result run(const scheduler_config& cfg, request_source& gen, const clock_typ
       step_result res = be.step(plan.work);
       time_point end;
       if (virt) {
+        if (!(res.elapsed < duration::max() - now.time_since_epoch()))
+          throw std::runtime_error("executor: a step of " +
+                                   std::to_string(tokchron::to_seconds(res.elapsed)) +
+                                   " s would take the run's clock past its range (292 years)");
         end = now + std::max(res.elapsed, duration(1));
       } else {
         end = std::max(real_now(), now + duration(1));

@@ -80,6 +80,7 @@ void scheduler::add(request& r, time_point now) {
 
 void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
   pool_.release(r.blocks);
+  std::vector<std::uint32_t>().swap(r.blocks);  // a finished request keeps no block table
   if (be_ && r.ever_scheduled) be_->release(r.id);
   note(r.tl.finish(t, why));
   r.state = request_state::finished;
@@ -106,7 +107,7 @@ void scheduler::expire(time_point now) {
 duration scheduler::predict_prefill(std::uint32_t tokens) const {
   if (be_)
     if (auto d = be_->predict_prefill(tokens)) return *d;
-  return tokchron::from_seconds<duration>(tokens / cfg_.prefill_tokens_per_s);
+  return tokchron::from_seconds<duration>(std::min(tokens / cfg_.prefill_tokens_per_s, max_step_s));
 }
 
 bool scheduler::delay_holds(time_point now) const {

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "kv_cache.hpp"
 #include "request_queue.hpp"
 
 using namespace batching;
@@ -177,24 +176,4 @@ TEST_CASE("request_queue: policy names round-trip; a bad one lists the choices")
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()) == "policy: unknown value 'lifo' (choose fcfs, priority, sjf)");
   }
-}
-
-TEST_CASE("block_pool: ids lowest first, freed ones reused last-in first; memory as used") {
-  block_pool pool(4000000000u, 16);  // 4e9 blocks: nothing is allocated up front
-  CHECK(pool.free() == 4000000000u);
-  std::vector<std::uint32_t> a, b;
-  REQUIRE(pool.grow(a, 3));
-  CHECK(a == std::vector<std::uint32_t>{0, 1, 2});
-  REQUIRE(pool.grow(b, 2));
-  CHECK(b == std::vector<std::uint32_t>{3, 4});
-  CHECK(pool.used() == 5);
-  pool.release(a);
-  CHECK(a.empty());
-  REQUIRE(pool.grow(b, 6));
-  CHECK(b == std::vector<std::uint32_t>{3, 4, 0, 1, 2, 5});
-  block_pool small(2, 16);
-  std::vector<std::uint32_t> c;
-  CHECK_FALSE(small.grow(c, 3));
-  CHECK(c.empty());
-  CHECK(small.blocks_for(33) == 3);
 }
