@@ -11,8 +11,8 @@
 /// block accounting (paged, `block_size` tokens a block); each sequence carries its block
 /// table, so a real backend with a paged KV pool of `kv_blocks()` blocks reads and writes
 /// exactly the blocks the scheduler gave it. Backends: `sim` (roofline model on a virtual
-/// clock, sim_backend.hpp); real-compute ones (cpu on BLAS, cuda on cuBLAS) implement the same
-/// class in their own files.
+/// clock, backends/sim_backend.hpp); real-compute ones (cpu on BLAS, cuda on cuBLAS) implement the
+/// same class in their own files.
 
 #include <chrono>
 #include <cstdint>
