@@ -4,8 +4,9 @@
 
 /// \file
 /// The waiting queue and its ordering policies, apart from the scheduler that admits from it
-/// (as vLLM keeps its `RequestQueue`, with FCFS and priority queues behind one interface, in
-/// vllm/v1/core/sched/request_queue.py, apart from its scheduler).
+/// (as vLLM keeps its `RequestQueue`, with FCFS, priority and SJF queues behind one interface
+/// and `create_request_queue(policy)`, in vllm/v1/core/sched/request_queue.py, vllm-project/vllm
+/// at 0097c7e, apart from its scheduler).
 ///
 /// A policy (`queue_order`) ranks a request: lower goes first, ties go to the earlier arrival and
 /// then the lower id, so the order is total and a run is deterministic. Whatever the policy, a
