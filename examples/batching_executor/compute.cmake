@@ -1,8 +1,9 @@
 # Real-compute backends of the batching executor (included by CMakeLists.txt):
-#   bx_compute_cpu  the model (model/), its CPU forward pass on OpenBLAS and the `cpu` backend;
+#   bx_compute_cpu  the model (backends/model/), its CPU forward pass on OpenBLAS and the `cpu`
+#                   backend (backends/cpu_backend.*);
 #                   needs OpenBLAS (Debian libopenblas-dev), found through pkg-config `openblas`
 #                   or find_package(BLAS) with BLA_VENDOR OpenBLAS.
-#   bx_compute_cuda the `cuda` backend on cuBLAS and our kernels (cuda/); built only when
+#   bx_compute_cuda the `cuda` backend on cuBLAS and our kernels (backends/cuda/); built only when
 #                   CheckLanguage finds nvcc.
 # batching_executor links whichever exist and sees BATCHING_HAVE_CPU_BACKEND /
 # BATCHING_HAVE_CUDA_BACKEND. Tests: tests/model_*_test.cpp and tests/cross_check_cpu_test.cpp go
@@ -35,20 +36,20 @@ if(NOT _bx_blas)
 endif()
 
 add_library(bx_compute_cpu STATIC
-  model/model.cpp
-  model/forward.cpp
-  cpu_backend.cpp)
-target_include_directories(bx_compute_cpu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(bx_compute_cpu PUBLIC tokchron::tokchron ${_bx_blas})
+  backends/model/model.cpp
+  backends/model/forward.cpp
+  backends/cpu_backend.cpp)
+target_include_directories(bx_compute_cpu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/backends)
+target_link_libraries(bx_compute_cpu PUBLIC bx_core ${_bx_blas})
 target_compile_features(bx_compute_cpu PUBLIC cxx_std_17)
 tokchron_target_warnings(bx_compute_cpu)
 target_link_libraries(batching_executor PUBLIC bx_compute_cpu)
 target_compile_definitions(batching_executor PUBLIC BATCHING_HAVE_CPU_BACKEND=1)
 
 # Measures copy bandwidth, decode step times against the roofline floor, prefill throughput
-# (sim_backend: the `hw` key's floors and predictions, hence batching_executor).
-add_executable(cpu-roofline model/roofline_main.cpp)
-target_link_libraries(cpu-roofline PRIVATE batching_executor bx_compute_cpu)
+# (bx_sim: the `hw` key's floors and predictions).
+add_executable(cpu-roofline backends/model/roofline_main.cpp)
+target_link_libraries(cpu-roofline PRIVATE bx_sim bx_compute_cpu)
 tokchron_target_warnings(cpu-roofline)
 
 if(TARGET batching_executor_tests)
@@ -74,8 +75,7 @@ enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
 message(STATUS "tokchron: CUDA backend enabled (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
                "architectures ${CMAKE_CUDA_ARCHITECTURES})")
-add_library(bx_compute_cuda STATIC cuda/cuda_backend.cu cuda/kernels.cu)
-target_include_directories(bx_compute_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+add_library(bx_compute_cuda STATIC backends/cuda/cuda_backend.cu backends/cuda/kernels.cu)
 target_link_libraries(bx_compute_cuda PUBLIC bx_compute_cpu CUDA::cudart CUDA::cublas)
 # PRIVATE: a PUBLIC cuda_std_17 would reach targets in directories without CUDA enabled.
 set_target_properties(bx_compute_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
@@ -85,10 +85,10 @@ target_link_libraries(batching_executor PUBLIC bx_compute_cuda)
 target_compile_definitions(batching_executor PUBLIC BATCHING_HAVE_CUDA_BACKEND=1)
 
 # The same tool on the GPU (ROOFLINE_CUDA): device bandwidth and cuBLAS throughput, the cuda
-# backend's step times; examples/batching_executor/cuda/gpu_check.sh runs it.
-add_executable(cuda-roofline model/roofline_main.cpp)
+# backend's step times; examples/batching_executor/backends/cuda/gpu_check.sh runs it.
+add_executable(cuda-roofline backends/model/roofline_main.cpp)
 target_compile_definitions(cuda-roofline PRIVATE ROOFLINE_CUDA=1)
-target_link_libraries(cuda-roofline PRIVATE batching_executor bx_compute_cuda)
+target_link_libraries(cuda-roofline PRIVATE bx_sim bx_compute_cuda)
 tokchron_target_warnings(cuda-roofline)
 
 if(TOKCHRON_BUILD_TESTS)

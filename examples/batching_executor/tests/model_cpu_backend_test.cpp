@@ -8,6 +8,7 @@
 
 #include "cpu_backend.hpp"
 #include "engine.hpp"
+#include "loadgen.hpp"
 #include "model/forward.hpp"
 
 using namespace batching;

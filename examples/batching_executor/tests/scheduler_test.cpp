@@ -13,6 +13,7 @@
 
 #include "engine.hpp"
 #include "fake_backend.hpp"
+#include "loadgen.hpp"
 #include "scheduler.hpp"
 #include "sim_backend.hpp"
 #include "tokchron/metrics/canonical.hpp"

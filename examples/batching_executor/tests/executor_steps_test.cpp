@@ -8,8 +8,9 @@
 #include <sstream>
 
 #include "engine.hpp"
-#include "executor_plot.hpp"
-#include "executor_steps.hpp"
+#include "loadgen.hpp"
+#include "plot/executor_plot.hpp"
+#include "plot/executor_steps.hpp"
 #include "sim_backend.hpp"
 
 TEST_CASE("record_steps: every step, integrals equal to the engine's totals") {

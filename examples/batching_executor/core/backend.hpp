@@ -11,8 +11,8 @@
 /// block accounting (paged, `block_size` tokens a block); each sequence carries its block
 /// table, so a real backend with a paged KV pool of `kv_blocks()` blocks reads and writes
 /// exactly the blocks the scheduler gave it. Backends: `sim` (roofline model on a virtual
-/// clock, sim_backend.hpp); real-compute ones (cpu on BLAS, cuda on cuBLAS) implement the same
-/// class in their own files.
+/// clock, backends/sim_backend.hpp); real-compute ones (cpu on BLAS, cuda on cuBLAS) implement the
+/// same class in their own files.
 
 #include <chrono>
 #include <cstdint>
@@ -32,6 +32,9 @@ using time_point = clock_type::time_point;
 using duration = clock_type::duration;
 /// Every request is recorded in one of these (every chunk kept, for ITL and traces).
 using timeline = tokchron::basic_request_timeline<clock_type>;
+/// The longest step a backend may model or predict, in seconds (31 years; the run's clock, 64-bit
+/// nanoseconds, holds 292 years).
+inline constexpr double max_step_s = 1e9;
 
 /// What one sequence does in one step.
 ///

@@ -11,7 +11,7 @@
 # build/gpu-check/report), each step's full log beside it. GPU_CHECK_BUDGET_S overrides the
 # budget, GPU_CHECK_BUILD the build directory (default build/gpu-check/build).
 #
-#   bash examples/batching_executor/cuda/gpu_check.sh [DIR]
+#   bash examples/batching_executor/backends/cuda/gpu_check.sh [DIR]
 #
 # Exit status: 0 every check passed; 1 a check failed, timed out or could not run (the report
 # says which); 2 bad usage; 77 no GPU (no nvidia-smi or no device) or no nvcc: nothing ran.

@@ -14,9 +14,13 @@
 /// | `exp:25`             | exponential with mean 25 (think times)                           |
 /// | `trace:FILE`         | drawn uniformly from the values in FILE (see `parse_trace_values`)|
 /// | `none`, `0`          | always 0 (think times)                                           |
-/// Times are seconds; a number may carry an `ms` or `s` suffix (`exp:500ms`).
+/// Times are seconds; a number may carry an `ms` or `s` suffix (`exp:500ms`). Numbers are
+/// decimal (`parse_decimal`); a length is at most `max_length` tokens (draws of the unbounded
+/// kinds are cut there), so a prompt and its output always add up within 32 bits.
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +31,13 @@ namespace batching {
 
 /// What a distribution describes: which minimum applies and which trace field is read.
 enum class quantity : std::uint8_t { prompt_length, output_length, seconds };
+
+/// The longest prompt or output, in tokens (a billion: far past any model's context).
+inline constexpr std::uint32_t max_length = 1000000000;
+/// The longest line of a trace file, in bytes (a JSON Lines record with its every chunk).
+inline constexpr std::size_t max_trace_line = std::size_t(1) << 24;
+/// The most values a trace file may hold (8 bytes each in memory).
+inline constexpr std::size_t max_trace_values = 10000000;
 
 /// One seeded distribution. Copyable; `sample` draws from the caller's `rng`.
 class distribution {
@@ -50,6 +61,8 @@ class distribution {
   [[nodiscard]] double mean() const noexcept;
   /// The largest value a draw can take (infinite for normal, lognormal, exponential).
   [[nodiscard]] double max() const noexcept;
+  /// The smallest value a draw can take.
+  [[nodiscard]] double min() const noexcept;
   /// The spec it was parsed from.
   [[nodiscard]] const std::string& spec() const noexcept { return spec_; }
   [[nodiscard]] kind type() const noexcept { return kind_; }
@@ -63,6 +76,10 @@ class distribution {
   std::string spec_ = "0";
 };
 
+/// A finite decimal number as the whole of `text` ("300", "-1.5", "2e3"), read as
+/// `std::from_chars` reads it: no leading `+` or space, no hex, no inf or nan. Empty otherwise.
+[[nodiscard]] std::optional<double> parse_decimal(std::string_view text) noexcept;
+
 /// Parses a time in seconds: a number with an optional `s` or `ms` suffix ("2", "1.5s",
 /// "500ms"). Throws `std::invalid_argument` naming the text.
 [[nodiscard]] double parse_seconds(std::string_view text);
@@ -70,7 +87,10 @@ class distribution {
 /// Reads the values of a trace file for `q`: one number a line (blank lines and lines starting
 /// with `#` skipped), or JSON Lines in the tokchron-report trace format, from which a prompt
 /// length is `prompt_tokens` and an output length is `usage_output_tokens` or else the sum of
-/// the `chunks`' token counts. Throws `std::invalid_argument` with "FILE:LINE: field ...".
+/// the `chunks`' token counts. A length is a decimal integer in [0, max_length] (0 reads as 1:
+/// an empty response still takes a decode step); a time a decimal number >= 0. Lines are at most
+/// `max_trace_line` bytes, values at most `max_trace_values`. Throws `std::invalid_argument`
+/// with "FILE:LINE: field 'F': why (value 'V')".
 [[nodiscard]] std::vector<double> parse_trace_values(const std::string& path, quantity q);
 
 }  // namespace batching

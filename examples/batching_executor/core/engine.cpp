@@ -4,17 +4,16 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "tokchron/clock.hpp"
 
 namespace batching {
 
-run_result run(const scheduler_config& cfg, const workload& load, backend& be,
-               const step_observer& observe) {
+run_result run(const scheduler_config& cfg, request_source& gen, const clock_type& clock,
+               backend& be, const step_observer& observe) {
   const auto wall0 = std::chrono::steady_clock::now();
-  clock_type clock;
-  load_generator gen(load, clock);
   scheduler sched(cfg, be.kv_blocks(cfg.block_size), &be);
   const bool virt = be.virtual_time();
   auto real_now = [&] {
@@ -54,6 +53,10 @@ run_result run(const scheduler_config& cfg, const workload& load, backend& be,
       step_result res = be.step(plan.work);
       time_point end;
       if (virt) {
+        if (!(res.elapsed < duration::max() - now.time_since_epoch()))
+          throw std::runtime_error("executor: a step of " +
+                                   std::to_string(tokchron::to_seconds(res.elapsed)) +
+                                   " s would take the run's clock past its range (292 years)");
         end = now + std::max(res.elapsed, duration(1));
       } else {
         end = std::max(real_now(), now + duration(1));
@@ -90,7 +93,7 @@ run_result run(const scheduler_config& cfg, const workload& load, backend& be,
   es.end_s = tokchron::to_seconds(clock.now().time_since_epoch());
   es.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   run_result out;
-  out.requests = std::move(gen.requests());
+  out.requests = gen.take_requests();
   out.engine = es;
   out.sched = sched.stats();
   return out;

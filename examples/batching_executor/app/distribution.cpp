@@ -2,10 +2,9 @@
 #include "distribution.hpp"
 
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -33,12 +32,9 @@ double number(std::string_view spec, std::string_view text, quantity q) {
     }
   }
   if (s.empty()) bad(spec, "missing number");
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
-    bad(spec, "'" + std::string(text) + "' is not a number");
-  return v * scale;
+  const auto v = parse_decimal(s);
+  if (!v) bad(spec, "'" + std::string(text) + "' is not a number");
+  return *v * scale;
 }
 
 std::vector<double> numbers(std::string_view spec, std::string_view args, quantity q,
@@ -60,6 +56,35 @@ std::vector<double> numbers(std::string_view spec, std::string_view args, quanti
 }
 
 double minimum(quantity q) { return q == quantity::seconds ? 0.0 : 1.0; }
+
+// A length spec's bound: at most max_length.
+void check_length(std::string_view spec, double v, quantity q) {
+  if (q != quantity::seconds && v > max_length)
+    bad(spec, "a length must be at most " + std::to_string(max_length) + " tokens");
+}
+
+// Reads one line of at most `max` bytes (without its '\n') into `line`; false at the end of the
+// input. Returns true with `too_long` set, having read `max` bytes, for a longer line.
+bool read_line(std::istream& in, std::string& line, std::size_t max, bool& too_long) {
+  line.clear();
+  too_long = false;
+  std::streambuf* sb = in.rdbuf();
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) return !line.empty();
+    if (c == '\n') return true;
+    if (line.size() == max) {
+      too_long = true;
+      return true;
+    }
+    line.push_back(static_cast<char>(c));
+  }
+}
+
+// The first 40 bytes of `v`, for a message.
+std::string shown(std::string_view v) {
+  return v.size() <= 40 ? std::string(v) : std::string(v.substr(0, 40)) + "...";
+}
 
 }  // namespace
 
@@ -89,6 +114,7 @@ distribution distribution::parse(std::string_view spec, quantity q) {
     const double v = number(spec, colon == std::string_view::npos ? spec : args, q);
     if (v < lo) bad(spec, "must be at least " + std::to_string(static_cast<int>(lo)));
     if (q != quantity::seconds && v != std::floor(v)) bad(spec, "a length must be an integer");
+    check_length(spec, v, q);
     d.kind_ = kind::fixed;
     d.a_ = d.mean_ = v;
     return d;
@@ -96,6 +122,7 @@ distribution distribution::parse(std::string_view spec, quantity q) {
   if (name == "uniform") {
     const auto v = numbers(spec, args, q, 2);
     if (v[0] < lo || v[1] < v[0]) bad(spec, "need minimum <= a <= b");
+    check_length(spec, v[1], q);
     d.kind_ = kind::uniform;
     d.a_ = q == quantity::seconds ? v[0] : std::ceil(v[0]);
     d.b_ = q == quantity::seconds ? v[1] : std::floor(v[1]);
@@ -106,6 +133,7 @@ distribution distribution::parse(std::string_view spec, quantity q) {
   if (name == "normal") {
     const auto v = numbers(spec, args, q, 2);
     if (v[1] < 0 || v[0] < lo) bad(spec, "need mean >= minimum and sd >= 0");
+    check_length(spec, v[0], q);
     d.kind_ = kind::normal;
     d.a_ = d.mean_ = v[0];
     d.b_ = v[1];
@@ -114,6 +142,7 @@ distribution distribution::parse(std::string_view spec, quantity q) {
   if (name == "lognormal") {
     const auto v = numbers(spec, args, q, 2);
     if (v[0] <= 0 || v[1] < 0) bad(spec, "need mean > 0 and sd >= 0");
+    check_length(spec, v[0], q);
     d.kind_ = kind::lognormal;
     const double s2 = std::log1p((v[1] * v[1]) / (v[0] * v[0]));
     d.a_ = std::log(v[0]) - 0.5 * s2;
@@ -124,6 +153,7 @@ distribution distribution::parse(std::string_view spec, quantity q) {
   if (name == "exp" || name == "exponential") {
     const auto v = numbers(spec, args, q, 1);
     if (v[0] < 0) bad(spec, "mean must be >= 0");
+    check_length(spec, v[0], q);
     d.kind_ = kind::exponential;
     d.a_ = d.mean_ = v[0];
     return d;
@@ -146,7 +176,7 @@ double distribution::sample(rng& r) const noexcept {
   auto finish = [&](double x) {
     if (integer) x = std::round(x);
     if (x < lo) x = lo;
-    if (integer && x > 4e9) x = 4e9;  // fits uint32 with room
+    if (integer && !(x <= max_length)) x = max_length;  // prompt + output fit in 32 bits
     return x;
   };
   switch (kind_) {
@@ -180,6 +210,23 @@ double distribution::max() const noexcept {
   }
 }
 
+double distribution::min() const noexcept {
+  switch (kind_) {
+    case kind::fixed: return a_;
+    case kind::uniform: return a_;
+    case kind::empirical: return *std::min_element(values_.begin(), values_.end());
+    default: return minimum(q_);
+  }
+}
+
+std::optional<double> parse_decimal(std::string_view text) noexcept {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v, std::chars_format::general);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
 double parse_seconds(std::string_view text) {
   try {
     return number(text, text, quantity::seconds);
@@ -190,7 +237,7 @@ double parse_seconds(std::string_view text) {
 }
 
 std::vector<double> parse_trace_values(const std::string& path, quantity q) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument("trace '" + path + "': cannot open");
   std::vector<double> out;
   std::string line;
@@ -199,11 +246,22 @@ std::vector<double> parse_trace_values(const std::string& path, quantity q) {
     throw std::invalid_argument(path + ":" + std::to_string(lineno) + ": field '" + field +
                                 "': " + why);
   };
-  const double lo = minimum(q);
-  while (std::getline(in, line)) {
+  const bool length = q != quantity::seconds;
+  // A JSON length: an integer in [0, max_length].
+  auto json_length = [&](const nlohmann::json& v, const char* field) {
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() > max_length)
+      fail(field, "not an integer in [0, " + std::to_string(max_length) + "] (value " +
+                      shown(v.dump()) + ")");
+    return v.get<double>();
+  };
+  bool too_long = false;
+  while (read_line(in, line, max_trace_line, too_long)) {
     ++lineno;
+    if (too_long) fail("(line)", "longer than " + std::to_string(max_trace_line) + " bytes");
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
+    if (out.size() == max_trace_values)
+      fail("(line)", "more than " + std::to_string(max_trace_values) + " values");
     double v = 0;
     if (line[first] == '{') {
       nlohmann::json j;
@@ -214,39 +272,43 @@ std::vector<double> parse_trace_values(const std::string& path, quantity q) {
       }
       if (q == quantity::prompt_length) {
         if (!j.contains("prompt_tokens")) fail("prompt_tokens", "missing");
-        if (!j["prompt_tokens"].is_number_unsigned()) fail("prompt_tokens", "not an integer >= 0");
-        v = j["prompt_tokens"].get<double>();
+        v = json_length(j["prompt_tokens"], "prompt_tokens");
       } else if (q == quantity::output_length) {
         if (j.contains("usage_output_tokens")) {
-          if (!j["usage_output_tokens"].is_number_unsigned())
-            fail("usage_output_tokens", "not an integer >= 0");
-          v = j["usage_output_tokens"].get<double>();
+          v = json_length(j["usage_output_tokens"], "usage_output_tokens");
         } else {
           if (!j.contains("chunks") || !j["chunks"].is_array())
             fail("chunks", "missing (and no usage_output_tokens)");
           for (const auto& c : j["chunks"]) {
             if (!c.is_array() || c.size() < 2 || !c[1].is_number_unsigned())
               fail("chunks", "each chunk must be [time, tokens, kind?]");
-            v += c[1].get<double>();
+            v += json_length(c[1], "chunks");
+            if (v > max_length)
+              fail("chunks", "the tokens add up to more than " + std::to_string(max_length));
           }
         }
       } else {
         fail("(line)", "a think-time trace is one number of seconds a line");
       }
     } else {
-      char* end = nullptr;
-      v = std::strtod(line.c_str() + first, &end);
-      while (end && (*end == ' ' || *end == '\t' || *end == '\r')) ++end;
-      if (end == line.c_str() + first || (end && *end != '\0') || !std::isfinite(v))
-        fail("(value)", "not a number");
+      std::string_view text(line);
+      text.remove_prefix(first);
+      text = text.substr(0, text.find_last_not_of(" \t\r") + 1);
+      if (length) {
+        std::uint64_t n = 0;
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size() || n > max_length)
+          fail("(value)", "a length must be a decimal integer in [0, " +
+                              std::to_string(max_length) + "] (value '" + shown(text) + "')");
+        v = static_cast<double>(n);
+      } else {
+        const auto t = parse_decimal(text);
+        if (!t) fail("(value)", "not a decimal number (value '" + shown(text) + "')");
+        if (*t < 0) fail("(value)", "negative time (value '" + shown(text) + "')");
+        v = *t;
+      }
     }
-    if (v < lo) {
-      if (q == quantity::seconds)
-        fail("(value)", "negative time");
-      else
-        v = lo;  // an empty response still occupies one decode step
-    }
-    out.push_back(v);
+    out.push_back(std::max(v, minimum(q)));  // a 0 length: an empty response takes one step
   }
   if (out.empty()) throw std::invalid_argument("trace '" + path + "': no values");
   return out;

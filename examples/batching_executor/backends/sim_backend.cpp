@@ -129,9 +129,13 @@ step_result sim_backend::step(const batch& b) {
   const step_cost k = cost(b);
   double factor = 1.0;
   if (cfg_.jitter > 0) factor += cfg_.jitter * std::clamp(rng_.normal(), -3.0, 3.0);
+  const double seconds = cfg_.t_fixed_s + std::max(k.memory_s, k.compute_s) * factor;
+  if (!(seconds < max_step_s))
+    throw std::runtime_error("sim: a step of " + std::to_string(b.num_tokens()) +
+                             " tokens would take " + std::to_string(seconds) +
+                             " s, more than the clock's 1e9 s a step (check the --sim constants)");
   step_result r;
-  r.elapsed =
-      tokchron::from_seconds<duration>(cfg_.t_fixed_s + std::max(k.memory_s, k.compute_s) * factor);
+  r.elapsed = tokchron::from_seconds<duration>(seconds);
   r.outputs.resize(b.seqs.size());
   for (std::size_t i = 0; i < b.seqs.size(); ++i) r.outputs[i].tokens = b.seqs[i].samples ? 1 : 0;
   return r;
@@ -143,7 +147,9 @@ std::optional<duration> sim_backend::predict_prefill(std::uint32_t tokens) const
   w.prefill_tokens = tokens;
   w.samples = true;
   b.seqs.push_back(w);
-  return tokchron::from_seconds<duration>(cost(b).seconds);
+  const double seconds = cost(b).seconds;
+  if (!(seconds < max_step_s)) return std::nullopt;  // cannot be told in the clock's range
+  return tokchron::from_seconds<duration>(seconds);
 }
 
 }  // namespace batching

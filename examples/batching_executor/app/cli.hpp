@@ -7,6 +7,7 @@
 /// `run_config`, so `--max-batch-size 16` and `--sweep max_batch_size=8,16` go through the same
 /// code; a sweep is the cartesian product of its `--sweep` lists, first list outermost.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -64,8 +65,13 @@ struct command_line {
   std::optional<std::string> trace_out, metrics_out;
   std::optional<std::string> plot;  ///< `--plot DIR`: pictures (examples/plot)
   std::string progress = "auto";    ///< auto (when stderr is a terminal) | never
+  /// `--memory-limit`: what the runs together may keep (workload::memory_limit), in bytes.
+  std::uint64_t memory_limit = default_memory_limit;
   bool help = false;
 };
+/// Parses a memory size: bytes, or a number with a KiB, MiB or GiB suffix ("512MiB"), at least
+/// one byte. Throws `std::invalid_argument` naming the text.
+[[nodiscard]] std::uint64_t parse_memory_size(std::string_view text);
 /// Parses `args` (without the program name). Throws `usage_error`.
 [[nodiscard]] command_line parse_command_line(const std::vector<std::string>& args);
 /// The usage text.

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_PLOT_EXECUTOR_PLOT_HPP
-#define TOKCHRON_EXAMPLES_PLOT_EXECUTOR_PLOT_HPP
+#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_PLOT_HPP
+#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_PLOT_HPP
 
 /// \file
 /// batching-executor's `--plot DIR`: the pictures of a run or a sweep from the executor's own
-/// outcomes (examples/batching_executor/report.hpp). Each configuration is summarised exactly as
+/// outcomes (app/report.hpp). Each configuration is summarised exactly as
 /// `batching::evaluate` summarises it (the same profile, options and measured requests), with
 /// the pictures' percentiles added; the frontier is the planner's answer for
 /// `batching::load_points`; the token timeline shows the planner's choice (else the first
@@ -122,4 +122,4 @@ inline plot_result plot_executor(const std::vector<batching::outcome>& all,
 
 }  // namespace plot
 
-#endif  // TOKCHRON_EXAMPLES_PLOT_EXECUTOR_PLOT_HPP
+#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_PLOT_HPP

@@ -17,6 +17,12 @@
 /// the run ends in steady state instead of draining) until every run request has finished, and
 /// the engine then aborts the background. In open loop arrivals stop at `duration` and the
 /// queue drains (an overloaded open loop has no steady state to keep).
+///
+/// Memory: the run keeps every request it made (the reports read them all). A workload may set a
+/// `memory_limit`: the users' state and the requests' footprints (`user_footprint`,
+/// `request_footprint`, both bounds from above) are counted as they are made, and the run stops
+/// with an error naming the limit rather than outgrow it. `count_open_arrivals` tells before a
+/// run how many requests an open loop will make.
 
 #include <cstdint>
 #include <deque>
@@ -27,6 +33,7 @@
 
 #include "backend.hpp"
 #include "distribution.hpp"
+#include "engine.hpp"
 #include "random.hpp"
 #include "request.hpp"
 
@@ -49,25 +56,57 @@ struct workload {
   double predict_noise = 0.5;         ///< sd of log(predicted / true output length)
   std::uint64_t max_requests = 0;     ///< 0: no limit
   std::uint64_t seed = 1;
+  /// Bytes the users and requests may keep (by `user_footprint` and `request_footprint`); 0: no
+  /// limit. A run that would keep more stops with `std::runtime_error`.
+  std::uint64_t memory_limit = 0;
 
   void validate() const;
 };
 
+/// The memory limit `batching-executor` sets by default (a sweep: its runs together): 2 GiB.
+inline constexpr std::uint64_t default_memory_limit = std::uint64_t(2) << 30;
+
+/// The latest arrival a run schedules, in seconds after its start (within 64-bit nanoseconds):
+/// a user whose think time, or an open loop whose next gap, reaches past it sends no more.
+inline constexpr double max_arrival_s = 9e9;
+
+/// The most bytes a request keeps until the end of the run: the request and its timeline, and a
+/// chunk per output token with the room a growing vector may leave (as much again).
+[[nodiscard]] std::uint64_t request_footprint(std::uint32_t output_tokens) noexcept;
+/// The bytes a closed-loop user keeps: its random stream and its pending arrival.
+[[nodiscard]] std::uint64_t user_footprint() noexcept;
+/// The bytes a finished run of `w` that made `requests` keeps, by the two footprints above (what
+/// its load generator counted against `memory_limit`).
+[[nodiscard]] std::uint64_t run_footprint(const workload& w,
+                                          const std::deque<request>& requests) noexcept;
+
+/// How many requests the open loop of `w` makes: all of them, and those arriving at or after
+/// `from_s` (the measured ones when it is the warm-up); `capped` when it stopped counting at
+/// `limit`. Exact: it replays the load generator's arrival stream for `w.seed`, without making
+/// requests (O(total) time, O(1) memory).
+struct arrival_count {
+  std::uint64_t total = 0, from = 0;
+  bool capped = false;
+};
+[[nodiscard]] arrival_count count_open_arrivals(const workload& w, double from_s,
+                                                std::uint64_t limit);
+
 /// Produces the requests of a run. Owns them (stable addresses). Single-threaded.
-class load_generator {
+class load_generator final : public request_source {
  public:
   /// Timelines read `clock` (the engine's); throws `std::invalid_argument` for a bad workload.
   load_generator(const workload& w, const clock_type& clock);
 
   /// Requests arriving from this time on are background (after `duration`).
-  [[nodiscard]] time_point end() const noexcept { return end_; }
+  [[nodiscard]] time_point end() const noexcept override { return end_; }
   /// The earliest intended arrival not yet released, if any.
-  [[nodiscard]] std::optional<time_point> next_arrival() const;
+  [[nodiscard]] std::optional<time_point> next_arrival() const override;
   /// Creates every request whose intended arrival is <= `now` (arrival and send recorded) and
   /// appends it to `out`, in arrival order.
-  void release(time_point now, std::vector<request*>& out);
+  void release(time_point now, std::vector<request*>& out) override;
   /// `r` ended (done or rejected) at `t`: its user thinks, then sends the next one.
-  void on_finish(const request& r, time_point t);
+  void on_finish(const request& r, time_point t) override;
+  [[nodiscard]] std::deque<request> take_requests() override { return std::move(requests_); }
 
   [[nodiscard]] std::deque<request>& requests() noexcept { return requests_; }
   [[nodiscard]] const workload& config() const noexcept { return w_; }
@@ -83,6 +122,7 @@ class load_generator {
   };
   void push(time_point at, std::uint32_t user, double think = -1);
   void schedule_open(time_point after);
+  void charge(std::uint64_t bytes, time_point now);
 
   workload w_;
   clock_type clock_;
@@ -92,7 +132,13 @@ class load_generator {
   std::priority_queue<pending, std::vector<pending>, std::greater<pending>> queue_;
   std::deque<request> requests_;
   std::uint64_t scheduled_ = 0;
+  std::uint64_t bytes_ = 0;  // the footprints counted against `memory_limit`
 };
+
+/// Runs `load` through a scheduler with `cfg` on `be` (the engine, core/engine.hpp, fed by a
+/// `load_generator`). Throws as that `run` does, and `std::invalid_argument` for a bad workload.
+[[nodiscard]] run_result run(const scheduler_config& cfg, const workload& load, backend& be,
+                             const step_observer& observe = {});
 
 }  // namespace batching
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_PLOT_EXECUTOR_STEPS_HPP
-#define TOKCHRON_EXAMPLES_PLOT_EXECUTOR_STEPS_HPP
+#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_STEPS_HPP
+#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_STEPS_HPP
 
 /// \file
 /// The executor's over-time record for the pictures: a `batching::step_observer` (the engine's
 /// per-step hook) that appends each step's time span, batch size, queue length and KV use to an
-/// `executor_series`. Needs the batching executor's headers (examples/batching_executor/).
+/// `executor_series` (examples/plot's, through the tokchron_plot library).
 
 #include <algorithm>
 
@@ -34,4 +34,4 @@ namespace plot {
 
 }  // namespace plot
 
-#endif  // TOKCHRON_EXAMPLES_PLOT_EXECUTOR_STEPS_HPP
+#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_STEPS_HPP

@@ -261,8 +261,11 @@ void write_run_table(std::ostream& out, const outcome& o) {
       << fmt("%.0f%%", e.kv_use_mean() * 100) << " peak " << fmt("%.0f%%", e.kv_use_peak() * 100)
       << " of " << e.kv_blocks_total << " blocks, " << st.preemptions << " preemptions, "
       << st.prefill_first_steps << " prefill-first steps, rejected "
-      << st.rejected_timeout + st.rejected_too_long << ", simulated " << fmt("%.1f", e.end_s)
-      << " s in " << fmt("%.3f", e.wall_s) << " s\n";
+      << st.rejected_timeout + st.rejected_too_long;
+  if (st.rejected_timeout + st.rejected_too_long > 0)
+    out << " (" << st.rejected_too_long << " too long for the KV cache or token budget, "
+        << st.rejected_timeout << " queue timeouts)";
+  out << ", simulated " << fmt("%.1f", e.end_s) << " s in " << fmt("%.3f", e.wall_s) << " s\n";
   if (!o.verdicts.verdicts.empty())
     out << "\nSLA: " << tokchron::to_string(o.verdicts.overall()) << '\n' << o.verdicts.to_string();
   out << "\nclaim audit of these figures: "

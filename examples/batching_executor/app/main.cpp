@@ -20,8 +20,9 @@
 #include "cuda/cuda_backend.hpp"
 #endif
 #include "engine.hpp"
-#include "executor_plot.hpp"
+#include "plot/executor_plot.hpp"
 #include "report.hpp"
+#include "run_limits.hpp"
 #include "tokchron/sla/capacity.hpp"
 
 namespace {
@@ -82,8 +83,9 @@ int main(int argc, char** argv) {
     for (configuration& c : configs) {
       apply_slo_defaults(c.cfg, settings.objectives);
       c.cfg.sched.validate();
+      c.cfg.load.memory_limit = cl.memory_limit;
       c.cfg.load.validate();
-      (void)make_backend(c.cfg);  // validates the backend's constants
+      check_run(c.cfg, *make_backend(c.cfg));  // make_backend validates the backend's constants
     }
 #ifdef BATCHING_HAVE_CUDA_BACKEND
   } catch (const no_gpu_error& e) {  // --backend cuda on a machine without a usable GPU
@@ -98,11 +100,17 @@ int main(int argc, char** argv) {
     std::vector<outcome> outcomes;
     std::vector<plot::executor_series> steps(cl.plot ? configs.size() : 0);  // --plot
     const progress_bar bar(configs.size(), cl.progress == "auto");
+    std::uint64_t kept = 0;  // by the runs so far, against --memory-limit
     for (std::size_t i = 0; i < configs.size(); ++i) {
       bar.show(i, configs[i].name);
+      if (kept >= cl.memory_limit)
+        throw std::runtime_error("the runs before configuration " + configs[i].name +
+                                 " keep all of the memory limit; raise --memory-limit");
+      configs[i].cfg.load.memory_limit = cl.memory_limit - kept;
       auto be = make_backend(configs[i].cfg);
       run_result r = run(configs[i].cfg.sched, configs[i].cfg.load, *be,
                          cl.plot ? plot::record_steps(steps[i]) : step_observer{});
+      kept += run_footprint(configs[i].cfg.load, r.requests);
       outcomes.push_back(evaluate(configs[i], std::move(r), settings));
     }
     bar.show(configs.size(), "done");

@@ -47,23 +47,18 @@
 #include "backend.hpp"
 #include "kv_cache.hpp"
 #include "request.hpp"
+#include "request_queue.hpp"
 
 namespace batching {
 
-enum class policy : std::uint8_t { fcfs, priority, sjf };
-enum class sjf_key : std::uint8_t { prompt, output, predicted };
 enum class prefill_priority : std::uint8_t { off, always, slo_aware };
 enum class kv_policy : std::uint8_t { max_utilization, guaranteed_no_evict };
 enum class queue_timeout_action : std::uint8_t { reject, promote };
 
-[[nodiscard]] std::string_view to_string(policy p) noexcept;
-[[nodiscard]] std::string_view to_string(sjf_key k) noexcept;
 [[nodiscard]] std::string_view to_string(prefill_priority p) noexcept;
 [[nodiscard]] std::string_view to_string(kv_policy p) noexcept;
 [[nodiscard]] std::string_view to_string(queue_timeout_action a) noexcept;
 /// Parsers for the names above; throw `std::invalid_argument` listing the choices.
-[[nodiscard]] policy parse_policy(std::string_view s);
-[[nodiscard]] sjf_key parse_sjf_key(std::string_view s);
 [[nodiscard]] prefill_priority parse_prefill_priority(std::string_view s);
 [[nodiscard]] kv_policy parse_kv_policy(std::string_view s);
 [[nodiscard]] queue_timeout_action parse_queue_timeout_action(std::string_view s);
@@ -74,7 +69,7 @@ struct scheduler_config {
   std::uint32_t max_num_batched_tokens = 2048;  ///< tokens a step (>= max_batch_size)
   bool chunked_prefill = true;
   prefill_priority prefill = prefill_priority::off;
-  policy order = policy::fcfs;
+  policy order = policy::fcfs;  ///< the waiting queue's order (request_queue.hpp)
   sjf_key sjf = sjf_key::prompt;
   std::uint32_t starvation_steps = 256;    ///< sjf/priority promotion bound; 0 = never
   std::optional<duration> max_queue_time;  ///< unset: no queue timeout
@@ -144,7 +139,6 @@ class scheduler {
 
  private:
   void expire(time_point now);
-  void sort_waiting();
   [[nodiscard]] bool wants_prefill_first(time_point now) const;
   [[nodiscard]] bool delay_holds(time_point now) const;
   [[nodiscard]] std::uint32_t chunk_for(const request& r, std::uint32_t budget) const noexcept;
@@ -163,10 +157,9 @@ class scheduler {
   scheduler_config cfg_;
   block_pool pool_;
   backend* be_;
-  std::vector<request*> waiting_, running_, finished_;
+  request_queue waiting_;
+  std::vector<request*> running_, finished_;
   scheduler_stats stats_;
-  bool unsorted_ = false;   // waiting_ needs a full sort (promotion, preemption)
-  std::size_t sorted_ = 0;  // waiting_[0, sorted_) is in order; later entries are new arrivals
 };
 
 }  // namespace batching

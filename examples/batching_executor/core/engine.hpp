@@ -3,22 +3,23 @@
 #define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_ENGINE_HPP
 
 /// \file
-/// The run loop: load generator -> scheduler -> backend, one step at a time, every event
-/// recorded in the requests' tokchron timelines.
+/// The run loop: request source (the load generator, app/loadgen.hpp) -> scheduler -> backend,
+/// one step at a time, every event recorded in the requests' tokchron timelines.
 ///
 /// With a virtual-time backend (sim) the clock jumps: to the end of each step, and over idle
 /// gaps to the next arrival or scheduler wake-up, so a 10-minute run takes milliseconds. With
 /// a real-time backend the clock follows `steady_clock` from the start of the run and idle gaps
 /// are slept. The run ends when every request that arrived before the workload's `duration`
-/// has finished; requests after it (background load, see loadgen.hpp) are then aborted, so
+/// has finished; requests after it (background load, see app/loadgen.hpp) are then aborted, so
 /// `run_result::requests` holds them too, finished as `aborted`.
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "backend.hpp"
-#include "loadgen.hpp"
 #include "request.hpp"
 #include "scheduler.hpp"
 
@@ -57,10 +58,31 @@ struct run_result {
 /// Observes each step (tests check invariants with it): the plan as it was run, the result.
 using step_observer = std::function<void(const step_plan&, const step_result&, const scheduler&)>;
 
-/// Runs `load` through a scheduler with `cfg` on `be`. Throws `std::invalid_argument` for a
-/// bad configuration and `std::runtime_error` when the backend fails or the run cannot make
-/// progress (which would be a scheduler bug).
-[[nodiscard]] run_result run(const scheduler_config& cfg, const workload& load, backend& be,
+/// Where a run's requests come from: the load generator (app/loadgen.hpp), or a test's own.
+/// It owns them (stable addresses); the engine asks it for arrivals and tells it of finishes.
+class request_source {
+ public:
+  virtual ~request_source() = default;
+  /// Requests arriving from this time on are background load: the run ends when every earlier
+  /// one has finished.
+  [[nodiscard]] virtual time_point end() const noexcept = 0;
+  /// The earliest arrival not yet released, if any.
+  [[nodiscard]] virtual std::optional<time_point> next_arrival() const = 0;
+  /// Appends to `out`, in arrival order, every request arriving at or before `now` (its arrival
+  /// and send recorded in its timeline).
+  virtual void release(time_point now, std::vector<request*>& out) = 0;
+  /// `r` finished (done, rejected or aborted) at `t`.
+  virtual void on_finish(const request& r, time_point t) = 0;
+  /// Hands over every request it made, in creation order (called once, when the run ends).
+  [[nodiscard]] virtual std::deque<request> take_requests() = 0;
+};
+
+/// Runs the requests of `src` through a scheduler with `cfg` on `be`; `clock` is the clock their
+/// timelines read (the engine sets it). Throws `std::invalid_argument` for a bad configuration
+/// and `std::runtime_error` when the backend fails or the run cannot make progress (which would
+/// be a scheduler bug).
+[[nodiscard]] run_result run(const scheduler_config& cfg, request_source& src,
+                             const clock_type& clock, backend& be,
                              const step_observer& observe = {});
 
 }  // namespace batching

@@ -6,26 +6,11 @@
 #include <string>
 #include <tuple>
 
+#include "names.hpp"
+
 namespace batching {
 namespace {
 
-template <class E, std::size_t N>
-E parse_enum(std::string_view s, const char* what,
-             const std::pair<std::string_view, E> (&names)[N]) {
-  std::string choices;
-  for (const auto& [name, value] : names) {
-    if (s == name) return value;
-    choices += choices.empty() ? "" : ", ";
-    choices += name;
-  }
-  throw std::invalid_argument(std::string(what) + ": unknown value '" + std::string(s) +
-                              "' (choose " + choices + ")");
-}
-
-constexpr std::pair<std::string_view, policy> policy_names[] = {
-    {"fcfs", policy::fcfs}, {"priority", policy::priority}, {"sjf", policy::sjf}};
-constexpr std::pair<std::string_view, sjf_key> sjf_names[] = {
-    {"prompt", sjf_key::prompt}, {"output", sjf_key::output}, {"predicted", sjf_key::predicted}};
 constexpr std::pair<std::string_view, prefill_priority> prefill_names[] = {
     {"off", prefill_priority::off},
     {"always", prefill_priority::always},
@@ -36,22 +21,14 @@ constexpr std::pair<std::string_view, kv_policy> kv_names[] = {
 constexpr std::pair<std::string_view, queue_timeout_action> timeout_names[] = {
     {"reject", queue_timeout_action::reject}, {"promote", queue_timeout_action::promote}};
 
-template <class E, std::size_t N>
-std::string_view name_of(E e, const std::pair<std::string_view, E> (&names)[N]) noexcept {
-  for (const auto& [name, value] : names)
-    if (value == e) return name;
-  return "unknown";
-}
-
 }  // namespace
 
-std::string_view to_string(policy p) noexcept { return name_of(p, policy_names); }
-std::string_view to_string(sjf_key k) noexcept { return name_of(k, sjf_names); }
+using detail::name_of;
+using detail::parse_enum;
+
 std::string_view to_string(prefill_priority p) noexcept { return name_of(p, prefill_names); }
 std::string_view to_string(kv_policy p) noexcept { return name_of(p, kv_names); }
 std::string_view to_string(queue_timeout_action a) noexcept { return name_of(a, timeout_names); }
-policy parse_policy(std::string_view s) { return parse_enum(s, "policy", policy_names); }
-sjf_key parse_sjf_key(std::string_view s) { return parse_enum(s, "sjf_key", sjf_names); }
 prefill_priority parse_prefill_priority(std::string_view s) {
   return parse_enum(s, "prefill_priority", prefill_names);
 }
@@ -76,7 +53,10 @@ void scheduler_config::validate() const {
 }
 
 scheduler::scheduler(const scheduler_config& cfg, std::uint32_t kv_blocks, backend* be)
-    : cfg_(cfg), pool_(kv_blocks, cfg.block_size), be_(be) {
+    : cfg_(cfg),
+      pool_(kv_blocks, cfg.block_size),
+      be_(be),
+      waiting_(make_queue_order(cfg.order, cfg.sjf)) {
   cfg_.validate();
   if (kv_blocks == 0) throw std::invalid_argument("scheduler: the KV cache has no blocks");
 }
@@ -95,11 +75,12 @@ void scheduler::add(request& r, time_point now) {
   }
   note(r.tl.queued(now));
   r.waited_steps = 0;
-  waiting_.push_back(&r);  // merged into the order by sort_waiting
+  waiting_.push(r);
 }
 
 void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
   pool_.release(r.blocks);
+  std::vector<std::uint32_t>().swap(r.blocks);  // a finished request keeps no block table
   if (be_ && r.ever_scheduled) be_->release(r.id);
   note(r.tl.finish(t, why));
   r.state = request_state::finished;
@@ -108,63 +89,30 @@ void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
 
 void scheduler::expire(time_point now) {
   if (!cfg_.max_queue_time) return;
-  auto keep = waiting_.begin();
-  for (request* r : waiting_) {
+  waiting_.remove_if([&](request& r) {
     const bool timed_out =
-        !r->ever_scheduled && !r->promoted && now - r->arrival > *cfg_.max_queue_time;
-    if (timed_out && cfg_.on_queue_timeout == queue_timeout_action::reject) {
+        !r.ever_scheduled && !r.promoted && now - r.arrival > *cfg_.max_queue_time;
+    if (!timed_out) return false;
+    if (cfg_.on_queue_timeout == queue_timeout_action::reject) {
       ++stats_.rejected_timeout;
-      finish(*r, now, tokchron::finish_reason::rejected);
-      continue;
+      finish(r, now, tokchron::finish_reason::rejected);
+      return true;
     }
-    if (timed_out) {
-      r->promoted = true;
-      unsorted_ = true;
-      ++stats_.promoted_timeout;
-    }
-    *keep++ = r;
-  }
-  if (keep != waiting_.end()) unsorted_ = true;  // removals inside the sorted prefix
-  waiting_.erase(keep, waiting_.end());
-}
-
-void scheduler::sort_waiting() {
-  // Admission removes a prefix and expiry keeps the order, so usually only the new arrivals at
-  // the end need sorting and merging in: O(new log new + waiting) a step.
-  if (!unsorted_ && sorted_ == waiting_.size()) return;
-  auto key = [this](const request* r) {
-    const bool first = r->resumed || r->promoted;
-    std::int64_t k = 0;
-    if (!first) {
-      if (cfg_.order == policy::priority) k = r->priority;
-      if (cfg_.order == policy::sjf)
-        k = cfg_.sjf == sjf_key::prompt   ? r->prompt_tokens
-            : cfg_.sjf == sjf_key::output ? r->output_tokens
-                                          : r->predicted_output;
-    }
-    return std::make_tuple(first ? 0 : 1, k, r->arrival, r->id);
-  };
-  auto less = [&](const request* a, const request* b) { return key(a) < key(b); };
-  if (unsorted_ || sorted_ > waiting_.size()) {
-    std::sort(waiting_.begin(), waiting_.end(), less);
-  } else {
-    const auto mid = waiting_.begin() + static_cast<std::ptrdiff_t>(sorted_);
-    std::sort(mid, waiting_.end(), less);
-    std::inplace_merge(waiting_.begin(), mid, waiting_.end(), less);
-  }
-  unsorted_ = false;
-  sorted_ = waiting_.size();
+    waiting_.promote(r);
+    ++stats_.promoted_timeout;
+    return false;
+  });
 }
 
 duration scheduler::predict_prefill(std::uint32_t tokens) const {
   if (be_)
     if (auto d = be_->predict_prefill(tokens)) return *d;
-  return tokchron::from_seconds<duration>(tokens / cfg_.prefill_tokens_per_s);
+  return tokchron::from_seconds<duration>(std::min(tokens / cfg_.prefill_tokens_per_s, max_step_s));
 }
 
 bool scheduler::delay_holds(time_point now) const {
   if (cfg_.max_batch_delay <= duration::zero() || waiting_.empty()) return false;
-  const request* head = waiting_.front();
+  const request* head = &waiting_.at(0);
   if (head->resumed || head->promoted) return false;
   const std::size_t free_slots = cfg_.max_batch_size - running_.size();
   if (waiting_.size() >= free_slots) return false;
@@ -223,11 +171,9 @@ void scheduler::preempt(std::size_t i, time_point now) {
   if (be_) be_->release(r.id);
   r.computed = 0;
   r.state = request_state::waiting;
-  r.resumed = true;
   r.waited_steps = 0;
   note(r.tl.preempted(now));
-  waiting_.insert(waiting_.begin(), &r);
-  unsorted_ = true;
+  waiting_.push_front(r);  // resumed: ahead of the policy order
   ++stats_.preemptions;
 }
 
@@ -275,7 +221,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
   if (preempted || kind == step_kind::decode_only) return;
   std::size_t admitted = 0;
   while (admitted < waiting_.size() && running_.size() < cfg_.max_batch_size && budget > 0) {
-    request& r = *waiting_[admitted];
+    request& r = waiting_.at(admitted);
     if (!r.resumed && !r.promoted && delay_holds(now)) break;
     const std::uint32_t n = chunk_for(r, budget);
     if (n == 0) break;
@@ -291,8 +237,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
     budget -= n;
     ++admitted;
   }
-  waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(admitted));
-  sorted_ = sorted_ > admitted ? sorted_ - admitted : 0;
+  waiting_.pop_front(admitted);
 }
 
 bool scheduler::schedule(time_point now, step_plan& plan) {
@@ -300,7 +245,6 @@ bool scheduler::schedule(time_point now, step_plan& plan) {
   plan.start = now;
   plan.work.block_size = pool_.block_size();
   expire(now);
-  sort_waiting();
   const bool pf = wants_prefill_first(now);
   // Prefill-first steps are all-prefill, or all-decode when no prefill can run (vLLM v0).
   build(now, pf ? step_kind::prefill_only : step_kind::mixed, plan);
@@ -311,8 +255,7 @@ bool scheduler::schedule(time_point now, step_plan& plan) {
     ++r->waited_steps;
     if (cfg_.order != policy::fcfs && cfg_.starvation_steps > 0 && !r->promoted && !r->resumed &&
         r->waited_steps >= cfg_.starvation_steps) {
-      r->promoted = true;
-      unsorted_ = true;
+      waiting_.promote(*r);
       ++stats_.promoted_starvation;
     }
   }
@@ -373,7 +316,6 @@ void scheduler::abort_all(time_point now) {
   }
   running_.clear();
   waiting_.clear();
-  sorted_ = 0;
 }
 
 void scheduler::take_finished(std::vector<request*>& out) {
@@ -387,7 +329,7 @@ std::optional<time_point> scheduler::next_wakeup(time_point now) const {
     if (c > now && (!t || c < *t)) t = c;
   };
   if (waiting_.empty()) return t;
-  time_point oldest = waiting_.front()->arrival;
+  time_point oldest = waiting_.at(0).arrival;
   for (const request* r : waiting_) {
     oldest = std::min(oldest, r->arrival);
     if (cfg_.max_queue_time && !r->ever_scheduled && !r->promoted)

@@ -7,9 +7,7 @@
 #include "cuda/cuda_backend.hpp"
 #endif
 
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <map>
@@ -29,13 +27,9 @@ std::string canonical_name(std::string_view name) {
 }
 
 double to_number(std::string_view opt, std::string_view v) {
-  const std::string s(v);
-  char* end = nullptr;
-  errno = 0;
-  const double x = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(x))
-    bad_value(opt, v, "not a number");
-  return x;
+  const auto x = parse_decimal(v);
+  if (!x) bad_value(opt, v, "not a number");
+  return *x;
 }
 
 std::uint64_t to_count(std::string_view opt, std::string_view v, std::uint64_t lo,
@@ -328,10 +322,30 @@ std::string usage() {
        "  --metrics-out FILE       Prometheus text exposition of the run(s)\n"
        "  --plot DIR               pictures (gnuplot SVG/PNG, their data) and DIR/index.html\n"
        "  --progress auto|never    a progress bar on stderr when it is a terminal (auto)\n"
+       "  --memory-limit SIZE      what the runs may keep: bytes, KiB, MiB, GiB (default 2GiB);\n"
+       "                           a configuration that needs more is refused, a run stopped\n"
        "  --help\n"
        "\nDistributions (DIST): 300, fixed:300, uniform:75,225, normal:300,90, lognormal:150,60,\n"
        "exp:25, trace:FILE, none. Times: seconds, or with an s / ms suffix.\n";
   return u;
+}
+
+std::uint64_t parse_memory_size(std::string_view text) {
+  std::uint64_t scale = 1;
+  std::string_view n = text;
+  for (const auto& [suffix, s] : {std::pair<std::string_view, std::uint64_t>{"KiB", 1u << 10},
+                                  {"MiB", 1u << 20},
+                                  {"GiB", std::uint64_t(1) << 30}})
+    if (n.size() > suffix.size() && n.substr(n.size() - suffix.size()) == suffix) {
+      n.remove_suffix(suffix.size());
+      scale = s;
+    }
+  const auto v = parse_decimal(n);
+  // 2^53 bytes: 8 PiB, past any machine, and exact in a double.
+  if (!v || !(*v * double(scale) >= 1) || *v * double(scale) > 9007199254740992.0)
+    throw std::invalid_argument("memory size '" + std::string(text) +
+                                "': expected bytes > 0, or a number with KiB, MiB or GiB");
+  return static_cast<std::uint64_t>(*v * double(scale));
 }
 
 command_line parse_command_line(const std::vector<std::string>& args) {
@@ -378,6 +392,12 @@ command_line parse_command_line(const std::vector<std::string>& args) {
       cl.metrics_out = *value;
     } else if (name == "plot") {
       cl.plot = *value;
+    } else if (name == "memory_limit") {
+      try {
+        cl.memory_limit = parse_memory_size(*value);
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(std::string("--memory-limit: ") + e.what());
+      }
     } else if (name == "progress") {
       if (*value != "auto" && *value != "never")
         throw usage_error("--progress '" + *value + "': expected auto or never");

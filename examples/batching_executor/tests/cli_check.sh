@@ -1,0 +1,20 @@
+#!/bin/sh
+# Runs a command (the executor) under a virtual-memory limit and checks its exit code and that its
+# output (stdout and stderr together) contains a text. A ctest driver (CMakeLists.txt).
+#   cli_check.sh RC TEXT MEMORY_KB COMMAND [ARG...]     MEMORY_KB 0: no limit (sanitizer builds)
+want=$1
+text=$2
+mem=$3
+shift 3
+if [ "$mem" -gt 0 ]; then ulimit -v "$mem" || exit 1; fi
+out=$("$@" 2>&1)
+rc=$?
+printf '%s\n' "$out" | tail -n 4
+if [ "$rc" -ne "$want" ]; then
+  echo "cli_check: exit code $rc, expected $want"
+  exit 1
+fi
+case $out in
+  *"$text"*) ;;
+  *) echo "cli_check: the output lacks '$text'"; exit 1 ;;
+esac
