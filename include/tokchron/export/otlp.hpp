@@ -23,7 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/snapshot.hpp"
+#include "tokchron/export/conversions.hpp"
+#include "tokchron/export/snapshot_data.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/version.hpp"
 
