@@ -73,7 +73,9 @@ TEST_CASE("earlier spellings parse as aliases and print as the one name") {
       {"p10(user_rate) > 10", "p10(output_rate) > 10tok/s"},
       {"min(fluidity_index) > 0.5", "min(fluidity) > 0.5"},
   };
-  for (const auto& [text, canonical] : cases) {
+  for (const auto& c : cases) {
+    const char* text = c.first;
+    const char* canonical = c.second;
     CAPTURE(text);
     CHECK(objective::parse(text).to_string() == canonical);
     CHECK(objective::parse(canonical) == objective::parse(text));
