@@ -99,8 +99,9 @@ struct serving_metrics_options {
 };
 
 /// The canonical metrics of finished requests, as a server exports them: one `log_histogram`
-/// per distribution (TTFT, TPOT, per-token ITL, E2E, queue, prefill, decode; seconds) and
-/// counters of requests by finish reason, output and prompt tokens and preemptions.
+/// per metric marked `served` in metric_table (TTFT, TPOT, per-token ITL, E2E and the engine
+/// phases; seconds) and counters of requests by finish reason, output and prompt tokens and
+/// preemptions.
 ///
 /// `record` is O(chunks) and noexcept; memory grows with the range of values, not the count
 /// (a few KiB per histogram). `merge` adds another replica's or thread's metrics without loss.

@@ -152,6 +152,8 @@ struct profile {
   quantile_method percentile_method;
   /// Delta degrees of freedom of the reported std; empty when the tool reports no std.
   std::optional<unsigned> std_ddof;
+  /// `std_ddof` values: numpy's population std (ddof 0), pandas' sample std (ddof 1), none.
+  static constexpr std::optional<unsigned> population_std{0u}, sample_std{1u}, no_std{};
   duration_rule duration;
   rps_rule request_rate;
   user_rate_rule user_rate;
