@@ -78,6 +78,13 @@ struct metric_info {
   /// True for metrics measured in seconds.
   [[nodiscard]] constexpr bool is_time() const noexcept { return unit == metric_unit::seconds; }
 
+  /// A copy with `member` set to `value` (the setters below).
+  template <class T>
+  [[nodiscard]] constexpr metric_info with(T metric_info::*member, T value) const noexcept {
+    metric_info m = *this;
+    m.*member = value;
+    return m;
+  }
   /// A row with the Prometheus stem equal to the name and nothing else set.
   [[nodiscard]] static constexpr metric_info row(metric_id id, std::string_view name,
                                                  metric_unit unit) noexcept {
@@ -89,27 +96,18 @@ struct metric_info {
     return m;
   }
   [[nodiscard]] constexpr metric_info with_prometheus_stem(std::string_view s) const noexcept {
-    metric_info m = *this;
-    m.prometheus_stem = s;
-    return m;
+    return with(&metric_info::prometheus_stem, s);
   }
   /// Also marks the metric `served`: `serving_metrics` exports what vLLM exports.
   [[nodiscard]] constexpr metric_info served_as(std::string_view vllm) const noexcept {
-    metric_info m = *this;
-    m.vllm_name = vllm;
-    m.served = true;
-    return m;
+    return with(&metric_info::vllm_name, vllm).with(&metric_info::served, true);
   }
   [[nodiscard]] constexpr metric_info with_help(std::string_view h) const noexcept {
-    metric_info m = *this;
-    m.help = h;
-    return m;
+    return with(&metric_info::help, h);
   }
   [[nodiscard]] constexpr metric_info with_aliases(std::string_view a, std::string_view b = {},
                                                    std::string_view c = {}) const noexcept {
-    metric_info m = *this;
-    m.aliases = {a, b, c};
-    return m;
+    return with(&metric_info::aliases, std::array<std::string_view, 3>{a, b, c});
   }
 };
 
