@@ -33,7 +33,7 @@
 TOKCHRON_BEGIN_NAMESPACE
 
 /// The metrics `serving_metrics` keeps a histogram of: the rows of metric_table marked
-/// `served` (ttft, tpot, itl, e2e, queue_time, prefill_time, decode_time), in table order.
+/// `served` (the latencies vLLM exports as histograms), in table order.
 using serving_metric = metric_id;
 /// The number of served metrics.
 inline constexpr std::size_t serving_metric_count =

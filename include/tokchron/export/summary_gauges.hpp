@@ -40,12 +40,11 @@ namespace detail {
 }  // namespace detail
 
 /// Adds a run summary's scalar fields as gauges named `prefix` + field
-/// (`tokchron_run_duration_seconds`,
-/// `..._request_throughput`, `..._output_throughput`, `..._total_token_throughput`,
-/// `..._completed`, `..._failed`, `..._mean_concurrency`, `..._peak_concurrency`) and each latency
-/// time distribution's percentiles as `prometheus_name(metric, prefix)` gauges
-/// (`tokchron_run_e2e_seconds{percentile="95"}`; an undefined value is left out), every point
-/// labelled `profile` plus `labels`.
+/// (`tokchron_run_duration_seconds`, `..._request_throughput`, `..._output_throughput`,
+/// `..._total_token_throughput`, `..._completed`, `..._failed`, `..._mean_concurrency`,
+/// `..._peak_concurrency`) and each time distribution's percentiles as
+/// `prometheus_name(metric, prefix)` gauges (`tokchron_run_e2e_seconds{percentile="95"}`; an
+/// undefined value is left out), every point labelled `profile` plus `labels`.
 inline void add_run_summary(metrics_snapshot& s, const run_summary& r, const label_set& labels = {},
                             const std::string& prefix = "tokchron_run_") {
   label_set base = labels;
