@@ -29,6 +29,7 @@
 #include "tokchron/clock.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/metric.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
@@ -134,23 +135,16 @@ template <class Timeline>
                                  double rel_tol = 1e-9, double abs_tol = 1e-12) {
   const request_metrics ours = canonical_metrics(tl);
   comparison out;
-  auto check = [&](const char* name, const std::optional<double>& a,
-                   const std::optional<double>& b) {
-    if (!a) return;  // not claimed
+  for (const auto& d : metric_table) {
+    const auto field = request_metrics::field(d.id);
+    if (!field) continue;
+    const std::optional<double>& a = theirs.*field;
+    const std::optional<double>& b = ours.*field;
+    if (!a) continue;  // not claimed
     const bool agree =
         b && std::fabs(*a - *b) <= rel_tol * std::fmax(std::fabs(*a), std::fabs(*b)) + abs_tol;
-    if (!agree) out.mismatches.push_back(mismatch{name, a, b});
-  };
-  check("ttft", theirs.ttft, ours.ttft);
-  check("ttft_from_send", theirs.ttft_from_send, ours.ttft_from_send);
-  check("ttft_from_scheduled", theirs.ttft_from_scheduled, ours.ttft_from_scheduled);
-  check("tpot", theirs.tpot, ours.tpot);
-  check("e2e", theirs.e2e, ours.e2e);
-  check("queue_time", theirs.queue_time, ours.queue_time);
-  check("prefill_time", theirs.prefill_time, ours.prefill_time);
-  check("decode_time", theirs.decode_time, ours.decode_time);
-  check("normalized_latency", theirs.normalized_latency, ours.normalized_latency);
-  check("output_rate", theirs.output_rate, ours.output_rate);
+    if (!agree) out.mismatches.push_back(mismatch{std::string(d.name), a, b});
+  }
   if (theirs.output_tokens != 0 && theirs.output_tokens != ours.output_tokens)
     out.mismatches.push_back(mismatch{"output_tokens", static_cast<double>(theirs.output_tokens),
                                       static_cast<double>(ours.output_tokens)});

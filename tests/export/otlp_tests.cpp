@@ -85,3 +85,26 @@ TEST_CASE("OTLP JSON: an empty histogram has no sum, min, max or buckets") {
         R"({"startTimeUnixNano":"0","timeUnixNano":"0","count":"0","scale":4,"zeroCount":"0",)"
         R"("zeroThreshold":0.0})");
 }
+
+TEST_CASE("OTLP JSON of serving_metrics: one histogram per served metric, named from the table") {
+  tokchron::serving_metrics sm;
+  REQUIRE(sm.record(tokchron_test::readme_timeline()));
+  const auto hs = tokchron::otlp_histograms(sm, {{"model", "m"}});
+  REQUIRE(hs.size() == tokchron::serving_metric_count);
+  std::size_t i = 0;
+  for (const auto& d : tokchron::metric_table) {
+    if (!d.served) continue;
+    CAPTURE(d.name);
+    const auto& h = hs[i++];
+    CHECK(h.name == "tokchron." + std::string(d.name));
+    CHECK(h.description == d.help);
+    CHECK(h.unit == "s");
+    CHECK(h.data.count == sm.histogram(d.id).count());
+    CHECK(h.data.sum == sm.histogram(d.id).sum());
+    REQUIRE(h.attributes.size() == 1);
+  }
+  const auto req = tokchron::otlp_metrics(hs, {}, 0, 1);
+  const auto& metrics = req.at("resourceMetrics").at(0).at("scopeMetrics").at(0).at("metrics");
+  CHECK(metrics.size() == tokchron::serving_metric_count);
+  CHECK(metrics.at(0).at("name") == "tokchron.ttft");
+}

@@ -20,7 +20,7 @@ TEST_CASE("serving_metrics: records every canonical metric and counter") {
   // Exact mode (few samples): the histograms answer exactly.
   CHECK(*m.histogram(sm::ttft).quantile(0.5) == doctest::Approx(0.120).epsilon(1e-12));
   CHECK(*m.histogram(sm::e2e).max() == doctest::Approx(0.180).epsilon(1e-12));
-  CHECK(*m.histogram(sm::queue).max() == doctest::Approx(0.035).epsilon(1e-12));
+  CHECK(*m.histogram(sm::queue_time).max() == doctest::Approx(0.035).epsilon(1e-12));
   CHECK(*m.histogram(sm::tpot).max() == doctest::Approx(0.0125).epsilon(1e-12));
   CHECK(m.histogram(sm::itl).count() == 4);
   CHECK(m.histogram(sm::itl).sum() == doctest::Approx(0.050).epsilon(1e-12));
@@ -51,7 +51,8 @@ TEST_CASE("serving_metrics: merge equals recording into one") {
   }
   a.merge(b);
   using sm = tokchron::serving_metric;
-  for (auto k : {sm::ttft, sm::tpot, sm::itl, sm::e2e, sm::queue, sm::prefill, sm::decode}) {
+  for (auto k :
+       {sm::ttft, sm::tpot, sm::itl, sm::e2e, sm::queue_time, sm::prefill_time, sm::decode_time}) {
     CHECK(a.histogram(k).count() == both.histogram(k).count());
     CHECK(a.histogram(k).quantile(0.95) == both.histogram(k).quantile(0.95));
   }

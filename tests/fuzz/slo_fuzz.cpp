@@ -64,13 +64,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const tokchron::request_slo_parse_result req = tokchron::parse_request_slo(text);
   if (req) {
     const auto& v = req.value;
-    TOKCHRON_FUZZ_CHECK(v.ttft_s || v.tpot_s || v.e2el_s);
-    for (const auto* limit : {&v.ttft_s, &v.tpot_s, &v.e2el_s})
+    TOKCHRON_FUZZ_CHECK(v.ttft_s || v.tpot_s || v.e2e_s);
+    for (const auto* limit : {&v.ttft_s, &v.tpot_s, &v.e2e_s})
       TOKCHRON_FUZZ_CHECK(!*limit || (std::isfinite(**limit) && **limit >= 0));
     const auto again = tokchron::parse_request_slo(v.to_string());
     TOKCHRON_FUZZ_CHECK(static_cast<bool>(again));
     TOKCHRON_FUZZ_CHECK(again.value.ttft_s == v.ttft_s && again.value.tpot_s == v.tpot_s &&
-                        again.value.e2el_s == v.e2el_s);
+                        again.value.e2e_s == v.e2e_s);
   } else {
     check_error(req.error, text);
   }

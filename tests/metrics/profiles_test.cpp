@@ -188,7 +188,7 @@ TEST_CASE("profiles: hand-computed values on requests that separate the tools") 
       const expect& e = rows[i];
       CHECK(r.completed);
       CHECK(close(r.ttft, e.ttft));
-      CHECK(close(r.e2el, e.e2el));
+      CHECK(close(r.e2e, e.e2el));
       CHECK(close(r.tpot, e.tpot));
       CHECK(close(r.itl, e.itl));
       CHECK(r.output_tokens == e.n);
@@ -218,13 +218,13 @@ TEST_CASE("profiles: canonical reproduces the README definitions") {
   tc::for_each_itl_per_token(tl, [&](auto g) { per_token.push_back(tc::to_seconds(g)); });
   const auto m = tc::canonical_metrics(tl);
   CHECK(close(r.ttft, m.ttft));
-  CHECK(close(r.e2el, m.e2e));
+  CHECK(close(r.e2e, m.e2e));
   CHECK(close(r.tpot, m.tpot));
-  CHECK(close(r.queue, m.queue_time));
-  CHECK(close(r.prefill, m.prefill_time));
-  CHECK(close(r.decode, m.decode_time));
+  CHECK(close(r.queue_time, m.queue_time));
+  CHECK(close(r.prefill_time, m.prefill_time));
+  CHECK(close(r.decode_time, m.decode_time));
   CHECK(close(r.normalized_latency, m.normalized_latency));
-  CHECK(close(r.user_rate, m.output_rate));
+  CHECK(close(r.output_rate, m.output_rate));
   CHECK(pooled == per_token);
   CHECK(close(r.ttft, 0.120));  // the README table's example column
   CHECK(close(r.tpot, 0.0125));

@@ -363,3 +363,38 @@ TEST_CASE("verdicts on a log_histogram bracket the exact ones within its error")
     CHECK(*vh.measured == doctest::Approx(*ve.measured).epsilon(err));
   }
 }
+
+TEST_CASE("slo_distributions record every metric the table and the record share") {
+  // Canonical records hold ttft_from_send and ttft_from_scheduled; a profiled request does not
+  // (its profile decides TTFT's origin), and its per-request ITL is not a pooled ITL sample.
+  const auto tl = tokchron::testing::script()
+                      .arrive(0ms)
+                      .send(2ms)
+                      .scheduled(10ms)
+                      .first_token(40ms)
+                      .tokens(3, 10ms)
+                      .finish()
+                      .timeline();
+  tokchron::slo_distributions<> canonical, profiled;
+  REQUIRE(canonical.add(tl));
+  const auto m = tokchron::canonical_metrics(tl);
+  for (const auto& d : tokchron::metric_table) {
+    CAPTURE(d.name);
+    if (const auto v = m.value(d.id)) {
+      REQUIRE(canonical[d.id].count() == 1);
+      CHECK(*canonical[d.id].max() == *v);
+    }
+  }
+  CHECK(*canonical[tokchron::metric_id::ttft_from_send].max() == doctest::Approx(0.038));
+  CHECK(*canonical[tokchron::metric_id::ttft_from_scheduled].max() == doctest::Approx(0.030));
+  CHECK(canonical.evaluate(tokchron::sla::parse("max(ttft_from_send) < 39ms")).overall() ==
+        verdict_status::pass);
+
+  tokchron::profiled_request p = tokchron::evaluate(tokchron::profiles::genai_perf, tl);
+  REQUIRE(p.itl);  // a per-request grain
+  profiled.add(p);
+  CHECK(profiled[tokchron::metric_id::itl].count() == 0);
+  CHECK(profiled[tokchron::metric_id::ttft_from_send].count() == 0);
+  CHECK(profiled[tokchron::metric_id::e2e].count() == 1);
+  CHECK(profiled[tokchron::metric_id::output_rate].count() == 1);
+}

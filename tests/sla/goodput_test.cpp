@@ -16,8 +16,8 @@ TEST_CASE("per-request SLOs parse, and bad ones name the part") {
   const auto s = request_slo::parse("ttft:1.5s,tpot:100ms, e2el = 10s");
   CHECK(*s.ttft_s == 1.5);
   CHECK(*s.tpot_s == doctest::Approx(0.1).epsilon(1e-15));
-  CHECK(*s.e2el_s == 10);
-  CHECK(s.to_string() == "ttft:1.5s,tpot:100ms,e2el:10s");
+  CHECK(*s.e2e_s == 10);
+  CHECK(s.to_string() == "ttft:1.5s,tpot:100ms,e2e:10s");
   CHECK(request_slo::parse(s.to_string()).to_string() == s.to_string());
   const char* bad[][2] = {{"ttft:1.5", "needs a unit"}, {"ttfx:1s", "unknown per-request limit"},
                           {"ttft:1s,ttft:2s", "twice"}, {"ttft", "name:value"},

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "tokchron/sla/objective.hpp"
 
@@ -36,16 +37,16 @@ TEST_CASE("objectives parse from the issue's examples") {
   CHECK(c.threshold == doctest::Approx(0.05).epsilon(1e-15));
 
   const objective d = objective::parse("p90(tokens_per_s) > 10");
-  CHECK(d.metric == slo_metric::tokens_per_s);
+  CHECK(d.metric == slo_metric::output_rate);
   CHECK(d.comparator == slo_comparator::greater);
   CHECK(!d.upper_bound());
   CHECK(d.threshold == 10);
-  CHECK(d.to_string() == "p90(tokens_per_s) > 10tok/s");
+  CHECK(d.to_string() == "p90(output_rate) > 10tok/s");
 }
 
 TEST_CASE("objective spellings: aliases, spaces, fractional percentiles, units") {
-  CHECK(objective::parse("  p99.9 ( e2e )<=10 s ").to_string() == "p99.9(e2el) <= 10s");
-  CHECK(objective::parse("median(queue_time) < 100us").to_string() == "p50(queue) < 100us");
+  CHECK(objective::parse("  p99.9 ( e2e )<=10 s ").to_string() == "p99.9(e2e) <= 10s");
+  CHECK(objective::parse("median(queue_time) < 100us").to_string() == "p50(queue_time) < 100us");
   CHECK(objective::parse("median(queue_time) < 100us").threshold ==
         doctest::Approx(1e-4).epsilon(1e-15));
   CHECK(objective::parse("max(prefill) < 2min").threshold == 120);
@@ -56,6 +57,49 @@ TEST_CASE("objective spellings: aliases, spaces, fractional percentiles, units")
   CHECK(objective::parse("p100(ttft) < 1s").percentile == 100);
   CHECK(objective::parse("p50(normalized_latency) < 40 ms").metric ==
         slo_metric::normalized_latency);
+}
+
+TEST_CASE("earlier spellings parse as aliases and print as the one name") {
+  // SLO strings written for earlier versions (and vLLM's `e2el`) keep working.
+  const std::pair<const char*, const char*> cases[] = {
+      {"p95(e2el) < 1s", "p95(e2e) < 1s"},
+      {"p95(e2e_latency) < 1s", "p95(e2e) < 1s"},
+      {"p95(latency) < 1s", "p95(e2e) < 1s"},
+      {"p95(queue) < 1s", "p95(queue_time) < 1s"},
+      {"p95(prefill) < 1s", "p95(prefill_time) < 1s"},
+      {"p95(decode) < 1s", "p95(decode_time) < 1s"},
+      {"p10(tokens_per_s) > 10", "p10(output_rate) > 10tok/s"},
+      {"p10(tps) > 10", "p10(output_rate) > 10tok/s"},
+      {"p10(user_rate) > 10", "p10(output_rate) > 10tok/s"},
+      {"min(fluidity_index) > 0.5", "min(fluidity) > 0.5"},
+  };
+  for (const auto& c : cases) {
+    const char* text = c.first;
+    const char* canonical = c.second;
+    CAPTURE(text);
+    CHECK(objective::parse(text).to_string() == canonical);
+    CHECK(objective::parse(canonical) == objective::parse(text));
+  }
+}
+
+TEST_CASE("every metric of the table can be an objective, by its name or an alias") {
+  for (const auto& m : tokchron::metric_table) {
+    CAPTURE(m.name);
+    const std::string unit = m.is_time() ? "ms" : "";
+    const std::string text = "p90(" + std::string(m.name) + ") < 0.5" + unit;
+    const objective o = objective::parse(text);
+    CHECK(o.metric == m.id);
+    CHECK(objective::parse(o.to_string()) == o);
+    for (const auto& alias : m.aliases) {
+      if (alias.empty()) continue;
+      CHECK(objective::parse("p90(" + std::string(alias) + ") < 0.5" + unit).metric == m.id);
+    }
+  }
+  // the message names every metric
+  const auto r = tokchron::parse_objective("p95(ttfx) < 1s");
+  REQUIRE(!r);
+  for (const auto& m : tokchron::metric_table)
+    CHECK(std::string(r.error.message).find(m.name) != std::string::npos);
 }
 
 TEST_CASE("to_string round-trips through the parser") {

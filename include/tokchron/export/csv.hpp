@@ -21,6 +21,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/metric.hpp"
 #include "tokchron/sla/objective.hpp"
 #include "tokchron/sla/verdict.hpp"
 #include "tokchron/timeline/event.hpp"
@@ -45,11 +46,18 @@ inline void append_csv_number(std::string& out, const std::optional<double>& v) 
 }
 }  // namespace detail
 
-/// The header of `append_request_csv` rows.
+/// The header of `append_request_csv` rows: id, finish_reason, succeeded, every metric
+/// `request_metrics` holds (named and ordered as in metric_table), output_tokens, prompt_tokens,
+/// preemptions.
 [[nodiscard]] inline std::string request_csv_header() {
-  return "id,finish_reason,succeeded,ttft,ttft_from_send,ttft_from_scheduled,tpot,e2e,"
-         "queue_time,prefill_time,decode_time,normalized_latency,output_rate,output_tokens,"
-         "prompt_tokens,preemptions\r\n";
+  std::string h = "id,finish_reason,succeeded";
+  for (const auto& m : metric_table) {
+    if (!request_metrics::field(m.id)) continue;
+    h += ',';
+    h += m.name;
+  }
+  h += ",output_tokens,prompt_tokens,preemptions\r\n";
+  return h;
 }
 
 /// Appends one request's row: `id`, its finish reason (empty if unfinished) and every field of
@@ -60,11 +68,11 @@ inline void append_request_csv(std::string& out, std::string_view id, const requ
   out += ',';
   if (reason) out += to_string(*reason);
   out += m.succeeded ? ",1" : ",0";
-  for (const auto* v :
-       {&m.ttft, &m.ttft_from_send, &m.ttft_from_scheduled, &m.tpot, &m.e2e, &m.queue_time,
-        &m.prefill_time, &m.decode_time, &m.normalized_latency, &m.output_rate}) {
+  for (const auto& d : metric_table) {
+    const auto field = request_metrics::field(d.id);
+    if (!field) continue;
     out += ',';
-    detail::append_csv_number(out, *v);
+    detail::append_csv_number(out, m.*field);
   }
   out += ',';
   out += std::to_string(m.output_tokens);

@@ -17,13 +17,17 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/snapshot.hpp"
+#include "tokchron/export/conversions.hpp"
+#include "tokchron/export/serving_metrics.hpp"
+#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/metrics/metric.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/version.hpp"
 
@@ -74,6 +78,36 @@ struct otlp_histogram {
   exponential_histogram_data data;
   label_set attributes;
 };
+
+/// The OTLP (UCUM) unit of a metric: "s", "{token}/s" or "1".
+[[nodiscard]] constexpr std::string_view otlp_unit(metric_unit u) noexcept {
+  switch (u) {
+    case metric_unit::seconds: return "s";
+    case metric_unit::tokens_per_second: return "{token}/s";
+    case metric_unit::ratio: return "1";
+  }
+  return "1";
+}
+
+/// One `otlp_histogram` per served metric of `m`, in metric_table order: named "tokchron." +
+/// the metric's name ("tokchron.e2e", "tokchron.queue_time"), described by its help text, with
+/// its unit, at the histogram's own scale (lossless), each point carrying `attributes`.
+[[nodiscard]] inline std::vector<otlp_histogram> otlp_histograms(const serving_metrics& m,
+                                                                 const label_set& attributes = {}) {
+  std::vector<otlp_histogram> out;
+  out.reserve(serving_metric_count);
+  for (const auto& d : metric_table) {
+    if (!d.served) continue;
+    otlp_histogram h;
+    h.name = "tokchron." + std::string(d.name);
+    h.description = std::string(d.help);
+    h.unit = std::string(otlp_unit(d.unit));
+    h.data = exponential_histogram(m.histogram(d.id));
+    h.attributes = attributes;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
 
 /// A whole ExportMetricsServiceRequest: one resource (attributes `resource`, e.g.
 /// {"service.name", "my-server"}), one scope ("tokchron", its version), one ExponentialHistogram

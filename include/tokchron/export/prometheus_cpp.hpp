@@ -34,7 +34,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/export/serving_metrics.hpp"
-#include "tokchron/export/snapshot.hpp"
+#include "tokchron/export/snapshot_data.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 

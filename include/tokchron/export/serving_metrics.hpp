@@ -17,67 +17,66 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/snapshot.hpp"
+#include "tokchron/export/buckets.hpp"
+#include "tokchron/export/conversions.hpp"
+#include "tokchron/export/snapshot_data.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/metric.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/timeline/event.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
-/// The latency distributions `serving_metrics` keeps, in snapshot order.
-enum class serving_metric : std::uint8_t { ttft, tpot, itl, e2e, queue, prefill, decode };
-inline constexpr std::size_t serving_metric_count = 7;
-
-/// Classic-histogram upper bounds (seconds) per distribution.
-struct bucket_layout {
-  std::vector<double> ttft, tpot, itl, request;  ///< request: e2e, queue, prefill, decode
-
-  /// The same `exponential_buckets(scale, lo, hi)` for every distribution: PromQL's
-  /// `histogram_quantile` over any sum of replicas then errs by at most
-  /// `exponential_buckets_error(scale)` (4.43 % at the default scale 4) inside [lo, hi].
-  /// The default, 1 ms..1000 s at scale 4, is 321 bounds per histogram.
-  [[nodiscard]] static bucket_layout exponential(int scale = 4, double lo = 1e-3, double hi = 1e3) {
-    std::vector<double> b = exponential_buckets(scale, lo, hi);
-    return bucket_layout{b, b, b, b};
-  }
-  /// vLLM's lists (`vllm_ttft_buckets` etc.; TPOT uses the ITL list, as vLLM does).
-  [[nodiscard]] static bucket_layout vllm() {
-    return bucket_layout{vllm_ttft_buckets(), vllm_itl_buckets(), vllm_itl_buckets(),
-                         vllm_request_latency_buckets()};
-  }
-};
+/// The metrics `serving_metrics` keeps a histogram of: the rows of metric_table marked
+/// `served` (the latencies vLLM exports as histograms), in table order.
+using serving_metric = metric_id;
+/// The number of served metrics.
+inline constexpr std::size_t serving_metric_count =
+    detail::count_metrics([](const metric_info& m) { return m.served; });
 
 /// Family names; `outcome_label` names the finish reason on the requests counter.
 struct serving_metric_names {
-  std::string ttft = "tokchron_ttft_seconds", tpot = "tokchron_tpot_seconds",
-              itl = "tokchron_itl_seconds", e2e = "tokchron_e2e_seconds",
-              queue = "tokchron_queue_seconds", prefill = "tokchron_prefill_seconds",
-              decode = "tokchron_decode_seconds";
+  /// The histogram family of each served metric (indexed by `metric_id`; the others unused):
+  /// by default "tokchron_" + its Prometheus stem + "_seconds" (`prometheus_name`).
+  std::array<std::string, metric_count> histograms = prometheus_names("tokchron_");
   std::string requests = "tokchron_requests", output_tokens = "tokchron_output_tokens",
               prompt_tokens = "tokchron_prompt_tokens", preemptions = "tokchron_preemptions";
   std::string outcome_label = "outcome";
 
-  /// vLLM's names (`vllm:time_to_first_token_seconds`, ..., `vllm:request_success_total`
-  /// labelled `finished_reason`), for dashboards built on vLLM's /metrics.
+  /// The histogram family name of metric `m`.
+  [[nodiscard]] std::string& operator[](metric_id m) noexcept {
+    return histograms[static_cast<std::size_t>(m)];
+  }
+  [[nodiscard]] const std::string& operator[](metric_id m) const noexcept {
+    return histograms[static_cast<std::size_t>(m)];
+  }
+
+  /// vLLM's names (`metric_info::vllm_name`: `vllm:time_to_first_token_seconds`, ...,
+  /// `vllm:request_success_total` labelled `finished_reason`), for dashboards built on vLLM's
+  /// /metrics.
   [[nodiscard]] static serving_metric_names vllm() {
     serving_metric_names n;
-    n.ttft = "vllm:time_to_first_token_seconds";
-    n.tpot = "vllm:request_time_per_output_token_seconds";
-    n.itl = "vllm:inter_token_latency_seconds";
-    n.e2e = "vllm:e2e_request_latency_seconds";
-    n.queue = "vllm:request_queue_time_seconds";
-    n.prefill = "vllm:request_prefill_time_seconds";
-    n.decode = "vllm:request_decode_time_seconds";
+    for (const auto& m : metric_table)
+      if (m.served) n[m.id] = std::string(m.vllm_name);
     n.requests = "vllm:request_success";
     n.output_tokens = "vllm:generation_tokens";
     n.prompt_tokens = "vllm:prompt_tokens";
     n.preemptions = "vllm:num_preemptions";
     n.outcome_label = "finished_reason";
     return n;
+  }
+
+ private:
+  static std::array<std::string, metric_count> prometheus_names(std::string_view prefix) {
+    std::array<std::string, metric_count> a;
+    for (const auto& m : metric_table)
+      if (m.served) a[static_cast<std::size_t>(m.id)] = prometheus_name(m.id, prefix);
+    return a;
   }
 };
 
@@ -100,8 +99,9 @@ struct serving_metrics_options {
 };
 
 /// The canonical metrics of finished requests, as a server exports them: one `log_histogram`
-/// per distribution (TTFT, TPOT, per-token ITL, E2E, queue, prefill, decode; seconds) and
-/// counters of requests by finish reason, output and prompt tokens and preemptions.
+/// per metric marked `served` in metric_table (TTFT, TPOT, per-token ITL, E2E and the engine
+/// phases; seconds) and counters of requests by finish reason, output and prompt tokens and
+/// preemptions.
 ///
 /// `record` is O(chunks) and noexcept; memory grows with the range of values, not the count
 /// (a few KiB per histogram). `merge` adds another replica's or thread's metrics without loss.
@@ -111,9 +111,8 @@ class serving_metrics {
   /// Throws std::invalid_argument for a bad scale or bucket list.
   explicit serving_metrics(serving_metrics_options options = {}) : options_(std::move(options)) {
     for (auto& h : hist_) h = log_histogram::with_scale(options_.scale);
-    for (const auto* b : {&options_.buckets.ttft, &options_.buckets.tpot, &options_.buckets.itl,
-                          &options_.buckets.request})
-      detail::check_upper_bounds(*b);
+    for (const auto& m : metric_table)
+      if (m.served) detail::check_upper_bounds(options_.buckets.bounds(m.id));
   }
 
   /// Records a finished request: every canonical metric it defines, its per-token ITL samples
@@ -127,14 +126,11 @@ class serving_metrics {
       return false;
     }
     const request_metrics m = canonical_metrics(tl);
-    add(serving_metric::ttft, m.ttft);
-    add(serving_metric::tpot, m.tpot);
-    add(serving_metric::e2e, m.e2e);
-    add(serving_metric::queue, m.queue_time);
-    add(serving_metric::prefill, m.prefill_time);
-    add(serving_metric::decode, m.decode_time);
+    for_each_metric_value(m, [this](metric_id k, double v) noexcept {
+      if (info(k).served) (void)hist_[static_cast<std::size_t>(k)].add(v);
+    });
     if constexpr (Timeline::store_type::keeps_chunks) {
-      auto& itl = hist_[static_cast<std::size_t>(serving_metric::itl)];
+      auto& itl = hist_[static_cast<std::size_t>(metric_id::itl)];
       for_each_itl_per_token(tl, [&itl](auto gap) noexcept {
         (void)itl.add(std::chrono::duration<double>(gap).count());
       });
@@ -160,7 +156,8 @@ class serving_metrics {
     unfinished_ += other.unfinished_;
   }
 
-  [[nodiscard]] const log_histogram& histogram(serving_metric m) const noexcept {
+  /// The histogram of metric `m` (empty for a metric that is not `served`).
+  [[nodiscard]] const log_histogram& histogram(metric_id m) const noexcept {
     return hist_[static_cast<std::size_t>(m)];
   }
   /// Requests recorded that finished for `r`.
@@ -174,29 +171,18 @@ class serving_metrics {
   [[nodiscard]] std::uint64_t unfinished() const noexcept { return unfinished_; }
   [[nodiscard]] const serving_metrics_options& options() const noexcept { return options_; }
 
-  /// The families, in a fixed order: the seven histograms (classic buckets from the options),
-  /// then the requests counter (one point per finish reason, zeros included, so every series
-  /// exists from the first scrape), output tokens, prompt tokens, preemptions.
+  /// The families, in a fixed order: the served metrics' histograms (in table order, classic
+  /// buckets from the options), then the requests counter (one point per finish reason, zeros
+  /// included, so every series exists from the first scrape), output tokens, prompt tokens,
+  /// preemptions.
   [[nodiscard]] metrics_snapshot snapshot() const {
     metrics_snapshot s;
     const auto& n = options_.names;
-    const auto& b = options_.buckets;
-    struct row {
-      const std::string* name;
-      const char* help;
-      const std::vector<double>* bounds;
-    };
-    const row rows[serving_metric_count] = {
-        {&n.ttft, "Time to first token from arrival (tokchron canonical ttft).", &b.ttft},
-        {&n.tpot, "Time per output token after the first, per request (canonical tpot).", &b.tpot},
-        {&n.itl, "Inter-token latency, one sample per output token after the first.", &b.itl},
-        {&n.e2e, "End-to-end request latency from arrival to finish.", &b.request},
-        {&n.queue, "Time from arrival (or queueing) to first scheduling.", &b.request},
-        {&n.prefill, "Time from first scheduling to the first token.", &b.request},
-        {&n.decode, "Time from the first to the last token.", &b.request}};
-    for (std::size_t i = 0; i < serving_metric_count; ++i)
-      s.family(*rows[i].name, rows[i].help, metric_kind::histogram, "seconds")
-          .add(classic_histogram(hist_[i], *rows[i].bounds), options_.labels);
+    for (const auto& m : metric_table)
+      if (m.served)
+        s.family(n[m.id], std::string(m.help), metric_kind::histogram, "seconds")
+            .add(classic_histogram(histogram(m.id), options_.buckets.bounds(m.id)),
+                 options_.labels);
     auto& req = s.family(n.requests, "Finished requests, by finish reason.", metric_kind::counter);
     for (std::size_t r = 0; r < requests_.size(); ++r) {
       label_set l = options_.labels;
@@ -213,13 +199,9 @@ class serving_metrics {
   }
 
  private:
-  void add(serving_metric m, const std::optional<double>& v) noexcept {
-    if (v) (void)hist_[static_cast<std::size_t>(m)].add(*v);
-  }
-
   serving_metrics_options options_;
-  std::array<log_histogram, serving_metric_count> hist_;
-  std::array<std::uint64_t, 6> requests_{};  // by finish_reason
+  std::array<log_histogram, metric_count> hist_;  // by metric_id; only served ones filled
+  std::array<std::uint64_t, 6> requests_{};       // by finish_reason
   std::uint64_t output_tokens_ = 0, prompt_tokens_ = 0, preemptions_ = 0, unfinished_ = 0;
 };
 

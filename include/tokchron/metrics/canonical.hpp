@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/metric.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
@@ -158,7 +159,8 @@ std::size_t for_each_itl_per_token(const Timeline& tl, F&& f) {
   return calls;
 }
 
-/// Every canonical per-request metric of one timeline, in seconds (empty where undefined).
+/// Every canonical per-request metric of one timeline, in seconds (tokens/s for `output_rate`;
+/// empty where undefined). Each field is named as its `metric_id` (metrics/metric.hpp).
 struct request_metrics {
   std::optional<double> ttft, ttft_from_send, ttft_from_scheduled, tpot, e2e, queue_time,
       prefill_time, decode_time, normalized_latency, output_rate;
@@ -166,6 +168,32 @@ struct request_metrics {
   std::optional<std::uint64_t> prompt_tokens;
   std::uint32_t preemptions = 0;
   bool succeeded = false;
+
+  using field_type = std::optional<double> request_metrics::*;
+  /// The field holding metric `m`, or nullptr for the metrics a request's summary cannot hold
+  /// (itl: many samples per request; fluidity: needs deadlines).
+  [[nodiscard]] static constexpr field_type field(metric_id m) noexcept {
+    switch (m) {
+      case metric_id::ttft: return &request_metrics::ttft;
+      case metric_id::ttft_from_send: return &request_metrics::ttft_from_send;
+      case metric_id::ttft_from_scheduled: return &request_metrics::ttft_from_scheduled;
+      case metric_id::tpot: return &request_metrics::tpot;
+      case metric_id::e2e: return &request_metrics::e2e;
+      case metric_id::queue_time: return &request_metrics::queue_time;
+      case metric_id::prefill_time: return &request_metrics::prefill_time;
+      case metric_id::decode_time: return &request_metrics::decode_time;
+      case metric_id::normalized_latency: return &request_metrics::normalized_latency;
+      case metric_id::output_rate: return &request_metrics::output_rate;
+      case metric_id::itl:
+      case metric_id::fluidity: break;
+    }
+    return nullptr;
+  }
+  /// The value of metric `m` (empty when undefined or not held here).
+  [[nodiscard]] constexpr std::optional<double> value(metric_id m) const noexcept {
+    const field_type f = field(m);
+    return f ? this->*f : std::nullopt;
+  }
 };
 
 /// Computes `request_metrics` for a timeline.

@@ -3,328 +3,374 @@
 #define TOKCHRON_METRICS_PROFILES_HPP
 
 /// \file
-/// Compatibility profiles: each public benchmark tool's definitions of TTFT, TPOT, ITL, E2E,
-/// output tokens, duration, throughput, percentiles and goodput, stated as data, and one generic
-/// engine (`evaluate`) that computes any profile's per-request values from a request timeline.
+/// The built-in compatibility profiles: each public benchmark tool's definitions of TTFT, TPOT,
+/// ITL, E2E, output tokens, duration, throughput, percentiles and goodput, stated as data; the
+/// engine that applies them (`evaluate`) and the choices are in metrics/profile.hpp.
 ///
-/// A `profile` is a plain constexpr struct of enums and flags; adding a tool is adding one
-/// constant (and listing it in `all_profiles()`), never editing the engine. The choices and their
+/// Each profile constant sets every field of `profile` by name. Adding a tool is adding one
+/// constant (and listing it in `profiles::all`), never editing the engine. The choices and their
 /// sources are in docs/definitions.md; each profile's `description` says, in one paragraph, what
 /// the tool does and where tokchron has to use a stand-in (tokchron has timestamps and token
 /// counts, not text: a tool that re-encodes the output text to count tokens gets the reported
 /// usage count when the timeline has one, else the sum of the chunks' token counts).
 ///
-/// Per-request values are in seconds; the engine is O(chunks) per request, allocates nothing and
-/// is `noexcept` (the ITL sink must be too). Thread safety: profiles are immutable constants.
+/// Thread safety: profiles are immutable constants.
 
 #include <array>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
-#include <optional>
 #include <string_view>
-#include <type_traits>
 
 #include "tokchron/config.hpp"
-#include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/profile.hpp"
 #include "tokchron/quantile/estimator.hpp"
-#include "tokchron/timeline/event.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
-/// The time latencies are measured from.
-enum class latency_origin : std::uint8_t {
-  send,     ///< the actual send time (`send_time()`, else `arrival()`): client-side tools
-  arrival,  ///< the intended arrival (`arrival()`): MLPerf's scheduled time, tokchron canonical
-};
-
-/// Which streamed chunks a tool treats as "a token arrived" (for TTFT, ITL and response ends).
-enum class chunk_rule : std::uint8_t {
-  tokens,         ///< chunks carrying at least one token, whatever their kind
-  choices,        ///< chunks with a choices entry: kinds `text` and `empty` (vLLM)
-  nonempty_text,  ///< chunks with non-empty text: kind `text` only (GenAI-Perf, legacy vLLM)
-  any_response,   ///< every SSE message but `[DONE]`: kinds text, empty, usage (AIPerf)
-};
-
-/// The event that ends a request's end-to-end latency.
-enum class e2e_end : std::uint8_t {
-  last_counted_chunk,  ///< the last chunk the chunk rule counts (vLLM, GenAI-Perf, AIPerf)
-  last_chunk,          ///< the last chunk of any kind, `[DONE]` included (SGLang)
-  done_chunk,          ///< the `[DONE]` chunk, else the finish (legacy vLLM)
-  finish,              ///< the recorded finish: end of stream / response (llmperf, TRT-LLM, ...)
-};
-
-/// Where the output-token count N comes from.
-enum class token_source : std::uint8_t {
-  chunk_tokens,               ///< the sum of the chunks' token counts (exact token ids)
-  usage_else_chunks,          ///< the reported usage count when present, else the chunk sum
-  usage_nonzero_else_chunks,  ///< the usage count when present and non-zero, else the chunk sum
-};
-
-/// The numerator of TPOT: TPOT = numerator / (N - 1).
-enum class tpot_span : std::uint8_t {
-  e2e_minus_ttft,  ///< the profile's E2E minus its TTFT (every tool)
-  token_span,      ///< last counted chunk minus first counted chunk (tokchron canonical: tN - t1)
-  none,            ///< the tool reports no TPOT (llmperf)
-};
-
-/// What TPOT is for a request with N <= 1.
-enum class small_n_rule : std::uint8_t {
-  excluded,  ///< no value; left out of the TPOT statistics
-  zero,      ///< 0, included in the statistics (trtllm-bench)
-  invalid,   ///< no value, and counted as an invalid sample (MLPerf: n_tokens = 1 is an error)
-};
-
-/// How a tool rounds TPOT (it may keep times as integer nanoseconds).
-enum class ns_rounding : std::uint8_t {
-  none,          ///< floating point
-  nearest_even,  ///< round to integer ns, ties to even (Python's `round`: GenAI-Perf)
-  truncate,      ///< integer ns division (MLPerf loadgen)
-};
-
-/// The grain of the ITL samples a tool pools across requests.
-enum class itl_grain : std::uint8_t {
-  none,                  ///< the tool reports no ITL
-  per_chunk,             ///< one sample per gap between consecutive counted chunks
-  per_token_split,       ///< a gap g before a k-token chunk gives k samples g/k (SGLang native)
-  per_token_with_first,  ///< as per_token_split, plus k1 - 1 zeros for the first chunk's
-                         ///< extra tokens: N - 1 samples whose mean is TPOT (canonical)
-  per_request_tpot,      ///< one sample per request: its TPOT (GenAI-Perf, AIPerf)
-  per_request_including_ttft  ///< one per request: (last counted chunk - origin) / non-[DONE]
-                              ///< chunks, 0 when N = 0 (llmperf: TTFT included)
-};
-
-/// Whether the grain pools samples from within requests (per chunk or per token), as opposed
-/// to one value per request or none.
-[[nodiscard]] constexpr bool pools_samples(itl_grain g) noexcept {
-  return g == itl_grain::per_chunk || g == itl_grain::per_token_split ||
-         g == itl_grain::per_token_with_first;
-}
-
-/// How the run's duration is measured from the requests' events.
-enum class duration_rule : std::uint8_t {
-  origin_to_finish,   ///< max(finish) - min(origin) over every request, failed included
-  origin_to_e2e_end,  ///< max(E2E end) - min(origin) over completed requests: with E2E ending at
-                      ///< the last counted chunk, max(last response) - min(request) (GenAI-Perf)
-};
-
-/// Which requests the request throughput counts.
-enum class rps_rule : std::uint8_t {
-  completed,            ///< completed / duration
-  all_requests,         ///< every request, failed included / duration (GenAI-Perf)
-  completed_minus_one,  ///< (completed - 1) / duration (MLPerf loadgen samples per second)
-};
-
-/// The per-request output rate a tool reports ("per-user tokens/s").
-enum class user_rate_rule : std::uint8_t {
-  tokens_over_e2e,  ///< N / E2E (llmperf `request_output_throughput`, canonical `output_rate`)
-  inverse_tpot,     ///< 1 / TPOT (gptManagerBenchmark `user tok/s = 1000 / TPOT(ms)`)
-};
-
-/// How a tool decides that a request is "good" for goodput (evaluated by `sla/`).
-enum class goodput_rule : std::uint8_t {
-  none,                     ///< the tool has no goodput
-  all_met_missing_zero,     ///< good iff every chosen SLO has value <= SLO; a TPOT undefined for
-                            ///< N <= 1 counts as 0 (vLLM)
-  all_met_missing_fails,    ///< as above, but a missing metric makes the request not good (AIPerf)
-  all_met_missing_ignored,  ///< value > SLO is bad; a missing metric is not checked (GenAI-Perf,
-                            ///< tokchron canonical)
-  percentile_limits,        ///< the run passes iff P99 TTFT and P99 TPOT are within limits (MLPerf)
-};
-
-/// One tool's definitions, as data. See the enums for each choice.
-struct profile {
-  std::string_view name;         ///< the name `find_profile` and reports use ("vllm", ...)
-  std::string_view tool;         ///< the tool and the source it follows
-  std::string_view description;  ///< what differs, and the stand-ins tokchron uses
-  latency_origin origin;
-  chunk_rule token_chunks;
-  /// The tool uses `ttft == 0` as "not measured yet": a first response at exactly the origin is
-  /// overwritten by the next one and gives no ITL sample (vllm #7242, sglang PR #36047).
-  bool zero_ttft_is_unset;
-  /// A request counts as completed only when a counted chunk arrived (vLLM's success flag,
-  /// GenAI-Perf drops requests with no non-empty response). Otherwise: `succeeded()`.
-  bool needs_first_response;
-  e2e_end end;
-  token_source output_tokens;
-  tpot_span tpot_numerator;
-  small_n_rule tpot_small_n;
-  ns_rounding tpot_rounding;
-  itl_grain itl;
-  quantile_method percentile_method;
-  /// Delta degrees of freedom of the reported std; empty when the tool reports no std.
-  std::optional<unsigned> std_ddof;
-  duration_rule duration;
-  rps_rule request_rate;
-  user_rate_rule user_rate;
-  goodput_rule goodput;
-  /// The percentiles the tool prints by default, in percent, comma-separated.
-  std::string_view default_percentiles;
-};
-
 namespace profiles {
-// clang-format off
 /// tokchron's own definitions (docs/definitions.md): from the intended arrival, chunks
 /// that carry tokens, E2E to the finish, TPOT = (tN - t1)/(N - 1), per-token ITL.
-inline constexpr profile canonical{
-    "canonical", "tokchron (metrics/canonical.hpp)",
-    "From the intended arrival (coordinated omission stays visible); a chunk counts when it "
-    "carries a token; E2E ends at the finish; N = chunk token sum; TPOT = (tN - t1)/(N - 1), "
-    "none for N < 2; ITL per token (N - 1 samples, mean = TPOT); linear percentiles, population "
-    "std.",
-    latency_origin::arrival, chunk_rule::tokens, false, false, e2e_end::finish,
-    token_source::chunk_tokens, tpot_span::token_span, small_n_rule::excluded, ns_rounding::none,
-    itl_grain::per_token_with_first, quantile_method::linear, 0u, duration_rule::origin_to_finish,
-    rps_rule::completed, user_rate_rule::tokens_over_e2e, goodput_rule::all_met_missing_ignored,
-    "50,90,95,99"};
+inline constexpr profile canonical = [] {
+  profile p{};
+  p.name = "canonical";
+  p.tool = "tokchron (metrics/canonical.hpp)";
+  p.description =
+      "From the intended arrival (coordinated omission stays visible); a chunk counts when it "
+      "carries a token; E2E ends at the finish; N = chunk token sum; TPOT = (tN - t1)/(N - 1), "
+      "none for N < 2; ITL per token (N - 1 samples, mean = TPOT); linear percentiles, population "
+      "std.";
+  p.origin = latency_origin::arrival;
+  p.token_chunks = chunk_rule::tokens;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = false;
+  p.end = e2e_end::finish;
+  p.output_tokens = token_source::chunk_tokens;
+  p.tpot_numerator = tpot_span::token_span;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_token_with_first;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::population_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::all_met_missing_ignored;
+  p.default_percentiles = "50,90,95,99";
+  return p;
+}();
 
 /// `vllm bench serve` (vllm/benchmarks/serve.py, lib/endpoint_request_func.py).
-inline constexpr profile vllm{
-    "vllm", "vLLM `vllm bench serve` (vllm/benchmarks/serve.py, lib/endpoint_request_func.py)",
-    "From the send; every chunk with a choices entry counts, empty text included (usage-only "
-    "chunks do not); E2E ends at the last such chunk; N = usage.completion_tokens when non-zero, "
-    "else a tokenizer re-encode (stand-in: the chunk token sum); TPOT = (E2E - TTFT)/(N - 1), "
-    "left out for N <= 1; ITL per chunk, pooled: a multi-token chunk is one sample; linear "
-    "percentiles, population std; failed requests left out; goodput counts TPOT as 0 for N <= 1.",
-    latency_origin::send, chunk_rule::choices, false, true, e2e_end::last_counted_chunk,
-    token_source::usage_nonzero_else_chunks, tpot_span::e2e_minus_ttft, small_n_rule::excluded,
-    ns_rounding::none, itl_grain::per_chunk, quantile_method::linear, 0u,
-    duration_rule::origin_to_finish, rps_rule::completed, user_rate_rule::tokens_over_e2e,
-    goodput_rule::all_met_missing_zero, "99"};
+inline constexpr profile vllm = [] {
+  profile p{};
+  p.name = "vllm";
+  p.tool = "vLLM `vllm bench serve` (vllm/benchmarks/serve.py, lib/endpoint_request_func.py)";
+  p.description =
+      "From the send; every chunk with a choices entry counts, empty text included (usage-only "
+      "chunks do not); E2E ends at the last such chunk; N = usage.completion_tokens when non-zero, "
+      "else a tokenizer re-encode (stand-in: the chunk token sum); TPOT = (E2E - TTFT)/(N - 1), "
+      "left out for N <= 1; ITL per chunk, pooled: a multi-token chunk is one sample; linear "
+      "percentiles, population std; failed requests left out; goodput counts TPOT as 0 for N <= 1.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::choices;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = true;
+  p.end = e2e_end::last_counted_chunk;
+  p.output_tokens = token_source::usage_nonzero_else_chunks;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_chunk;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::population_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::all_met_missing_zero;
+  p.default_percentiles = "99";
+  return p;
+}();
 
 /// vLLM's `benchmarks/benchmark_serving.py` before early 2025 (backend_request_func.py).
-inline constexpr profile vllm_legacy{
-    "vllm_legacy", "vLLM legacy benchmarks/benchmark_serving.py (backend_request_func.py)",
-    "As vllm, but chunks with empty text are skipped, `ttft == 0.0` means unmeasured, E2E ends "
-    "at the `[DONE]` line (stand-in when the trace has none: the finish), and N is a tokenizer "
-    "re-encode (stand-in: usage when reported, else the chunk token sum).",
-    latency_origin::send, chunk_rule::nonempty_text, true, false, e2e_end::done_chunk,
-    token_source::usage_else_chunks, tpot_span::e2e_minus_ttft, small_n_rule::excluded,
-    ns_rounding::none, itl_grain::per_chunk, quantile_method::linear, 0u,
-    duration_rule::origin_to_finish, rps_rule::completed, user_rate_rule::tokens_over_e2e,
-    goodput_rule::all_met_missing_zero, "99"};
+inline constexpr profile vllm_legacy = [] {
+  profile p{};
+  p.name = "vllm_legacy";
+  p.tool = "vLLM legacy benchmarks/benchmark_serving.py (backend_request_func.py)";
+  p.description =
+      "As vllm, but chunks with empty text are skipped, `ttft == 0.0` means unmeasured, E2E ends "
+      "at the `[DONE]` line (stand-in when the trace has none: the finish), and N is a tokenizer "
+      "re-encode (stand-in: usage when reported, else the chunk token sum).";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::nonempty_text;
+  p.zero_ttft_is_unset = true;
+  p.needs_first_response = false;
+  p.end = e2e_end::done_chunk;
+  p.output_tokens = token_source::usage_else_chunks;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_chunk;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::population_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::all_met_missing_zero;
+  p.default_percentiles = "99";
+  return p;
+}();
 
 /// SGLang `bench_serving` against an OpenAI-compatible endpoint (python/sglang/benchmark/).
-inline constexpr profile sglang_openai{
-    "sglang_openai", "SGLang bench_serving, OpenAI backends (python/sglang/benchmark/metrics.py)",
-    "From the send; chunks with non-empty text count, `ttft == 0.0` means unmeasured; E2E ends "
-    "at the last non-empty SSE line, usage and `[DONE]` included; N = the requested length "
-    "overwritten by usage (stand-in: usage when reported, else the chunk token sum); TPOT = "
-    "(E2E - TTFT)/(N - 1) for N > 1; ITL per chunk; linear percentiles, population std; "
-    "concurrency = sum E2E / duration.",
-    latency_origin::send, chunk_rule::nonempty_text, true, false, e2e_end::last_chunk,
-    token_source::usage_else_chunks, tpot_span::e2e_minus_ttft, small_n_rule::excluded,
-    ns_rounding::none, itl_grain::per_chunk, quantile_method::linear, 0u,
-    duration_rule::origin_to_finish, rps_rule::completed, user_rate_rule::tokens_over_e2e,
-    goodput_rule::none, "99"};
+inline constexpr profile sglang_openai = [] {
+  profile p{};
+  p.name = "sglang_openai";
+  p.tool = "SGLang bench_serving, OpenAI backends (python/sglang/benchmark/metrics.py)";
+  p.description =
+      "From the send; chunks with non-empty text count, `ttft == 0.0` means unmeasured; E2E ends "
+      "at the last non-empty SSE line, usage and `[DONE]` included; N = the requested length "
+      "overwritten by usage (stand-in: usage when reported, else the chunk token sum); TPOT = (E2E "
+      "- TTFT)/(N - 1) for N > 1; ITL per chunk; linear percentiles, population std; concurrency = "
+      "sum E2E / duration.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::nonempty_text;
+  p.zero_ttft_is_unset = true;
+  p.needs_first_response = false;
+  p.end = e2e_end::last_chunk;
+  p.output_tokens = token_source::usage_else_chunks;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_chunk;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::population_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::none;
+  p.default_percentiles = "99";
+  return p;
+}();
 
 /// SGLang `bench_serving` against the native `/generate` endpoint.
-inline constexpr profile sglang_native{
-    "sglang_native", "SGLang bench_serving, native /generate (python/sglang/benchmark/)",
-    "As sglang_openai, but a chunk counts when completion_tokens grew (it carries tokens), and "
-    "each gap is split evenly over the chunk's new tokens: k samples of gap/k (the first chunk's "
-    "extra tokens give none).",
-    latency_origin::send, chunk_rule::tokens, true, false, e2e_end::last_chunk,
-    token_source::usage_else_chunks, tpot_span::e2e_minus_ttft, small_n_rule::excluded,
-    ns_rounding::none, itl_grain::per_token_split, quantile_method::linear, 0u,
-    duration_rule::origin_to_finish, rps_rule::completed, user_rate_rule::tokens_over_e2e,
-    goodput_rule::none, "99"};
+inline constexpr profile sglang_native = [] {
+  profile p{};
+  p.name = "sglang_native";
+  p.tool = "SGLang bench_serving, native /generate (python/sglang/benchmark/)";
+  p.description =
+      "As sglang_openai, but a chunk counts when completion_tokens grew (it carries tokens), and "
+      "each gap is split evenly over the chunk's new tokens: k samples of gap/k (the first chunk's "
+      "extra tokens give none).";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::tokens;
+  p.zero_ttft_is_unset = true;
+  p.needs_first_response = false;
+  p.end = e2e_end::last_chunk;
+  p.output_tokens = token_source::usage_else_chunks;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_token_split;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::population_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::none;
+  p.default_percentiles = "99";
+  return p;
+}();
 
 /// NVIDIA GenAI-Perf (genai_perf/profile_data_parser/llm_profile_data_parser.py).
-inline constexpr profile genai_perf{
-    "genai_perf", "GenAI-Perf (genai_perf/profile_data_parser/llm_profile_data_parser.py)",
-    "From the request time; empty responses are removed first (only non-empty text counts) and "
-    "a request with none is dropped; E2E ends at the last non-empty response; N = re-encode of "
-    "the text (stand-in: usage when reported, else the chunk token sum); ITL = TPOT = "
-    "round((E2E - TTFT)/(N - 1)) in integer ns, one value per request with N > 1; duration = "
-    "max(last response) - min(request); RPS counts every request; linear percentiles p1..p99, "
-    "population std.",
-    latency_origin::send, chunk_rule::nonempty_text, false, true, e2e_end::last_counted_chunk,
-    token_source::usage_else_chunks, tpot_span::e2e_minus_ttft, small_n_rule::excluded,
-    ns_rounding::nearest_even, itl_grain::per_request_tpot, quantile_method::linear, 0u,
-    duration_rule::origin_to_e2e_end, rps_rule::all_requests,
-    user_rate_rule::tokens_over_e2e, goodput_rule::all_met_missing_ignored,
-    "1,5,10,25,50,75,90,95,99"};
+inline constexpr profile genai_perf = [] {
+  profile p{};
+  p.name = "genai_perf";
+  p.tool = "GenAI-Perf (genai_perf/profile_data_parser/llm_profile_data_parser.py)";
+  p.description =
+      "From the request time; empty responses are removed first (only non-empty text counts) and a "
+      "request with none is dropped; E2E ends at the last non-empty response; N = re-encode of the "
+      "text (stand-in: usage when reported, else the chunk token sum); ITL = TPOT = round((E2E - "
+      "TTFT)/(N - 1)) in integer ns, one value per request with N > 1; duration = max(last "
+      "response) - min(request); RPS counts every request; linear percentiles p1..p99, population "
+      "std.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::nonempty_text;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = true;
+  p.end = e2e_end::last_counted_chunk;
+  p.output_tokens = token_source::usage_else_chunks;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::nearest_even;
+  p.itl = itl_grain::per_request_tpot;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::population_std;
+  p.duration = duration_rule::origin_to_e2e_end;
+  p.request_rate = rps_rule::all_requests;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::all_met_missing_ignored;
+  p.default_percentiles = "1,5,10,25,50,75,90,95,99";
+  return p;
+}();
 
 /// NVIDIA AIPerf (aiperf/metrics/types/*).
-inline constexpr profile aiperf{
-    "aiperf", "AIPerf (aiperf/metrics/types/*)",
-    "From the request start; every SSE message but `[DONE]` is a response (the first byte of "
-    "each); E2E ends at the last response; N = re-encode of output and reasoning text "
-    "(stand-in: usage when reported, else the chunk token sum); ITL = TPOT = (E2E - TTFT)/(N - "
-    "1) as a float, none for N < 2; duration as GenAI-Perf; RPS = valid requests / duration; a "
-    "missing metric makes a request not good.",
-    latency_origin::send, chunk_rule::any_response, false, true, e2e_end::last_counted_chunk,
-    token_source::usage_else_chunks, tpot_span::e2e_minus_ttft, small_n_rule::excluded,
-    ns_rounding::none, itl_grain::per_request_tpot, quantile_method::linear, 0u,
-    duration_rule::origin_to_e2e_end, rps_rule::completed,
-    user_rate_rule::tokens_over_e2e, goodput_rule::all_met_missing_fails,
-    "1,5,10,25,50,75,90,95,99"};
+inline constexpr profile aiperf = [] {
+  profile p{};
+  p.name = "aiperf";
+  p.tool = "AIPerf (aiperf/metrics/types/*)";
+  p.description =
+      "From the request start; every SSE message but `[DONE]` is a response (the first byte of "
+      "each); E2E ends at the last response; N = re-encode of output and reasoning text (stand-in: "
+      "usage when reported, else the chunk token sum); ITL = TPOT = (E2E - TTFT)/(N - 1) as a "
+      "float, none for N < 2; duration as GenAI-Perf; RPS = valid requests / duration; a missing "
+      "metric makes a request not good.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::any_response;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = true;
+  p.end = e2e_end::last_counted_chunk;
+  p.output_tokens = token_source::usage_else_chunks;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_request_tpot;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::population_std;
+  p.duration = duration_rule::origin_to_e2e_end;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::all_met_missing_fails;
+  p.default_percentiles = "1,5,10,25,50,75,90,95,99";
+  return p;
+}();
 
 /// Anyscale llmperf (token_benchmark_ray.py, openai_chat_completions_client.py).
-inline constexpr profile llmperf{
-    "llmperf", "llmperf (token_benchmark_ray.py, openai_chat_completions_client.py)",
-    "From the start; the first chunk with non-empty content gives TTFT (`if not ttft`: 0 means "
-    "unset); E2E ends at the end of the stream; ITL per request = (TTFT + the later gaps) / the "
-    "number of chunks (every data line but `[DONE]`): TTFT is included and a chunk is taken for "
-    "a token; no TPOT; N = re-encode (stand-in: usage when reported, else the chunk token sum); "
-    "pandas linear percentiles, sample std (ddof 1); per-user rate N / E2E.",
-    latency_origin::send, chunk_rule::nonempty_text, true, false, e2e_end::finish,
-    token_source::usage_else_chunks, tpot_span::none, small_n_rule::excluded,
-    ns_rounding::none, itl_grain::per_request_including_ttft, quantile_method::linear, 1u,
-    duration_rule::origin_to_finish, rps_rule::completed, user_rate_rule::tokens_over_e2e,
-    goodput_rule::none, "25,50,75,90,95,99"};
+inline constexpr profile llmperf = [] {
+  profile p{};
+  p.name = "llmperf";
+  p.tool = "llmperf (token_benchmark_ray.py, openai_chat_completions_client.py)";
+  p.description =
+      "From the start; the first chunk with non-empty content gives TTFT (`if not ttft`: 0 means "
+      "unset); E2E ends at the end of the stream; ITL per request = (TTFT + the later gaps) / the "
+      "number of chunks (every data line but `[DONE]`): TTFT is included and a chunk is taken for "
+      "a token; no TPOT; N = re-encode (stand-in: usage when reported, else the chunk token sum); "
+      "pandas linear percentiles, sample std (ddof 1); per-user rate N / E2E.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::nonempty_text;
+  p.zero_ttft_is_unset = true;
+  p.needs_first_response = false;
+  p.end = e2e_end::finish;
+  p.output_tokens = token_source::usage_else_chunks;
+  p.tpot_numerator = tpot_span::none;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_request_including_ttft;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::sample_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::none;
+  p.default_percentiles = "25,50,75,90,95,99";
+  return p;
+}();
 
 /// NVIDIA trtllm-bench (tensorrt_llm/bench/dataclasses/statistics.py).
-inline constexpr profile trtllm_bench{
-    "trtllm_bench", "trtllm-bench (tensorrt_llm/bench/dataclasses/statistics.py)",
-    "From the start; the first output carrying tokens gives TTFT; E2E ends at the end; N = "
-    "exact token ids (the chunk token sum); TPOT = (end - first)/(N - 1), 0 when N <= 1 and the "
-    "zeros are included; no ITL; percentiles sorted[int(n p)] without interpolation; no std; "
-    "average concurrency = sum E2E / duration.",
-    latency_origin::send, chunk_rule::tokens, false, false, e2e_end::finish,
-    token_source::chunk_tokens, tpot_span::e2e_minus_ttft, small_n_rule::zero, ns_rounding::none,
-    itl_grain::none, quantile_method::lower, std::nullopt, duration_rule::origin_to_finish,
-    rps_rule::completed, user_rate_rule::tokens_over_e2e, goodput_rule::none, "50,90,95,99"};
+inline constexpr profile trtllm_bench = [] {
+  profile p{};
+  p.name = "trtllm_bench";
+  p.tool = "trtllm-bench (tensorrt_llm/bench/dataclasses/statistics.py)";
+  p.description =
+      "From the start; the first output carrying tokens gives TTFT; E2E ends at the end; N = exact "
+      "token ids (the chunk token sum); TPOT = (end - first)/(N - 1), 0 when N <= 1 and the zeros "
+      "are included; no ITL; percentiles sorted[int(n p)] without interpolation; no std; average "
+      "concurrency = sum E2E / duration.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::tokens;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = false;
+  p.end = e2e_end::finish;
+  p.output_tokens = token_source::chunk_tokens;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::zero;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::none;
+  p.percentile_method = quantile_method::lower;
+  p.std_ddof = profile::no_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::none;
+  p.default_percentiles = "50,90,95,99";
+  return p;
+}();
 
 /// TensorRT-LLM's C++ gptManagerBenchmark (benchmarks/cpp/gptManagerBenchmark.cpp).
-inline constexpr profile gpt_manager_benchmark{
-    "gpt_manager_benchmark", "gptManagerBenchmark (benchmarks/cpp/gptManagerBenchmark.cpp)",
-    "From the start (steady_clock); TTFT at the first token; E2E ends at the end; N = engine "
-    "output length (the chunk token sum); TPOT = (end - first token)/(N - 1) for N > 1; no ITL; "
-    "nearest-rank percentiles sorted[ceil(p n) - 1]; no std; user tokens/s = 1 / TPOT.",
-    latency_origin::send, chunk_rule::tokens, false, false, e2e_end::finish,
-    token_source::chunk_tokens, tpot_span::e2e_minus_ttft, small_n_rule::excluded,
-    ns_rounding::none, itl_grain::none, quantile_method::nearest_rank, std::nullopt,
-    duration_rule::origin_to_finish, rps_rule::completed, user_rate_rule::inverse_tpot,
-    goodput_rule::none, "50,90,99"};
+inline constexpr profile gpt_manager_benchmark = [] {
+  profile p{};
+  p.name = "gpt_manager_benchmark";
+  p.tool = "gptManagerBenchmark (benchmarks/cpp/gptManagerBenchmark.cpp)";
+  p.description =
+      "From the start (steady_clock); TTFT at the first token; E2E ends at the end; N = engine "
+      "output length (the chunk token sum); TPOT = (end - first token)/(N - 1) for N > 1; no ITL; "
+      "nearest-rank percentiles sorted[ceil(p n) - 1]; no std; user tokens/s = 1 / TPOT.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::tokens;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = false;
+  p.end = e2e_end::finish;
+  p.output_tokens = token_source::chunk_tokens;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::none;
+  p.percentile_method = quantile_method::nearest_rank;
+  p.std_ddof = profile::no_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::inverse_tpot;
+  p.goodput = goodput_rule::none;
+  p.default_percentiles = "50,90,99";
+  return p;
+}();
 
 /// MLPerf Inference loadgen (loadgen/results.cc, logging.cc).
-inline constexpr profile mlperf{
-    "mlperf", "MLPerf Inference loadgen (loadgen/results.cc, logging.cc)",
-    "From the scheduled (Poisson) time, so issue delay counts; TTFT at the first token; E2E ends "
-    "at completion; N reported by the system under test (usage when reported, else the chunk "
-    "token sum); TPOT = (latency - TTFT)/(N - 1) in integer ns, N = 1 is an error (counted as "
-    "invalid); no ITL; percentiles sorted[floor(n p)]; samples/s = (n - 1)/duration; the run "
-    "passes iff P99 TTFT and P99 TPOT are within the model's limits.",
-    latency_origin::arrival, chunk_rule::tokens, false, false, e2e_end::finish,
-    token_source::usage_else_chunks, tpot_span::e2e_minus_ttft, small_n_rule::invalid,
-    ns_rounding::truncate, itl_grain::none, quantile_method::lower, std::nullopt,
-    duration_rule::origin_to_finish, rps_rule::completed_minus_one,
-    user_rate_rule::tokens_over_e2e, goodput_rule::percentile_limits, "50,90,95,97,99,99.9"};
-// clang-format on
+inline constexpr profile mlperf = [] {
+  profile p{};
+  p.name = "mlperf";
+  p.tool = "MLPerf Inference loadgen (loadgen/results.cc, logging.cc)";
+  p.description =
+      "From the scheduled (Poisson) time, so issue delay counts; TTFT at the first token; E2E ends "
+      "at completion; N reported by the system under test (usage when reported, else the chunk "
+      "token sum); TPOT = (latency - TTFT)/(N - 1) in integer ns, N = 1 is an error (counted as "
+      "invalid); no ITL; percentiles sorted[floor(n p)]; samples/s = (n - 1)/duration; the run "
+      "passes iff P99 TTFT and P99 TPOT are within the model's limits.";
+  p.origin = latency_origin::arrival;
+  p.token_chunks = chunk_rule::tokens;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = false;
+  p.end = e2e_end::finish;
+  p.output_tokens = token_source::usage_else_chunks;
+  p.tpot_numerator = tpot_span::e2e_minus_ttft;
+  p.tpot_small_n = small_n_rule::invalid;
+  p.tpot_rounding = ns_rounding::truncate;
+  p.itl = itl_grain::none;
+  p.percentile_method = quantile_method::lower;
+  p.std_ddof = profile::no_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::completed_minus_one;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::percentile_limits;
+  p.default_percentiles = "50,90,95,97,99,99.9";
+  return p;
+}();
+
+/// Every built-in profile, canonical first. A new profile is one constant above and one entry
+/// here; the count follows.
+inline constexpr std::array all = {
+    &canonical, &vllm,    &vllm_legacy,  &sglang_openai,         &sglang_native, &genai_perf,
+    &aiperf,    &llmperf, &trtllm_bench, &gpt_manager_benchmark, &mlperf};
 }  // namespace profiles
 
-/// Every built-in profile, canonical first.
-[[nodiscard]] inline const std::array<const profile*, 11>& all_profiles() noexcept {
-  static constexpr std::array<const profile*, 11> all = {
-      &profiles::canonical,     &profiles::vllm,
-      &profiles::vllm_legacy,   &profiles::sglang_openai,
-      &profiles::sglang_native, &profiles::genai_perf,
-      &profiles::aiperf,        &profiles::llmperf,
-      &profiles::trtllm_bench,  &profiles::gpt_manager_benchmark,
-      &profiles::mlperf};
-  return all;
+/// Every built-in profile, canonical first (`profiles::all`).
+[[nodiscard]] inline const decltype(profiles::all)& all_profiles() noexcept {
+  return profiles::all;
 }
 
 /// The built-in profile called `name`, or nullptr.
@@ -332,185 +378,6 @@ inline constexpr profile mlperf{
   for (const profile* p : all_profiles())
     if (p->name == name) return p;
   return nullptr;
-}
-
-/// One request as a profile sees it. Times are seconds; an empty value is undefined under the
-/// profile (e.g. TPOT for N = 1), never a silent 0.
-struct profiled_request {
-  bool completed = false;                        ///< counted as completed by the profile
-  std::optional<double> ttft;                    ///< first counted chunk - origin
-  std::optional<double> tpot;                    ///< by the profile's TPOT rule
-  bool tpot_invalid = false;                     ///< N too small under `small_n_rule::invalid`
-  std::optional<double> itl;                     ///< the per-request ITL (per-request grains only)
-  std::optional<double> e2el;                    ///< the profile's end - origin
-  std::optional<double> queue, prefill, decode;  ///< canonical engine-side phases, when recorded
-  std::optional<double> user_rate;               ///< tokens/s by the profile's user-rate rule
-  std::optional<double> normalized_latency;      ///< e2el / N (N >= 1)
-  std::uint64_t output_tokens = 0;               ///< N by the profile's token source
-  std::optional<std::uint64_t> prompt_tokens;
-};
-
-namespace detail {
-[[nodiscard]] constexpr bool counts(chunk_rule r, std::uint32_t tokens, chunk_kind k) noexcept {
-  switch (r) {
-    case chunk_rule::tokens: return tokens > 0;
-    case chunk_rule::choices: return k == chunk_kind::text || k == chunk_kind::empty;
-    case chunk_rule::nonempty_text: return k == chunk_kind::text;
-    case chunk_rule::any_response: return k != chunk_kind::done;
-  }
-  return false;
-}
-
-template <class Timeline>
-[[nodiscard]] std::optional<typename Timeline::time_point> origin_of(const profile& p,
-                                                                     const Timeline& tl) noexcept {
-  if (p.origin == latency_origin::send && tl.send_time()) return tl.send_time();
-  return tl.arrival();
-}
-
-/// `d / n` in integer nanoseconds, rounded as the profile says, returned in seconds.
-template <class Duration>
-[[nodiscard]] double divide_ns(Duration d, std::uint64_t n, ns_rounding r) noexcept {
-  if (r == ns_rounding::none)
-    return std::chrono::duration<double>(d).count() / static_cast<double>(n);
-  using ns = std::chrono::duration<double, std::nano>;
-  double q;
-  if constexpr (std::is_integral_v<typename Duration::rep> &&
-                std::is_same_v<typename Duration::period, std::nano>) {
-    if (r == ns_rounding::truncate && d.count() >= 0) {
-      // Truncated integer nanoseconds, as the tool computes them.
-      // NOLINTNEXTLINE(bugprone-integer-division)
-      q = static_cast<double>(static_cast<std::uint64_t>(d.count()) / n);
-      return q * 1e-9;
-    }
-  }
-  q = ns(d).count() / static_cast<double>(n);
-  q = r == ns_rounding::truncate ? std::trunc(q) : std::nearbyint(q);  // FE_TONEAREST: ties even
-  return q * 1e-9;
-}
-}  // namespace detail
-
-/// Computes `p`'s per-request values for `tl` and hands each pooled ITL sample (seconds; only
-/// for the per-chunk and per-token grains, and only for completed requests) to `itl_sink`.
-/// Needs a store that keeps chunks. O(chunks); allocates nothing.
-template <class Timeline, class Sink>
-[[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl,
-                                        Sink&& itl_sink) noexcept {
-  static_assert(Timeline::store_type::keeps_chunks,
-                "profiles replay every chunk: the timeline needs a full_store");
-  using time_point = typename Timeline::time_point;
-  using duration = typename Timeline::duration;
-  auto sec = [](duration d) { return std::chrono::duration<double>(d).count(); };
-
-  profiled_request r;
-  const auto origin = detail::origin_of(p, tl);
-  const bool pooled = tl.succeeded() && pools_samples(p.itl);
-
-  // One pass: the first and last counted chunks, the pooled ITL samples, the last chunk of any
-  // kind, the [DONE] chunk and the number of non-[DONE] chunks. With `zero_ttft_is_unset` a
-  // counted chunk at exactly the origin leaves TTFT "unset", as the tools' `ttft == 0.0` test.
-  bool have_first = false, have_ttft = false, have_last_any = false, have_done = false;
-  time_point first{}, last{}, last_any{}, done{};
-  std::uint64_t data_chunks = 0;
-  for (const auto& c : tl.store().chunks()) {
-    last_any = c.time;
-    have_last_any = true;
-    if (c.kind == chunk_kind::done) {
-      if (!have_done) done = c.time;
-      have_done = true;
-    } else {
-      ++data_chunks;
-    }
-    if (!detail::counts(p.token_chunks, c.tokens, c.kind)) continue;
-    if (!have_ttft) {
-      first = c.time;
-      have_first = true;
-      have_ttft = !(p.zero_ttft_is_unset && origin && c.time == *origin);
-      if (pooled && p.itl == itl_grain::per_token_with_first)
-        for (std::uint32_t i = 1; i < c.tokens; ++i) itl_sink(0.0);
-    } else if (pooled) {
-      const double gap = sec(c.time - last);
-      if (p.itl == itl_grain::per_chunk) {
-        itl_sink(gap);
-      } else {
-        const std::uint32_t k = c.tokens ? c.tokens : 1u;
-        const double each = gap / static_cast<double>(k);
-        for (std::uint32_t i = 0; i < k; ++i) itl_sink(each);
-      }
-    }
-    last = c.time;
-  }
-
-  // N.
-  const auto usage = tl.reported_output_tokens();
-  std::uint64_t n = tl.output_tokens();
-  if (p.output_tokens == token_source::usage_else_chunks && usage) n = *usage;
-  if (p.output_tokens == token_source::usage_nonzero_else_chunks && usage && *usage != 0)
-    n = *usage;
-  r.output_tokens = n;
-  r.prompt_tokens = tl.prompt_tokens();
-  r.completed = tl.succeeded() && (!p.needs_first_response || have_first);
-
-  // TTFT and E2E.
-  std::optional<time_point> end_tp;
-  switch (p.end) {
-    case e2e_end::last_counted_chunk:
-      if (have_first) end_tp = last;
-      break;
-    case e2e_end::last_chunk:
-      if (have_last_any) end_tp = last_any;
-      break;
-    case e2e_end::done_chunk:
-      end_tp = have_done ? std::optional<time_point>(done) : tl.finish_time();
-      break;
-    case e2e_end::finish: end_tp = tl.finish_time(); break;
-  }
-  if (origin && have_first) r.ttft = sec(first - *origin);
-  if (origin && end_tp) r.e2el = sec(*end_tp - *origin);
-
-  // TPOT.
-  if (p.tpot_numerator == tpot_span::none) {
-    // no TPOT
-  } else if (n <= 1) {
-    if (p.tpot_small_n == small_n_rule::zero && r.ttft && r.e2el) r.tpot = 0.0;
-    if (p.tpot_small_n == small_n_rule::invalid && have_first) r.tpot_invalid = true;
-  } else if (have_first) {
-    if (p.tpot_numerator == tpot_span::token_span)
-      r.tpot = detail::divide_ns(last - first, n - 1, p.tpot_rounding);
-    else if (end_tp)
-      r.tpot = detail::divide_ns(*end_tp - first, n - 1, p.tpot_rounding);
-  }
-
-  // Per-request ITL.
-  if (p.itl == itl_grain::per_request_tpot && n > 1) r.itl = r.tpot;
-  if (p.itl == itl_grain::per_request_including_ttft && origin) {
-    if (n == 0 || !have_first || data_chunks == 0)
-      r.itl = 0.0;
-    else
-      r.itl = sec(last - *origin) / static_cast<double>(data_chunks);
-  }
-
-  // Engine-side phases (canonical definitions) and rates.
-  auto opt_sec = [&](const auto& d) -> std::optional<double> {
-    if (!d) return std::nullopt;
-    return sec(*d);
-  };
-  r.queue = opt_sec(queue_time(tl));
-  r.prefill = opt_sec(prefill_time(tl));
-  r.decode = opt_sec(decode_time(tl));
-  if (r.e2el && n >= 1) r.normalized_latency = *r.e2el / static_cast<double>(n);
-  if (p.user_rate == user_rate_rule::inverse_tpot) {
-    if (r.tpot && *r.tpot > 0) r.user_rate = 1.0 / *r.tpot;
-  } else if (r.e2el && *r.e2el > 0 && n >= 1) {
-    r.user_rate = static_cast<double>(n) / *r.e2el;
-  }
-  return r;
-}
-
-/// `evaluate` without pooled ITL samples.
-template <class Timeline>
-[[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl) noexcept {
-  return evaluate(p, tl, [](double) noexcept {});
 }
 
 TOKCHRON_END_NAMESPACE

@@ -444,10 +444,10 @@ class run_summarizer {
     if (o_.keep_requests) requests_detail_.push_back(r);
     if (!r.completed) return;
     ++completed_;
-    if (p_->duration == duration_rule::origin_to_e2e_end && origin && r.e2el) {
+    if (p_->duration == duration_rule::origin_to_e2e_end && origin && r.e2e) {
       widen_start(*origin);
       widen_end(*origin + std::chrono::duration_cast<typename Timeline::duration>(
-                              from_seconds<std::chrono::nanoseconds>(*r.e2el)));
+                              from_seconds<std::chrono::nanoseconds>(*r.e2e)));
     }
     output_tokens_ += r.output_tokens;
     output_len_.push_back(static_cast<double>(r.output_tokens));
@@ -460,15 +460,15 @@ class run_summarizer {
     if (r.tpot_invalid) ++tpot_invalid_;
     if (p_->itl == itl_grain::per_request_tpot || p_->itl == itl_grain::per_request_including_ttft)
       push(itl_, r.itl);
-    if (r.e2el) {
-      e2el_.push_back(*r.e2el);
-      e2el_sum_ += *r.e2el;
+    if (r.e2e) {
+      e2el_.push_back(*r.e2e);
+      e2el_sum_ += *r.e2e;
     }
-    push(queue_, r.queue);
-    push(prefill_, r.prefill);
-    push(decode_, r.decode);
-    push(rate_, r.user_rate);
-    if (!r.user_rate) ++rate_invalid_;  // no rate (zero E2E, no tokens): counted, not lost
+    push(queue_, r.queue_time);
+    push(prefill_, r.prefill_time);
+    push(decode_, r.decode_time);
+    push(rate_, r.output_rate);
+    if (!r.output_rate) ++rate_invalid_;  // no rate (zero E2E, no tokens): counted, not lost
   }
 
   /// The summary of everything added so far (the summarizer can keep accumulating). Copies the

@@ -41,7 +41,9 @@
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/fluidity.hpp"
+#include "tokchron/metrics/metric.hpp"
 #include "tokchron/metrics/profiles.hpp"
+#include "tokchron/quantile/detail/capabilities.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/sla/objective.hpp"
@@ -268,29 +270,6 @@ struct evaluation_options {
 };
 
 namespace detail {
-template <class E, class = void>
-struct has_sorted_samples : std::false_type {};
-template <class E>
-struct has_sorted_samples<E, std::void_t<decltype(std::declval<const E&>().sorted_samples()[0])>>
-    : std::true_type {};
-template <class E, class = void>
-struct has_quantile_method : std::false_type {};
-template <class E>
-struct has_quantile_method<
-    E, std::void_t<decltype(std::declval<const E&>().quantile(0.5, quantile_method::linear))>>
-    : std::true_type {};
-template <class E, class = void>
-struct has_stddev : std::false_type {};
-template <class E>
-struct has_stddev<E, std::void_t<decltype(*std::declval<const E&>().stddev(1u))>> : std::true_type {
-};
-template <class E, class = void>
-struct has_rank : std::false_type {};
-template <class E>
-struct has_rank<
-    E, std::void_t<decltype(std::declval<const E&>().rank(std::declval<typename E::value_type>()))>>
-    : std::true_type {};
-
 /// The k-th smallest sample (1 <= k <= n) as the estimator reports it.
 template <class E>
 [[nodiscard]] double order_statistic(const E& e, std::uint64_t n, std::uint64_t k) {
@@ -470,25 +449,6 @@ template <class Lookup>
   return out;
 }
 
-namespace detail {
-/// Calls f(metric, seconds or tokens/s) for every per-request SLO metric `m` defines (not ITL or
-/// fluidity: they need the chunks).
-template <class F>
-void for_each_slo_value(const request_metrics& m, F&& f) noexcept {
-  auto put = [&](slo_metric k, const std::optional<double>& x) {
-    if (x) f(k, *x);
-  };
-  put(slo_metric::ttft, m.ttft);
-  put(slo_metric::tpot, m.tpot);
-  put(slo_metric::e2el, m.e2e);
-  put(slo_metric::queue, m.queue_time);
-  put(slo_metric::prefill, m.prefill_time);
-  put(slo_metric::decode, m.decode_time);
-  put(slo_metric::normalized_latency, m.normalized_latency);
-  put(slo_metric::tokens_per_s, m.output_rate);
-}
-}  // namespace detail
-
 /// One estimator per `slo_metric`, fed one finished request at a time: the distributions an
 /// SLA is judged on. Successful requests (stop or length) feed every metric they define;
 /// failed ones are only counted (`failed()`), as the public tools leave them out of latency
@@ -554,14 +514,9 @@ class slo_distributions {
       return;
     }
     ++succeeded_;
-    put(slo_metric::ttft, p.ttft);
-    put(slo_metric::tpot, p.tpot);
-    put(slo_metric::e2el, p.e2el);
-    put(slo_metric::queue, p.queue);
-    put(slo_metric::prefill, p.prefill);
-    put(slo_metric::decode, p.decode);
-    put(slo_metric::normalized_latency, p.normalized_latency);
-    put(slo_metric::tokens_per_s, p.user_rate);
+    for_each_metric_value(p, [&](metric_id k, double x) {
+      if (k != metric_id::itl) add(k, x);  // the per-request ITL is not a pooled sample
+    });
   }
   /// Adds one sample of `metric` directly.
   bool add(slo_metric metric, double x) noexcept {
@@ -596,16 +551,12 @@ class slo_distributions {
  private:
   using value_type = typename Estimator::value_type;
   static value_type value(double x) noexcept { return static_cast<value_type>(x); }
-  void put(slo_metric m, const std::optional<double>& x) noexcept {
-    if (x) e_[static_cast<std::size_t>(m)].add(value(*x));
-  }
   void add_metrics(const request_metrics& m) noexcept {
     ++succeeded_;
-    detail::for_each_slo_value(
-        m, [&](slo_metric k, double x) { e_[static_cast<std::size_t>(k)].add(value(x)); });
+    for_each_metric_value(m, [&](metric_id k, double x) { add(k, x); });
   }
 
-  Estimator e_[slo_metric_count]{};
+  Estimator e_[metric_count]{};
   std::optional<fluidity_deadlines> fluidity_;
   std::uint64_t succeeded_ = 0, failed_ = 0;
 };

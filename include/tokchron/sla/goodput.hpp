@@ -35,25 +35,26 @@ TOKCHRON_BEGIN_NAMESPACE
 struct request_slo {
   std::optional<double> ttft_s;
   std::optional<double> tpot_s;
-  std::optional<double> e2el_s;
+  std::optional<double> e2e_s;
 
-  /// Parses "ttft:1.5s,tpot:100ms,e2el:10s" (any subset, each once; '=' also separates). Throws
+  /// Parses "ttft:1.5s,tpot:100ms,e2e:10s" (any subset, each once; '=' also separates; a
+  /// name may be any alias of metric_table, such as vLLM's "e2el"). Throws
   /// std::invalid_argument naming the offending part.
   [[nodiscard]] static request_slo parse(std::string_view text);
   /// "ttft:1.5s,tpot:100ms".
   [[nodiscard]] std::string to_string() const {
     std::string s;
-    auto put = [&](const char* name, const std::optional<double>& v) {
+    auto put = [&](metric_id m, const std::optional<double>& v) {
       if (!v) return;
       if (!s.empty()) s += ',';
-      s += name;
+      s += tokchron::to_string(m);
       s += ':';
       objective o(slo_metric::ttft, slo_statistic::max, 100, slo_comparator::less_equal, *v);
       s += o.threshold_string();
     };
-    put("ttft", ttft_s);
-    put("tpot", tpot_s);
-    put("e2el", e2el_s);
+    put(metric_id::ttft, ttft_s);
+    put(metric_id::tpot, tpot_s);
+    put(metric_id::e2e, e2e_s);
     return s;
   }
 };
@@ -88,15 +89,15 @@ struct request_slo_parse_result {
     std::string_view name = item.substr(0, colon);
     while (!name.empty() && detail::is_space(name.back())) name.remove_suffix(1);
     std::optional<double>* slot = nullptr;
-    const auto m = detail::metric_from_name(name);
-    if (m == slo_metric::ttft)
+    const auto m = metric_from_name(name);
+    if (m == metric_id::ttft)
       slot = &r.value.ttft_s;
-    else if (m == slo_metric::tpot)
+    else if (m == metric_id::tpot)
       slot = &r.value.tpot_s;
-    else if (m == slo_metric::e2el)
-      slot = &r.value.e2el_s;
+    else if (m == metric_id::e2e)
+      slot = &r.value.e2e_s;
     else
-      return fail(b, name.size(), "unknown per-request limit: expected ttft, tpot or e2el");
+      return fail(b, name.size(), "unknown per-request limit: expected ttft, tpot or e2e");
     if (*slot) return fail(b, name.size(), "limit given twice");
     // Reuse the objective parser for the value and its unit.
     std::size_t vb = colon + 1;
@@ -160,10 +161,10 @@ struct goodput_options {
 
 /// Counts of one goodput run.
 struct goodput_result {
-  std::uint64_t requests = 0;                                       ///< finished requests seen
-  std::uint64_t completed = 0;                                      ///< of which succeeded
-  std::uint64_t good = 0;                                           ///< of which met every limit
-  std::uint64_t missed_ttft = 0, missed_tpot = 0, missed_e2el = 0;  ///< per limit
+  std::uint64_t requests = 0;                                      ///< finished requests seen
+  std::uint64_t completed = 0;                                     ///< of which succeeded
+  std::uint64_t good = 0;                                          ///< of which met every limit
+  std::uint64_t missed_ttft = 0, missed_tpot = 0, missed_e2e = 0;  ///< per limit
   std::uint64_t missing = 0;  ///< not good only because a limited metric was undefined
   double duration_s = 0;
 
@@ -206,7 +207,7 @@ class goodput_counter {
     };
     check(slo_.ttft_s, m.ttft, r_.missed_ttft);
     check(slo_.tpot_s, m.tpot, r_.missed_tpot);
-    check(slo_.e2el_s, m.e2e, r_.missed_e2el);
+    check(slo_.e2e_s, m.e2e, r_.missed_e2e);
     if (good)
       ++r_.good;
     else if (!limit_missed)
@@ -219,7 +220,7 @@ class goodput_counter {
     m.succeeded = p.completed;
     m.ttft = p.ttft;
     m.tpot = p.tpot;
-    m.e2e = p.e2el;
+    m.e2e = p.e2e;
     return add(m);
   }
   /// Records a finished timeline (unfinished ones are ignored and return false).

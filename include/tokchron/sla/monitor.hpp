@@ -176,7 +176,7 @@ class slo_monitor {
       return;
     }
     ++succeeded_;
-    detail::for_each_slo_value(m, [&](slo_metric k, double x) { record(t, k, x); });
+    for_each_metric_value(m, [&](metric_id k, double x) { record(t, k, x); });
   }
   /// Records a finished timeline at the clock's now: its canonical metrics and, when it keeps
   /// chunks, its per-token ITL.

@@ -10,16 +10,15 @@
 ///
 ///     objective  := statistic "(" metric ")" comparator number [unit]
 ///     statistic  := "p" number (0..100) | "median" | "mean" | "avg" | "max" | "min"
-///     metric     := ttft | tpot | itl | e2el (e2e, latency) | queue (queue_time)
-///                 | prefill (prefill_time) | decode (decode_time)
-///                 | normalized_latency | tokens_per_s (output_rate, tps) | fluidity
+///     metric     := a name or alias from metric_table (metrics/metric.hpp), e.g. ttft, itl,
+///                   e2e (alias e2el), queue_time (alias queue), output_rate, fluidity
 ///     comparator := "<" | "<=" | ">" | ">="
 ///     unit       := time metrics: "s" | "ms" | "us" | "µs" | "ns" | "min" (required);
-///                   tokens_per_s: none | "tok/s" | "tokens/s" | "/s"; fluidity: none
+///                   output_rate: none | "tok/s" | "tokens/s" | "/s"; fluidity: none
 ///
-/// The statistic is applied to the metric's distribution, then compared: `p90(tokens_per_s) > 10`
+/// The statistic is applied to the metric's distribution, then compared: `p90(output_rate) > 10`
 /// says the 90th percentile of per-request rates exceeds 10; "90% of requests get more than 10
-/// tokens/s" is `p10(tokens_per_s) > 10`. Thresholds are stored in seconds (time metrics),
+/// tokens/s" is `p10(output_rate) > 10`. Thresholds are stored in seconds (time metrics),
 /// tokens per second, or the unitless fluidity index. `parse_objective` never throws and never
 /// allocates (a fuzzing entry point); `objective::parse` throws `std::invalid_argument` naming the
 /// offending part.
@@ -38,46 +37,15 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/metric.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
-/// What an objective measures (per request, except `itl`: one sample per output token gap).
-enum class slo_metric : std::uint8_t {
-  ttft,                ///< time to first token, s
-  tpot,                ///< time per output token, s
-  itl,                 ///< inter-token latency per token, s
-  e2el,                ///< end-to-end latency, s
-  queue,               ///< queue time, s
-  prefill,             ///< prefill time, s
-  decode,              ///< decode time, s
-  normalized_latency,  ///< e2e / output tokens, s per token
-  tokens_per_s,        ///< per-request output rate N / e2e, tokens per second
-  fluidity,            ///< Etalon fluidity-index per request, in [0, 1]
-};
+/// What an objective measures: any metric of the table (metrics/metric.hpp), per request
+/// except `itl` (one sample per output token gap).
+using slo_metric = metric_id;
 /// The number of `slo_metric` values (for arrays indexed by metric).
-inline constexpr std::size_t slo_metric_count = 10;
-
-/// The metric's canonical name as objectives spell it ("ttft", "e2el", "tokens_per_s", ...).
-[[nodiscard]] constexpr std::string_view to_string(slo_metric m) noexcept {
-  switch (m) {
-    case slo_metric::ttft: return "ttft";
-    case slo_metric::tpot: return "tpot";
-    case slo_metric::itl: return "itl";
-    case slo_metric::e2el: return "e2el";
-    case slo_metric::queue: return "queue";
-    case slo_metric::prefill: return "prefill";
-    case slo_metric::decode: return "decode";
-    case slo_metric::normalized_latency: return "normalized_latency";
-    case slo_metric::tokens_per_s: return "tokens_per_s";
-    case slo_metric::fluidity: return "fluidity";
-  }
-  return "unknown";
-}
-
-/// True for metrics measured in seconds (all but tokens_per_s and fluidity).
-[[nodiscard]] constexpr bool is_time_metric(slo_metric m) noexcept {
-  return m != slo_metric::tokens_per_s && m != slo_metric::fluidity;
-}
+inline constexpr std::size_t slo_metric_count = metric_count;
 
 /// The statistic an objective takes of the metric's distribution.
 enum class slo_statistic : std::uint8_t {
@@ -157,7 +125,8 @@ class objective {
   [[nodiscard]] constexpr double quantile() const noexcept { return percentile / 100.0; }
   /// The statistic's name: "p95", "p99.9", "mean", "max", "min".
   [[nodiscard]] std::string statistic_name() const;
-  /// The canonical text, which parses back to an equal objective: "p95(ttft) < 1.5s".
+  /// The canonical text (the metric's one name), which parses back to an equal objective:
+  /// "p95(ttft) < 1.5s".
   [[nodiscard]] std::string to_string() const;
   /// The threshold in its display unit with the unit: "1.5s", "200ms", "10tok/s", "0.9".
   [[nodiscard]] std::string threshold_string() const { return format_value(threshold, true); }
@@ -223,39 +192,6 @@ struct spec_cursor {
   if (r.ec != std::errc() || r.ptr != s.data() + i || !std::isfinite(v)) return std::nullopt;
   used = i;
   return v;
-}
-
-struct name_entry {
-  std::string_view name;
-  slo_metric metric;
-};
-inline constexpr name_entry metric_names[] = {
-    {"ttft", slo_metric::ttft},
-    {"tpot", slo_metric::tpot},
-    {"itl", slo_metric::itl},
-    {"e2el", slo_metric::e2el},
-    {"e2e", slo_metric::e2el},
-    {"e2e_latency", slo_metric::e2el},
-    {"latency", slo_metric::e2el},
-    {"queue", slo_metric::queue},
-    {"queue_time", slo_metric::queue},
-    {"prefill", slo_metric::prefill},
-    {"prefill_time", slo_metric::prefill},
-    {"decode", slo_metric::decode},
-    {"decode_time", slo_metric::decode},
-    {"normalized_latency", slo_metric::normalized_latency},
-    {"tokens_per_s", slo_metric::tokens_per_s},
-    {"output_rate", slo_metric::tokens_per_s},
-    {"tps", slo_metric::tokens_per_s},
-    {"fluidity", slo_metric::fluidity},
-    {"fluidity_index", slo_metric::fluidity},
-};
-
-/// The metric named `name` (canonical names and aliases), if any.
-[[nodiscard]] constexpr std::optional<slo_metric> metric_from_name(std::string_view name) noexcept {
-  for (const auto& e : metric_names)
-    if (e.name == name) return e.metric;
-  return std::nullopt;
 }
 
 /// The shortest text of v that reads back as v (fixed or scientific, whichever is shorter).
@@ -327,11 +263,8 @@ inline std::string shortest_number(double v) {
     const std::size_t start = c.pos;
     const std::size_t len = ident_len(start);
     if (len == 0) return fail(start, c.at_end() ? 0 : 1, "expected a metric name");
-    const auto m = detail::metric_from_name(text.substr(start, len));
-    if (!m)
-      return fail(start, len,
-                  "unknown metric: expected ttft, tpot, itl, e2el, queue, prefill, decode, "
-                  "normalized_latency, tokens_per_s or fluidity");
+    const auto m = metric_from_name(text.substr(start, len));
+    if (!m) return fail(start, len, detail::unknown_metric_text.view());
     o.metric = *m;
     c.pos = start + len;
   }
@@ -388,13 +321,14 @@ inline std::string shortest_number(double v) {
         return fail(start, len, "unknown time unit: expected s, ms, us, ns or min");
       o.threshold *= scale;
       o.display_scale = scale;
-    } else if (o.metric == slo_metric::tokens_per_s) {
+    } else if (info(o.metric).unit == metric_unit::tokens_per_second) {
       if (!(unit.empty() || unit == "tok/s" || unit == "tokens/s" || unit == "/s"))
         return fail(start, len, "unknown rate unit: expected tok/s, tokens/s, /s or none");
       o.display_scale = 1;
     } else {
       if (!unit.empty()) return fail(start, len, "the fluidity index takes no unit");
-      if (o.threshold > 1) return fail(start, len, "a fluidity index threshold is at most 1");
+      if (o.metric == slo_metric::fluidity && o.threshold > 1)
+        return fail(start, len, "a fluidity index threshold is at most 1");
       o.display_scale = 1;
     }
     c.pos = start + len;
@@ -473,7 +407,7 @@ inline std::string objective::format_value(double v, bool exact) const {
     }
     return num(v / scale) + unit;
   }
-  if (metric == slo_metric::tokens_per_s) return num(v) + "tok/s";
+  if (info(metric).unit == metric_unit::tokens_per_second) return num(v) + "tok/s";
   return num(v);
 }
 

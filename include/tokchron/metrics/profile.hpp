@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_METRICS_PROFILE_HPP
+#define TOKCHRON_METRICS_PROFILE_HPP
+
+/// \file
+/// What a compatibility profile is: the choices in which public benchmark tools differ (origin,
+/// which chunks count, E2E end, token source, TPOT, ITL grain, percentiles, duration, rates,
+/// goodput) as enums and one plain `profile` struct, and the generic engine (`evaluate`) that
+/// computes any profile's per-request values (`profiled_request`) from a request timeline. The
+/// built-in profiles are in metrics/profiles.hpp.
+///
+/// Adding a choice is adding an enum and a `profile` field, setting it in every built-in
+/// profile (each sets every field by name), and reading it in `evaluate`.
+///
+/// Per-request values are in seconds; the engine is O(chunks) per request, allocates nothing and
+/// is `noexcept` (the ITL sink must be too). Thread safety: profiles are immutable constants.
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+#include "tokchron/config.hpp"
+#include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/metric.hpp"
+#include "tokchron/quantile/estimator.hpp"
+#include "tokchron/timeline/event.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// The time latencies are measured from.
+enum class latency_origin : std::uint8_t {
+  send,     ///< the actual send time (`send_time()`, else `arrival()`): client-side tools
+  arrival,  ///< the intended arrival (`arrival()`): MLPerf's scheduled time, tokchron canonical
+};
+
+/// Which streamed chunks a tool treats as "a token arrived" (for TTFT, ITL and response ends).
+enum class chunk_rule : std::uint8_t {
+  tokens,         ///< chunks carrying at least one token, whatever their kind
+  choices,        ///< chunks with a choices entry: kinds `text` and `empty` (vLLM)
+  nonempty_text,  ///< chunks with non-empty text: kind `text` only (GenAI-Perf, legacy vLLM)
+  any_response,   ///< every SSE message but `[DONE]`: kinds text, empty, usage (AIPerf)
+};
+
+/// The event that ends a request's end-to-end latency.
+enum class e2e_end : std::uint8_t {
+  last_counted_chunk,  ///< the last chunk the chunk rule counts (vLLM, GenAI-Perf, AIPerf)
+  last_chunk,          ///< the last chunk of any kind, `[DONE]` included (SGLang)
+  done_chunk,          ///< the `[DONE]` chunk, else the finish (legacy vLLM)
+  finish,              ///< the recorded finish: end of stream / response (llmperf, TRT-LLM, ...)
+};
+
+/// Where the output-token count N comes from.
+enum class token_source : std::uint8_t {
+  chunk_tokens,               ///< the sum of the chunks' token counts (exact token ids)
+  usage_else_chunks,          ///< the reported usage count when present, else the chunk sum
+  usage_nonzero_else_chunks,  ///< the usage count when present and non-zero, else the chunk sum
+};
+
+/// The numerator of TPOT: TPOT = numerator / (N - 1).
+enum class tpot_span : std::uint8_t {
+  e2e_minus_ttft,  ///< the profile's E2E minus its TTFT (every tool)
+  token_span,      ///< last counted chunk minus first counted chunk (tokchron canonical: tN - t1)
+  none,            ///< the tool reports no TPOT (llmperf)
+};
+
+/// What TPOT is for a request with N <= 1.
+enum class small_n_rule : std::uint8_t {
+  excluded,  ///< no value; left out of the TPOT statistics
+  zero,      ///< 0, included in the statistics (trtllm-bench)
+  invalid,   ///< no value, and counted as an invalid sample (MLPerf: n_tokens = 1 is an error)
+};
+
+/// How a tool rounds TPOT (it may keep times as integer nanoseconds).
+enum class ns_rounding : std::uint8_t {
+  none,          ///< floating point
+  nearest_even,  ///< round to integer ns, ties to even (Python's `round`: GenAI-Perf)
+  truncate,      ///< integer ns division (MLPerf loadgen)
+};
+
+/// The grain of the ITL samples a tool pools across requests.
+enum class itl_grain : std::uint8_t {
+  none,                  ///< the tool reports no ITL
+  per_chunk,             ///< one sample per gap between consecutive counted chunks
+  per_token_split,       ///< a gap g before a k-token chunk gives k samples g/k (SGLang native)
+  per_token_with_first,  ///< as per_token_split, plus k1 - 1 zeros for the first chunk's
+                         ///< extra tokens: N - 1 samples whose mean is TPOT (canonical)
+  per_request_tpot,      ///< one sample per request: its TPOT (GenAI-Perf, AIPerf)
+  per_request_including_ttft  ///< one per request: (last counted chunk - origin) / non-[DONE]
+                              ///< chunks, 0 when N = 0 (llmperf: TTFT included)
+};
+
+/// Whether the grain pools samples from within requests (per chunk or per token), as opposed
+/// to one value per request or none.
+[[nodiscard]] constexpr bool pools_samples(itl_grain g) noexcept {
+  return g == itl_grain::per_chunk || g == itl_grain::per_token_split ||
+         g == itl_grain::per_token_with_first;
+}
+
+/// How the run's duration is measured from the requests' events.
+enum class duration_rule : std::uint8_t {
+  origin_to_finish,   ///< max(finish) - min(origin) over every request, failed included
+  origin_to_e2e_end,  ///< max(E2E end) - min(origin) over completed requests: with E2E ending at
+                      ///< the last counted chunk, max(last response) - min(request) (GenAI-Perf)
+};
+
+/// Which requests the request throughput counts.
+enum class rps_rule : std::uint8_t {
+  completed,            ///< completed / duration
+  all_requests,         ///< every request, failed included / duration (GenAI-Perf)
+  completed_minus_one,  ///< (completed - 1) / duration (MLPerf loadgen samples per second)
+};
+
+/// The per-request output rate a tool reports ("per-user tokens/s").
+enum class user_rate_rule : std::uint8_t {
+  tokens_over_e2e,  ///< N / E2E (llmperf `request_output_throughput`, canonical `output_rate`)
+  inverse_tpot,     ///< 1 / TPOT (gptManagerBenchmark `user tok/s = 1000 / TPOT(ms)`)
+};
+
+/// How a tool decides that a request is "good" for goodput (evaluated by `sla/`).
+enum class goodput_rule : std::uint8_t {
+  none,                     ///< the tool has no goodput
+  all_met_missing_zero,     ///< good iff every chosen SLO has value <= SLO; a TPOT undefined for
+                            ///< N <= 1 counts as 0 (vLLM)
+  all_met_missing_fails,    ///< as above, but a missing metric makes the request not good (AIPerf)
+  all_met_missing_ignored,  ///< value > SLO is bad; a missing metric is not checked (GenAI-Perf,
+                            ///< tokchron canonical)
+  percentile_limits,        ///< the run passes iff P99 TTFT and P99 TPOT are within limits (MLPerf)
+};
+
+/// One tool's definitions, as data. See the enums for each choice.
+struct profile {
+  std::string_view name;         ///< the name `find_profile` and reports use ("vllm", ...)
+  std::string_view tool;         ///< the tool and the source it follows
+  std::string_view description;  ///< what differs, and the stand-ins tokchron uses
+  latency_origin origin;
+  chunk_rule token_chunks;
+  /// The tool uses `ttft == 0` as "not measured yet": a first response at exactly the origin is
+  /// overwritten by the next one and gives no ITL sample (vllm #7242, sglang PR #36047).
+  bool zero_ttft_is_unset;
+  /// A request counts as completed only when a counted chunk arrived (vLLM's success flag,
+  /// GenAI-Perf drops requests with no non-empty response). Otherwise: `succeeded()`.
+  bool needs_first_response;
+  e2e_end end;
+  token_source output_tokens;
+  tpot_span tpot_numerator;
+  small_n_rule tpot_small_n;
+  ns_rounding tpot_rounding;
+  itl_grain itl;
+  quantile_method percentile_method;
+  /// Delta degrees of freedom of the reported std; empty when the tool reports no std.
+  std::optional<unsigned> std_ddof;
+  /// `std_ddof` values: numpy's population std (ddof 0), pandas' sample std (ddof 1), none.
+  static constexpr std::optional<unsigned> population_std{0u}, sample_std{1u}, no_std{};
+  duration_rule duration;
+  rps_rule request_rate;
+  user_rate_rule user_rate;
+  goodput_rule goodput;
+  /// The percentiles the tool prints by default, in percent, comma-separated.
+  std::string_view default_percentiles;
+};
+
+/// One request as a profile sees it. Times are seconds; an empty value is undefined under the
+/// profile (e.g. TPOT for N = 1), never a silent 0. Each metric field is named as its
+/// `metric_id` (metrics/metric.hpp).
+struct profiled_request {
+  bool completed = false;      ///< counted as completed by the profile
+  std::optional<double> ttft;  ///< first counted chunk - origin
+  std::optional<double> tpot;  ///< by the profile's TPOT rule
+  bool tpot_invalid = false;   ///< N too small under `small_n_rule::invalid`
+  std::optional<double> itl;   ///< the per-request ITL (per-request grains only)
+  std::optional<double> e2e;   ///< the profile's end - origin
+  std::optional<double> queue_time, prefill_time, decode_time;  ///< canonical engine-side phases
+  std::optional<double> output_rate;         ///< tokens/s by the profile's user-rate rule
+  std::optional<double> normalized_latency;  ///< e2e / N (N >= 1)
+  std::uint64_t output_tokens = 0;           ///< N by the profile's token source
+  std::optional<std::uint64_t> prompt_tokens;
+
+  using field_type = std::optional<double> profiled_request::*;
+  /// The field holding metric `m`, or nullptr (ttft_from_send, ttft_from_scheduled: the
+  /// profile's origin decides TTFT; fluidity: needs deadlines). `itl` is the per-request value
+  /// of the per-request grains; pooled samples go to the sink of `evaluate`.
+  [[nodiscard]] static constexpr field_type field(metric_id m) noexcept {
+    switch (m) {
+      case metric_id::ttft: return &profiled_request::ttft;
+      case metric_id::tpot: return &profiled_request::tpot;
+      case metric_id::itl: return &profiled_request::itl;
+      case metric_id::e2e: return &profiled_request::e2e;
+      case metric_id::queue_time: return &profiled_request::queue_time;
+      case metric_id::prefill_time: return &profiled_request::prefill_time;
+      case metric_id::decode_time: return &profiled_request::decode_time;
+      case metric_id::normalized_latency: return &profiled_request::normalized_latency;
+      case metric_id::output_rate: return &profiled_request::output_rate;
+      case metric_id::ttft_from_send:
+      case metric_id::ttft_from_scheduled:
+      case metric_id::fluidity: break;
+    }
+    return nullptr;
+  }
+  /// The value of metric `m` (empty when undefined or not held here).
+  [[nodiscard]] constexpr std::optional<double> value(metric_id m) const noexcept {
+    const field_type f = field(m);
+    return f ? this->*f : std::nullopt;
+  }
+};
+
+namespace detail {
+[[nodiscard]] constexpr bool counts(chunk_rule r, std::uint32_t tokens, chunk_kind k) noexcept {
+  switch (r) {
+    case chunk_rule::tokens: return tokens > 0;
+    case chunk_rule::choices: return k == chunk_kind::text || k == chunk_kind::empty;
+    case chunk_rule::nonempty_text: return k == chunk_kind::text;
+    case chunk_rule::any_response: return k != chunk_kind::done;
+  }
+  return false;
+}
+
+template <class Timeline>
+[[nodiscard]] std::optional<typename Timeline::time_point> origin_of(const profile& p,
+                                                                     const Timeline& tl) noexcept {
+  if (p.origin == latency_origin::send && tl.send_time()) return tl.send_time();
+  return tl.arrival();
+}
+
+/// `d / n` in integer nanoseconds, rounded as the profile says, returned in seconds.
+template <class Duration>
+[[nodiscard]] double divide_ns(Duration d, std::uint64_t n, ns_rounding r) noexcept {
+  if (r == ns_rounding::none)
+    return std::chrono::duration<double>(d).count() / static_cast<double>(n);
+  using ns = std::chrono::duration<double, std::nano>;
+  double q;
+  if constexpr (std::is_integral_v<typename Duration::rep> &&
+                std::is_same_v<typename Duration::period, std::nano>) {
+    if (r == ns_rounding::truncate && d.count() >= 0) {
+      // Truncated integer nanoseconds, as the tool computes them.
+      // NOLINTNEXTLINE(bugprone-integer-division)
+      q = static_cast<double>(static_cast<std::uint64_t>(d.count()) / n);
+      return q * 1e-9;
+    }
+  }
+  q = ns(d).count() / static_cast<double>(n);
+  q = r == ns_rounding::truncate ? std::trunc(q) : std::nearbyint(q);  // FE_TONEAREST: ties even
+  return q * 1e-9;
+}
+}  // namespace detail
+
+/// Computes `p`'s per-request values for `tl` and hands each pooled ITL sample (seconds; only
+/// for the per-chunk and per-token grains, and only for completed requests) to `itl_sink`.
+/// Needs a store that keeps chunks. O(chunks); allocates nothing.
+template <class Timeline, class Sink>
+[[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl,
+                                        Sink&& itl_sink) noexcept {
+  static_assert(Timeline::store_type::keeps_chunks,
+                "profiles replay every chunk: the timeline needs a full_store");
+  using time_point = typename Timeline::time_point;
+  using duration = typename Timeline::duration;
+  auto sec = [](duration d) { return std::chrono::duration<double>(d).count(); };
+
+  profiled_request r;
+  const auto origin = detail::origin_of(p, tl);
+  const bool pooled = tl.succeeded() && pools_samples(p.itl);
+
+  // One pass: the first and last counted chunks, the pooled ITL samples, the last chunk of any
+  // kind, the [DONE] chunk and the number of non-[DONE] chunks. With `zero_ttft_is_unset` a
+  // counted chunk at exactly the origin leaves TTFT "unset", as the tools' `ttft == 0.0` test.
+  bool have_first = false, have_ttft = false, have_last_any = false, have_done = false;
+  time_point first{}, last{}, last_any{}, done{};
+  std::uint64_t data_chunks = 0;
+  for (const auto& c : tl.store().chunks()) {
+    last_any = c.time;
+    have_last_any = true;
+    if (c.kind == chunk_kind::done) {
+      if (!have_done) done = c.time;
+      have_done = true;
+    } else {
+      ++data_chunks;
+    }
+    if (!detail::counts(p.token_chunks, c.tokens, c.kind)) continue;
+    if (!have_ttft) {
+      first = c.time;
+      have_first = true;
+      have_ttft = !(p.zero_ttft_is_unset && origin && c.time == *origin);
+      if (pooled && p.itl == itl_grain::per_token_with_first)
+        for (std::uint32_t i = 1; i < c.tokens; ++i) itl_sink(0.0);
+    } else if (pooled) {
+      const double gap = sec(c.time - last);
+      if (p.itl == itl_grain::per_chunk) {
+        itl_sink(gap);
+      } else {
+        const std::uint32_t k = c.tokens ? c.tokens : 1u;
+        const double each = gap / static_cast<double>(k);
+        for (std::uint32_t i = 0; i < k; ++i) itl_sink(each);
+      }
+    }
+    last = c.time;
+  }
+
+  // N.
+  const auto usage = tl.reported_output_tokens();
+  std::uint64_t n = tl.output_tokens();
+  if (p.output_tokens == token_source::usage_else_chunks && usage) n = *usage;
+  if (p.output_tokens == token_source::usage_nonzero_else_chunks && usage && *usage != 0)
+    n = *usage;
+  r.output_tokens = n;
+  r.prompt_tokens = tl.prompt_tokens();
+  r.completed = tl.succeeded() && (!p.needs_first_response || have_first);
+
+  // TTFT and E2E.
+  std::optional<time_point> end_tp;
+  switch (p.end) {
+    case e2e_end::last_counted_chunk:
+      if (have_first) end_tp = last;
+      break;
+    case e2e_end::last_chunk:
+      if (have_last_any) end_tp = last_any;
+      break;
+    case e2e_end::done_chunk:
+      end_tp = have_done ? std::optional<time_point>(done) : tl.finish_time();
+      break;
+    case e2e_end::finish: end_tp = tl.finish_time(); break;
+  }
+  if (origin && have_first) r.ttft = sec(first - *origin);
+  if (origin && end_tp) r.e2e = sec(*end_tp - *origin);
+
+  // TPOT.
+  if (p.tpot_numerator == tpot_span::none) {
+    // no TPOT
+  } else if (n <= 1) {
+    if (p.tpot_small_n == small_n_rule::zero && r.ttft && r.e2e) r.tpot = 0.0;
+    if (p.tpot_small_n == small_n_rule::invalid && have_first) r.tpot_invalid = true;
+  } else if (have_first) {
+    if (p.tpot_numerator == tpot_span::token_span)
+      r.tpot = detail::divide_ns(last - first, n - 1, p.tpot_rounding);
+    else if (end_tp)
+      r.tpot = detail::divide_ns(*end_tp - first, n - 1, p.tpot_rounding);
+  }
+
+  // Per-request ITL.
+  if (p.itl == itl_grain::per_request_tpot && n > 1) r.itl = r.tpot;
+  if (p.itl == itl_grain::per_request_including_ttft && origin) {
+    if (n == 0 || !have_first || data_chunks == 0)
+      r.itl = 0.0;
+    else
+      r.itl = sec(last - *origin) / static_cast<double>(data_chunks);
+  }
+
+  // Engine-side phases (canonical definitions) and rates.
+  auto opt_sec = [&](const auto& d) -> std::optional<double> {
+    if (!d) return std::nullopt;
+    return sec(*d);
+  };
+  r.queue_time = opt_sec(queue_time(tl));
+  r.prefill_time = opt_sec(prefill_time(tl));
+  r.decode_time = opt_sec(decode_time(tl));
+  if (r.e2e && n >= 1) r.normalized_latency = *r.e2e / static_cast<double>(n);
+  if (p.user_rate == user_rate_rule::inverse_tpot) {
+    if (r.tpot && *r.tpot > 0) r.output_rate = 1.0 / *r.tpot;
+  } else if (r.e2e && *r.e2e > 0 && n >= 1) {
+    r.output_rate = static_cast<double>(n) / *r.e2e;
+  }
+  return r;
+}
+
+/// `evaluate` without pooled ITL samples.
+template <class Timeline>
+[[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl) noexcept {
+  return evaluate(p, tl, [](double) noexcept {});
+}
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_METRICS_PROFILE_HPP

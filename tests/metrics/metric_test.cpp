@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstddef>
+#include <set>
+#include <string>
+
+#include "tokchron/export/csv.hpp"
+#include "tokchron/export/serving_metrics.hpp"
+#include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/sla/objective.hpp"
+#include "tokchron/testing.hpp"
+
+namespace tc = tokchron;
+using tc::metric_id;
+
+TEST_CASE("the metric table: one row per id, in order, one name each") {
+  REQUIRE(tc::metric_count == sizeof(tc::metric_table) / sizeof(tc::metric_table[0]));
+  std::set<std::string> spellings;
+  for (std::size_t i = 0; i < tc::metric_count; ++i) {
+    const auto& m = tc::metric_table[i];
+    CAPTURE(m.name);
+    CHECK(static_cast<std::size_t>(m.id) == i);
+    CHECK(&tc::info(m.id) == &m);
+    CHECK(tc::to_string(m.id) == m.name);
+    CHECK(tc::metric_from_name(m.name) == m.id);
+    CHECK(spellings.insert(std::string(m.name)).second);
+    for (const auto& a : m.aliases) {
+      if (a.empty()) continue;
+      CHECK(tc::metric_from_name(a) == m.id);
+      CHECK(spellings.insert(std::string(a)).second);  // no spelling names two metrics
+    }
+    CHECK(tc::is_time_metric(m.id) == (m.unit == tc::metric_unit::seconds));
+    CHECK_FALSE(m.help.empty());
+    // Prometheus: a valid name, with the unit suffix for times.
+    const std::string prom = tc::prometheus_name(m.id, "tokchron_");
+    CHECK(prom.rfind("tokchron_", 0) == 0);
+    CHECK((prom.size() > 8 && prom.compare(prom.size() - 8, 8, "_seconds") == 0) == m.is_time());
+    if (m.served) CHECK_FALSE(m.vllm_name.empty());
+  }
+  CHECK_FALSE(tc::metric_from_name("e2e_seconds"));
+  CHECK_FALSE(tc::metric_from_name(""));
+}
+
+TEST_CASE("counts come from the table") {
+  CHECK(tc::slo_metric_count == tc::metric_count);
+  std::size_t served = 0;
+  for (const auto& m : tc::metric_table) served += m.served ? 1 : 0;
+  CHECK(tc::serving_metric_count == served);
+  const tc::serving_metrics sm;
+  std::size_t histograms = 0;
+  for (const auto& f : sm.snapshot().families)
+    histograms += f.kind == tc::metric_kind::histogram ? 1 : 0;
+  CHECK(histograms == served);
+}
+
+TEST_CASE("the earlier enumerators are the same metrics") {
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+  CHECK(metric_id::e2el == metric_id::e2e);
+  CHECK(metric_id::queue == metric_id::queue_time);
+  CHECK(metric_id::prefill == metric_id::prefill_time);
+  CHECK(metric_id::decode == metric_id::decode_time);
+  CHECK(metric_id::tokens_per_s == metric_id::output_rate);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+}
+
+namespace {
+// Each record's `field` names distinct members: writing metric i's field and reading every
+// metric back finds i exactly there.
+template <class Record>
+void check_fields_distinct() {
+  for (const auto& written : tc::metric_table) {
+    if (!Record::field(written.id)) continue;
+    Record r{};
+    r.*Record::field(written.id) = 1.0;
+    for (const auto& read : tc::metric_table) {
+      CAPTURE(read.name);
+      CHECK(r.value(read.id).has_value() == (read.id == written.id));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("request_metrics and profiled_request map each metric to its own field") {
+  check_fields_distinct<tc::request_metrics>();
+  check_fields_distinct<tc::profiled_request>();
+  // Where both hold a metric, the canonical profile computes the canonical value: a field
+  // mapped to the wrong member in either would differ.
+  using namespace std::chrono_literals;
+  const auto tl = tc::testing::script()
+                      .arrive(0ms)
+                      .scheduled(3ms)
+                      .first_token(23ms)
+                      .tokens(4, 7ms)
+                      .finish(60ms)
+                      .timeline();
+  const tc::request_metrics m = tc::canonical_metrics(tl);
+  const tc::profiled_request p = tc::evaluate(tc::profiles::canonical, tl);
+  int both = 0;
+  for (const auto& d : tc::metric_table) {
+    if (!tc::request_metrics::field(d.id) || !tc::profiled_request::field(d.id)) continue;
+    CAPTURE(d.name);
+    REQUIRE(m.value(d.id));
+    REQUIRE(p.value(d.id));
+    CHECK(*p.value(d.id) == doctest::Approx(*m.value(d.id)).epsilon(1e-12));
+    ++both;
+  }
+  CHECK(both == 8);  // ttft, tpot, e2e, queue_time, prefill_time, decode_time, normalized, rate
+}
+
+TEST_CASE("the request CSV header is the table's names of request_metrics' fields") {
+  std::string want = "id,finish_reason,succeeded";
+  for (const auto& d : tc::metric_table)
+    if (tc::request_metrics::field(d.id)) want += "," + std::string(d.name);
+  want += ",output_tokens,prompt_tokens,preemptions\r\n";
+  CHECK(tc::request_csv_header() == want);
+}
