@@ -54,7 +54,7 @@ tc::sla drawn_objectives(const sla_settings& s) {
   };
   limit(tc::slo_metric::ttft, s.goodput->ttft_s);
   limit(tc::slo_metric::tpot, s.goodput->tpot_s);
-  limit(tc::slo_metric::e2el, s.goodput->e2el_s);
+  limit(tc::slo_metric::e2e, s.goodput->e2e_s);
   return out;
 }
 
