@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -100,6 +101,8 @@ class log_histogram {
   static constexpr int max_scale = detail::log_max_scale;
   /// Samples kept exactly: every answer is exact while count() <= exact_capacity.
   static constexpr std::uint64_t exact_capacity = 32;
+  /// Samples `add(first, last)` handles per block (see add_run).
+  static constexpr unsigned batch_block = 32;
   /// The format version `serialize` writes and `deserialize` reads.
   static constexpr std::uint8_t format_version = 1;
 
@@ -131,8 +134,17 @@ class log_histogram {
   /// The coarsest scale whose error bound is <= `relative_accuracy` (throws
   /// std::invalid_argument outside [relative_error_for(max_scale), 1)).
   [[nodiscard]] static int scale_for(double relative_accuracy) {
+    // relative_error_for(s) once per process (it costs an exp2 per scale).
+    static const auto errors = [] {
+      std::array<double, max_scale - min_scale + 1> e{};
+      for (int s = min_scale; s <= max_scale; ++s)
+        e[static_cast<std::size_t>(s - min_scale)] = relative_error_for(s);
+      return e;
+    }();
     for (int s = min_scale; s <= max_scale; ++s)
-      if (relative_error_for(s) <= relative_accuracy && relative_accuracy < 1.0) return s;
+      if (errors[static_cast<std::size_t>(s - min_scale)] <= relative_accuracy &&
+          relative_accuracy < 1.0)
+        return s;
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: log_histogram relative accuracy must be in [8.5e-5, 1)");
   }
@@ -433,10 +445,24 @@ class log_histogram {
     rep_factor_ = 2.0 / (1.0 + inv_base);
   }
 
+  /// The ranks [lo, hi) that one bucket (or the zero bucket) answers, and its answer.
+  struct rank_span {
+    std::uint64_t lo = 0;
+    std::uint64_t hi = 0;
+    double value = 0;
+  };
+  /// The sorted samples as `sorted_quantile` reads them (non-exact mode). It remembers the
+  /// last bucket it found, so the second order statistic of an interpolation (nearly always
+  /// in the same bucket) costs nothing.
   struct rank_reader {
     const log_histogram* h;
+    mutable rank_span last{};
     double operator[](std::ptrdiff_t i) const noexcept {
-      return h->value_at_rank(static_cast<std::uint64_t>(i));
+      const auto k = static_cast<std::uint64_t>(i);
+      if (k == 0) return h->min_;
+      if (k + 1 >= h->count_) return h->max_;
+      if (k < last.lo || k >= last.hi) last = h->span_at_rank(k);
+      return last.value;
     }
   };
 
@@ -475,39 +501,85 @@ class log_histogram {
   }
   /// add(x)'s fast path over [first, last) with the hot state in locals; stops at the first
   /// sample the fast path does not take (or whose counter is full) and returns its position.
+  ///
+  /// It works in blocks of `batch_block` samples, each in separate simple loops: copy the
+  /// samples, find how many lie in the fast window, compute their counter positions into a
+  /// small local array, increment the counters in order, then add the two partial sums (in
+  /// order, so the sum is bit-identical to add(x)'s) and the block's min and max. No loop mixes
+  /// a table look-up, a scatter and a floating-point chain, so what the compiler makes of each
+  /// (vectorised or not, whichever file calls it) stays cheap; one long fused loop was 1.5x
+  /// slower than add(x) when GCC vectorised it in some calling files.
   template <class T, class It>
   It add_run(It first, It last, T* counts) noexcept(
       noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last)) {
+    constexpr unsigned block = batch_block;
+    constexpr bool random_access = std::is_base_of_v<
+        std::random_access_iterator_tag, typename std::iterator_traits<It>::iterator_category>;
     const std::uint64_t lo = fast_.lo;
     const std::uint64_t span = fast_.span;
     const unsigned shift = cell_shift_;
     const detail::log_index_cell* const cells = cells_;
     const std::uint32_t window = pos_.first();
-    // The two partial sums of record(x): `cur` takes the next sample, then they trade places.
+    constexpr T full = std::numeric_limits<T>::max();
+    // The two partial sums of record(x): `cur` takes the next sample, `other` the one after.
     double cur = sums_[count_ & 1];
     double other = sums_[(count_ + 1) & 1];
-    double mn = min_;
-    double mx = max_;
+    double mn0 = min_, mn1 = min_, mx0 = max_, mx1 = max_;
     std::uint64_t n = 0;
-    for (; first != last; ++first) {
-      const double x = static_cast<double>(*first);
-      const std::uint64_t b = detail::double_bits(x);
-      if (TOKCHRON_UNLIKELY(b - lo >= span)) break;
-      const std::uint64_t u = detail::cell_index(b, cells, shift);
-      T& k = counts[static_cast<std::uint32_t>(u) - window];
-      if (TOKCHRON_UNLIKELY(k == std::numeric_limits<T>::max())) break;
-      k = static_cast<T>(k + 1u);
-      cur += x;
-      std::swap(cur, other);
-      ++n;
-      if (TOKCHRON_UNLIKELY(x < mn)) mn = x;
-      if (TOKCHRON_UNLIKELY(x > mx)) mx = x;
+    double xs[block];
+    std::uint32_t at[block];
+    while (first != last) {
+      const It start = first;
+      unsigned m = 0;
+      if constexpr (random_access) {
+        const auto left = last - first;
+        m = left < static_cast<decltype(left)>(block) ? static_cast<unsigned>(left) : block;
+        for (unsigned i = 0; i < m; ++i) xs[i] = static_cast<double>(first[i]);
+        first += static_cast<decltype(left)>(m);
+      } else {
+        for (; m < block && first != last; ++m, ++first) xs[m] = static_cast<double>(*first);
+      }
+      unsigned ok = 0;  // the samples in the fast window, up to the first that is not
+      while (ok < m && detail::double_bits(xs[ok]) - lo < span) ++ok;
+      for (unsigned i = 0; i < ok; ++i)
+        at[i] = static_cast<std::uint32_t>(detail::cell_index(detail::double_bits(xs[i]), cells,
+                                                              shift)) -
+                window;
+      unsigned taken = ok;  // up to the first sample whose counter is full
+      for (unsigned i = 0; i < ok; ++i) {
+        T& k = counts[at[i]];
+        if (TOKCHRON_UNLIKELY(k == full)) {
+          taken = i;
+          break;
+        }
+        k = static_cast<T>(k + 1u);
+      }
+      unsigned i = 0;
+      for (; i + 1 < taken; i += 2) {
+        cur += xs[i];
+        other += xs[i + 1];
+        mn0 = xs[i] < mn0 ? xs[i] : mn0;
+        mn1 = xs[i + 1] < mn1 ? xs[i + 1] : mn1;
+        mx0 = xs[i] > mx0 ? xs[i] : mx0;
+        mx1 = xs[i + 1] > mx1 ? xs[i + 1] : mx1;
+      }
+      if (i < taken) {
+        cur += xs[i];
+        std::swap(cur, other);
+        mn0 = xs[i] < mn0 ? xs[i] : mn0;
+        mx0 = xs[i] > mx0 ? xs[i] : mx0;
+      }
+      n += taken;
+      if (taken < m) {
+        first = std::next(start, static_cast<std::ptrdiff_t>(taken));
+        break;
+      }
     }
     count_ += n;
     sums_[count_ & 1] = cur;
     sums_[(count_ + 1) & 1] = other;
-    min_ = mn;
-    max_ = mx;
+    min_ = mn1 < mn0 ? mn1 : mn0;
+    max_ = mx1 > mx0 ? mx1 : mx0;
     return first;
   }
   /// Sets fast_ to the bits of the values add may count without further checks: positive
@@ -566,20 +638,33 @@ class log_histogram {
     return key_of(min_) == lowest && key_of(max_) == highest;
   }
   double clamp(double v) const noexcept { return v < min_ ? min_ : (v > max_ ? max_ : v); }
-  /// The answer for the k-th smallest sample (0-based), non-exact mode.
-  double value_at_rank(std::uint64_t k) const noexcept {
-    if (k == 0) return min_;
-    if (k + 1 >= count_) return max_;
+  /// The bucket answering the k-th smallest sample (0-based, 0 < k < count - 1), non-exact
+  /// mode, found from the nearer end: from the bottom (negative buckets by descending
+  /// magnitude, zero, positive ascending) when k is in the lower half, else from the top (the
+  /// mirror walk), so a tail quantile reads only the buckets beyond it.
+  rank_span span_at_rank(std::uint64_t k) const noexcept {
+    const auto value = [&](const detail::bucket_counts& s, std::uint32_t p, bool negative) {
+      const double v = bucket_value(static_cast<std::int32_t>(s.first() + p) - bias_);
+      return clamp(negative ? -v : v);
+    };
     std::uint64_t seen = 0;
-    std::uint32_t p = neg_.locate(k, seen, true);
-    if (p != neg_.size())
-      return clamp(-bucket_value(static_cast<std::int32_t>(neg_.first() + p) - bias_));
+    if (k < count_ - k) {
+      std::uint32_t p = neg_.locate(k, seen, true);
+      if (p != neg_.size()) return {seen - neg_.get(p), seen, value(neg_, p, true)};
+      if (k < seen + zero_count_) return {seen, seen + zero_count_, clamp(0.0)};
+      seen += zero_count_;
+      p = pos_.locate(k, seen, false);
+      if (p != pos_.size()) return {seen - pos_.get(p), seen, value(pos_, p, false)};
+      return {k, k + 1, max_};  // unreachable: the counts add up to count_
+    }
+    const std::uint64_t r = count_ - 1 - k;  // its rank from the top; a top span [a, b) is
+    std::uint32_t p = pos_.locate(r, seen, true);  // the bottom span [count - b, count - a)
+    if (p != pos_.size()) return {count_ - seen, count_ - seen + pos_.get(p), value(pos_, p, false)};
+    if (r < seen + zero_count_) return {count_ - seen - zero_count_, count_ - seen, clamp(0.0)};
     seen += zero_count_;
-    if (k < seen) return clamp(0.0);
-    p = pos_.locate(k, seen, false);
-    if (p != pos_.size())
-      return clamp(bucket_value(static_cast<std::int32_t>(pos_.first() + p) - bias_));
-    return max_;
+    p = neg_.locate(r, seen, false);
+    if (p != neg_.size()) return {count_ - seen, count_ - seen + neg_.get(p), value(neg_, p, true)};
+    return {k, k + 1, min_};  // unreachable: the counts add up to count_
   }
 
   static void reserve_for(detail::bucket_counts& mine, const detail::bucket_counts& theirs) {
