@@ -501,85 +501,55 @@ class log_histogram {
   }
   /// add(x)'s fast path over [first, last) with the hot state in locals; stops at the first
   /// sample the fast path does not take (or whose counter is full) and returns its position.
-  ///
-  /// It works in blocks of `batch_block` samples, each in separate simple loops: copy the
-  /// samples, find how many lie in the fast window, compute their counter positions into a
-  /// small local array, increment the counters in order, then add the two partial sums (in
-  /// order, so the sum is bit-identical to add(x)'s) and the block's min and max. No loop mixes
-  /// a table look-up, a scatter and a floating-point chain, so what the compiler makes of each
-  /// (vectorised or not, whichever file calls it) stays cheap; one long fused loop was 1.5x
-  /// slower than add(x) when GCC vectorised it in some calling files.
   template <class T, class It>
   It add_run(It first, It last, T* counts) noexcept(
       noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last)) {
-    constexpr unsigned block = batch_block;
-    constexpr bool random_access = std::is_base_of_v<
-        std::random_access_iterator_tag, typename std::iterator_traits<It>::iterator_category>;
     const std::uint64_t lo = fast_.lo;
     const std::uint64_t span = fast_.span;
     const unsigned shift = cell_shift_;
+    const std::uint64_t mantissa = (std::uint64_t{1} << 52) - 1;
     const detail::log_index_cell* const cells = cells_;
     const std::uint32_t window = pos_.first();
-    constexpr T full = std::numeric_limits<T>::max();
-    // The two partial sums of record(x): `cur` takes the next sample, `other` the one after.
+    // The two partial sums of record(x): `cur` takes the next sample, then they trade places.
     double cur = sums_[count_ & 1];
     double other = sums_[(count_ + 1) & 1];
-    double mn0 = min_, mn1 = min_, mx0 = max_, mx1 = max_;
+    // Every sample here is positive and finite, so its bits order as the values do: min and
+    // max as integer compares (0 stands for a min_ or max_ <= 0: no sample passes it for the
+    // min, every sample passes it for the max).
+    const std::uint64_t mn0 = min_ > 0 ? detail::double_bits(min_) : 0;
+    const std::uint64_t mx0 = max_ > 0 ? detail::double_bits(max_) : 0;
+    std::uint64_t mn = mn0, mx = mx0;
+    // One sample: false (nothing changed) when it must take the full path.
+    auto take = [&](double x) noexcept {
+      const std::uint64_t b = detail::double_bits(x);
+      if (TOKCHRON_UNLIKELY(b - lo >= span)) return false;
+      const std::uint64_t m = b & mantissa;
+      const detail::log_index_cell& c = cells[m >> shift];
+      const std::uint64_t u = (b >> shift >> 1) + static_cast<std::uint64_t>(c.base) + (m > c.next);
+      T& k = counts[static_cast<std::uint32_t>(u) - window];
+      const T v = static_cast<T>(k + 1u);
+      if (TOKCHRON_UNLIKELY(v == 0)) return false;  // the counter is full: widen first
+      k = v;
+      cur += x;
+      std::swap(cur, other);
+      if (TOKCHRON_UNLIKELY(b < mn)) mn = b;
+      if (TOKCHRON_UNLIKELY(b > mx)) mx = b;
+      return true;
+    };
     std::uint64_t n = 0;
-    double xs[block];
-    std::uint32_t at[block];
-    while (first != last) {
-      const It start = first;
-      unsigned m = 0;
-      if constexpr (random_access) {
-        const auto left = last - first;
-        m = left < static_cast<decltype(left)>(block) ? static_cast<unsigned>(left) : block;
-        for (unsigned i = 0; i < m; ++i) xs[i] = static_cast<double>(first[i]);
-        first += static_cast<decltype(left)>(m);
-      } else {
-        for (; m < block && first != last; ++m, ++first) xs[m] = static_cast<double>(*first);
-      }
-      unsigned ok = 0;  // the samples in the fast window, up to the first that is not
-      while (ok < m && detail::double_bits(xs[ok]) - lo < span) ++ok;
-      for (unsigned i = 0; i < ok; ++i)
-        at[i] = static_cast<std::uint32_t>(detail::cell_index(detail::double_bits(xs[i]), cells,
-                                                              shift)) -
-                window;
-      unsigned taken = ok;  // up to the first sample whose counter is full
-      for (unsigned i = 0; i < ok; ++i) {
-        T& k = counts[at[i]];
-        if (TOKCHRON_UNLIKELY(k == full)) {
-          taken = i;
-          break;
-        }
-        k = static_cast<T>(k + 1u);
-      }
-      unsigned i = 0;
-      for (; i + 1 < taken; i += 2) {
-        cur += xs[i];
-        other += xs[i + 1];
-        mn0 = xs[i] < mn0 ? xs[i] : mn0;
-        mn1 = xs[i + 1] < mn1 ? xs[i + 1] : mn1;
-        mx0 = xs[i] > mx0 ? xs[i] : mx0;
-        mx1 = xs[i + 1] > mx1 ? xs[i + 1] : mx1;
-      }
-      if (i < taken) {
-        cur += xs[i];
-        std::swap(cur, other);
-        mn0 = xs[i] < mn0 ? xs[i] : mn0;
-        mx0 = xs[i] > mx0 ? xs[i] : mx0;
-      }
-      n += taken;
-      if (taken < m) {
-        first = std::next(start, static_cast<std::ptrdiff_t>(taken));
-        break;
-      }
+    if constexpr (std::is_base_of_v<std::random_access_iterator_tag,
+                                    typename std::iterator_traits<It>::iterator_category>) {
+      const It start = first;  // one induction variable: the count is the distance
+      while (first != last && take(static_cast<double>(*first))) ++first;
+      n = static_cast<std::uint64_t>(first - start);
+    } else {
+      for (; first != last && take(static_cast<double>(*first)); ++first) ++n;
     }
     count_ += n;
     sums_[count_ & 1] = cur;
     sums_[(count_ + 1) & 1] = other;
-    min_ = mn1 < mn0 ? mn1 : mn0;
-    max_ = mx1 > mx0 ? mx1 : mx0;
+    if (mn != mn0) min_ = detail::bits_double(mn);
+    if (mx != mx0) max_ = detail::bits_double(mx);
     return first;
   }
   /// Sets fast_ to the bits of the values add may count without further checks: positive
