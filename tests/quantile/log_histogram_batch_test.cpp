@@ -226,3 +226,33 @@ TEST_CASE("log_histogram merge: 8 shards of every width give the one-stream hist
     for (double q : {0.0, 0.01, 0.5, 0.99, 1.0}) CHECK(*m->quantile(q) == *all.quantile(q));
   }
 }
+
+TEST_CASE("log_histogram merge: a sum that passes the counter width widens, losing nothing") {
+  // Both sides have 16-bit counters; 40000 + 40000 in one positive bucket wraps the first
+  // adding pass, which is undone (the negative side, which fitted, too) before widening.
+  log_histogram a, b, one;
+  for (int i = 0; i < 40000; ++i) {
+    for (double x : {1.5, -2.0}) {
+      a.add(x);
+      one.add(x);
+    }
+    for (double x : {1.5, -3.0}) {
+      b.add(x);
+      one.add(x);
+    }
+  }
+  for (int order = 0; order < 2; ++order) {
+    CAPTURE(order);
+    log_histogram m = order == 0 ? a : b;
+    m.merge(order == 0 ? b : a);
+    CHECK(m.count() == one.count());
+    CHECK(m.positive_buckets().count_at(m.index_of(1.5)) == 80000);
+    CHECK(m.negative_buckets().count_at(m.index_of(-2.0)) == 40000);
+    CHECK(m.negative_buckets().count_at(m.index_of(-3.0)) == 40000);
+    CHECK(m.negative_buckets().size() == 2);
+    CHECK(m.positive_buckets().size() == 1);
+    CHECK(*m.min() == -3.0);
+    CHECK(*m.max() == 1.5);
+    for (double q : {0.0, 0.3, 0.5, 0.7, 1.0}) CHECK(*m.quantile(q) == *one.quantile(q));
+  }
+}

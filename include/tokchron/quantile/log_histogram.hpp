@@ -219,10 +219,20 @@ class log_histogram {
       rejected_ += other.rejected_;
       return;
     }
-    reserve_for(pos_, other.pos_);
-    reserve_for(neg_, other.neg_);
-    pos_.add_all_reserved(other.pos_);
-    neg_.add_all_reserved(other.neg_);
+    // Room for other's buckets at the present widths, then one adding pass each; only if a
+    // counter would overflow are both undone and the widths the sums need found.
+    reserve_for(pos_, other.pos_, pos_.width());
+    reserve_for(neg_, other.neg_, neg_.width());
+    const bool pos_fits = pos_.add_all_if_fits(other.pos_);
+    const bool neg_fits = neg_.add_all_if_fits(other.neg_);
+    if (!pos_fits || !neg_fits) {
+      if (pos_fits) pos_.subtract_all(other.pos_);
+      if (neg_fits) neg_.subtract_all(other.neg_);
+      reserve_for(pos_, other.pos_, pos_.width_for_sum(other.pos_));
+      reserve_for(neg_, other.neg_, neg_.width_for_sum(other.neg_));
+      pos_.add_all_reserved(other.pos_);
+      neg_.add_all_reserved(other.neg_);
+    }
     if (count_ + other.count_ <= exact_capacity)
       std::copy(other.exact_.begin(),
                 other.exact_.begin() + static_cast<std::ptrdiff_t>(other.count_),
@@ -637,12 +647,13 @@ class log_histogram {
     return {k, k + 1, min_};  // unreachable: the counts add up to count_
   }
 
-  static void reserve_for(detail::bucket_counts& mine, const detail::bucket_counts& theirs) {
+  /// Makes `mine` cover the non-empty buckets of `theirs` with counters of >= `width` bytes.
+  static void reserve_for(detail::bucket_counts& mine, const detail::bucket_counts& theirs,
+                          unsigned width) {
     const std::uint32_t lo = theirs.next_nonzero(0);
     if (lo == theirs.size()) return;
     const std::uint32_t hi = theirs.prev_nonzero(theirs.size());
-    if (!mine.reserve(theirs.first() + lo, theirs.first() + hi, mine.width_for_sum(theirs)))
-      throw_bad_alloc();
+    if (!mine.reserve(theirs.first() + lo, theirs.first() + hi, width)) throw_bad_alloc();
   }
   [[noreturn]] static void throw_bad_alloc() {
 #if TOKCHRON_HAS_EXCEPTIONS

@@ -269,16 +269,22 @@ class bucket_counts {
 
   /// The next window position >= pos holding a non-zero count, or size().
   [[nodiscard]] std::uint32_t next_nonzero(std::uint32_t pos) const noexcept {
-    while (pos < size_ && get(pos) == 0) ++pos;
-    return pos;
+    with_data([&](const auto* c) {
+      while (pos < size_ && c[pos] == 0) ++pos;
+    });
+    return pos < size_ ? pos : size_;
   }
   /// The previous window position < pos holding a non-zero count, or size() if none.
   [[nodiscard]] std::uint32_t prev_nonzero(std::uint32_t pos) const noexcept {
-    while (pos > 0) {
-      --pos;
-      if (get(pos) != 0) return pos;
-    }
-    return size_;
+    std::uint32_t r = size_;
+    with_data([&](const auto* c) {
+      while (pos > 0)
+        if (c[--pos] != 0) {
+          r = pos;
+          break;
+        }
+    });
+    return r;
   }
   /// Adds counts to `seen` walking ascending (or descending) until seen > k; returns that
   /// position, or size() when every count was added without passing k.
@@ -317,17 +323,39 @@ class bucket_counts {
   /// Adds every count of `o` (same biasing); the caller has reserved room and width.
   /// Only `o`'s non-empty range must lie inside this window.
   void add_all_reserved(const bucket_counts& o) noexcept {
-    const std::uint32_t lo = o.next_nonzero(0);
-    if (lo == o.size_) return;
-    const std::uint32_t hi = o.prev_nonzero(o.size_);
-    TOKCHRON_ASSERT(o.first_ + lo >= first_ && o.first_ + hi < first_ + size_);
-    o.with_data([&](const auto* src) {
-      with_data([&](auto* dst) {
-        using T = std::remove_pointer_t<decltype(dst)>;
-        T* d = dst + (o.first_ + lo - first_);
-        const auto* sp = src + lo;
-        for (std::uint32_t i = 0; i <= hi - lo; ++i) d[i] = static_cast<T>(d[i] + sp[i]);
-      });
+    zip(o, [](auto* d, const auto* sp, std::uint32_t n) {
+      using T = std::remove_pointer_t<decltype(d)>;
+      for (std::uint32_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] + sp[i]);
+    });
+  }
+  /// Adds every count of `o` (same biasing) if every sum fits the present counter width and
+  /// `o`'s counters are no wider: true. Otherwise false, and nothing changed (an overflowing
+  /// pass is subtracted back, exactly). One pass in the common case, instead of a pass to
+  /// find the width the sums need and another to add. Only `o`'s non-empty range must lie
+  /// inside this window.
+  bool add_all_if_fits(const bucket_counts& o) noexcept {
+    if (o.width_ > width_) return false;
+    bool wrapped = false;
+    zip(o, [&](auto* d, const auto* sp, std::uint32_t n) {
+      using T = std::remove_pointer_t<decltype(d)>;
+      unsigned w = 0;  // o's counters fit T, so a sum passed T's range exactly when it wrapped
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const T r = static_cast<T>(d[i] + sp[i]);
+        w |= r < d[i] ? 1u : 0u;
+        d[i] = r;
+      }
+      if (w != 0) {
+        wrapped = true;
+        for (std::uint32_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] - sp[i]);
+      }
+    });
+    return !wrapped;
+  }
+  /// Undoes add_all_if_fits(o) or add_all_reserved(o).
+  void subtract_all(const bucket_counts& o) noexcept {
+    zip(o, [](auto* d, const auto* sp, std::uint32_t n) {
+      using T = std::remove_pointer_t<decltype(d)>;
+      for (std::uint32_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] - sp[i]);
     });
   }
   /// Counter width needed to hold the sum of this and `o` in every bucket. Branch-free typed
@@ -376,6 +404,18 @@ class bucket_counts {
   }
 
  private:
+  /// Calls f(mine, theirs, n) with typed pointers to the counters of `o`'s non-empty range
+  /// and to the same buckets here (which must lie inside this window).
+  template <class F>
+  void zip(const bucket_counts& o, F&& f) noexcept {
+    const std::uint32_t lo = o.next_nonzero(0);
+    if (lo == o.size_) return;
+    const std::uint32_t hi = o.prev_nonzero(o.size_);
+    TOKCHRON_ASSERT(o.first_ + lo >= first_ && o.first_ + hi < first_ + size_);
+    o.with_data([&](const auto* src) {
+      with_data([&](auto* dst) { f(dst + (o.first_ + lo - first_), src + lo, hi - lo + 1); });
+    });
+  }
   // Skips whole blocks of 8 counters while k lies beyond them (their sum is one short
   // dependency-free add tree), then walks the block that holds k one counter at a time.
   template <class T>
