@@ -37,6 +37,13 @@ def main(path):
     print("|---|---|")
     for name, r in med.items():
         print(f"| `{name}` | {per_item_ns(r):.3f} |")
+    counters = ("memory_bytes", "serialized_bytes", "err_p50", "err_p99", "err_p999")
+    print()
+    print("| benchmark | " + " | ".join(counters) + " |")
+    print("|---|" + "---|" * len(counters))
+    for name, r in med.items():
+        if "memory_bytes" in r or ("err_p50" in r and "histogram" in name):
+            print(f"| `{name}` | " + " | ".join(f"{r.get(c, float('nan')):.6g}" for c in counters) + " |")
     print()
     print("| today / baseline (v0) | ratio |")
     print("|---|---|")
@@ -45,6 +52,14 @@ def main(path):
             if now in name and name.replace(now, old) in med:
                 ratio = per_item_ns(r) / per_item_ns(med[name.replace(now, old)])
                 print(f"| `{name}` | {ratio:.3f} |")
+    print()
+    print("| batch / add(x), per sample | ratio |")
+    print("|---|---|")
+    for name, r in med.items():
+        if name.startswith("BM_insert_batch256<"):
+            single = name.replace("BM_insert_batch256<", "BM_insert<")
+            if single in med:
+                print(f"| `{name}` | {per_item_ns(r) / per_item_ns(med[single]):.3f} |")
     print()
     print("| batch / add(x), per sample, own translation unit | ratio |")
     print("|---|---|")

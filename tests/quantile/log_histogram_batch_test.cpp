@@ -63,8 +63,7 @@ double reference_at_rank(const log_histogram& h, std::uint64_t k) {
   if (k == 0) return mn;
   if (k + 1 >= h.count()) return mx;
   auto clamp = [&](double v) { return std::min(std::max(v, mn), mx); };
-  std::vector<log_histogram::bucket> neg(h.negative_buckets().begin(),
-                                         h.negative_buckets().end());
+  std::vector<log_histogram::bucket> neg(h.negative_buckets().begin(), h.negative_buckets().end());
   std::uint64_t seen = 0;
   for (auto it = neg.rbegin(); it != neg.rend(); ++it) {
     seen += it->count;

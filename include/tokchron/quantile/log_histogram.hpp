@@ -87,9 +87,12 @@ struct log_histogram_decoded;
 /// **Cost.** `add`: O(1), no allocation unless a value falls outside the bucket window seen so
 /// far (about 1-2 ns). Memory grows with the range of values, not the count: 2^s buckets per
 /// octave of range seen, 2 bytes each while every bucket holds < 65536 samples, then 4 (then
-/// 8); 1 us..1 h at 1 % is 2032 buckets (4 KiB, 8 KiB with 32-bit counters). Queries walk the
-/// buckets: O(buckets). count, sum, min and max are exact; NaN and infinities are rejected
-/// and counted in `rejected()`.
+/// 8); 1 us..1 h at 1 % is 2032 buckets (4 KiB, 8 KiB with 32-bit counters). A quantile walks
+/// the buckets from the nearer end (from the top for q above the median), eight counters per
+/// step, and reads the second order statistic of an interpolation from the same bucket: its
+/// cost depends on how many buckets lie beyond the answer, never on the count, so a tail
+/// quantile is the cheapest. `merge` adds counters in one pass per sign. count, sum, min and
+/// max are exact; NaN and infinities are rejected and counted in `rejected()`.
 ///
 /// Thread safety: one writer; concurrent readers only while nobody writes (collect/ merges
 /// per-thread histograms for the many-thread view).
@@ -140,10 +143,13 @@ class log_histogram {
   TOKCHRON_ALWAYS_INLINE bool add(double x) noexcept;
 
   /// Records every sample of [first, last) (a forward range of values convertible to double)
-  /// exactly as that many `add(x)` calls would, bit for bit, but with the histogram's hot state
-  /// held in registers across the batch: the cheapest way to record several samples at once (a
-  /// finished request's ITL samples, a per-thread buffer). Returns how many samples were
-  /// taken (the rest were rejected and counted).
+  /// exactly as that many `add(x)` calls would, bit for bit (sum included), but with the
+  /// histogram's hot state held in registers across the batch: the cheapest way to record
+  /// several samples at once (a finished request's ITL samples, a per-thread buffer). Pointers
+  /// to double and std::vector<double> iterators go eight samples at a time (the window check
+  /// and min/max in SSE2 registers on x86-64, written with intrinsics so that the calling
+  /// file's flags cannot change how it is compiled). Returns how many samples were taken (the
+  /// rest were rejected and counted).
   template <class It>
   std::size_t add(It first, It last) noexcept(
       noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last));
