@@ -323,13 +323,13 @@ class log_histogram {
   }
   void record(double x) noexcept;
   bool add_slow(double x) noexcept;  // out of line (TOKCHRON_NOINLINE at its definition)
-  /// add(x)'s fast path over [first, last) with the hot state in locals; stops at the first
-  /// sample the fast path does not take (or whose counter is full) and returns its position.
   /// add(first, last)'s first stage over contiguous doubles: blocks of eight whose samples all
   /// lie in the fast window, checked, and their min and max taken, two at a time in SSE2
   /// registers (x86-64; elsewhere it takes none); returns where it stopped.
   template <class T>
   const double* add_blocks(const double* first, const double* last, T* counts) noexcept;
+  /// add(x)'s fast path over [first, last) with the hot state in locals; stops at the first
+  /// sample the fast path does not take (or whose counter is full) and returns its position.
   template <class T, class It>
   It add_run(It first, It last, T* counts) noexcept(
       noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last));

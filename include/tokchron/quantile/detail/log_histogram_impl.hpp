@@ -272,6 +272,12 @@ TOKCHRON_NOINLINE inline bool log_histogram::add_slow(double x) noexcept {
   return true;
 }
 
+// Why intrinsics: the batch used to be one scalar loop, and GCC 12 -O3 compiled it differently
+// depending on the calling file; in some it packed min and max into one SSE register and
+// shuffled it every sample, so the batch ran 1.5x slower than add(x) there. Here the only
+// vector work is spelt out (two samples per register: the window compare and min/max), the
+// scalar part holds no floating-point compare the compiler could pack, and the outcome is the
+// same in every file, with or without -march=native (bench/batch_tu_*_bench.cpp measure it).
 template <class T>
 const double* log_histogram::add_blocks(const double* first, const double* last,
                                         T* counts) noexcept {
