@@ -181,25 +181,30 @@ BENCHMARK_TEMPLATE(BM_footprint, tokchron::log_histogram)
     ->Arg(pareto);
 BENCHMARK_TEMPLATE(BM_footprint, v0_histogram)->Arg(lognormal)->Arg(bimodal)->Arg(pareto);
 
+template <class E>
 void BM_log_histogram_serialize(benchmark::State& state) {
-  tokchron::log_histogram h;
+  E h;
   for (double x : make_data(lognormal, 1000000)) h.add(x);
   std::vector<unsigned char> buf(h.serialized_size());
   for (auto _ : state) benchmark::DoNotOptimize(h.serialize_to(buf.data(), buf.size()));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(buf.size()));
   state.counters["bytes"] = static_cast<double>(buf.size());
 }
-BENCHMARK(BM_log_histogram_serialize)->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_serialize, tokchron::log_histogram)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_serialize, v0_histogram)->Unit(benchmark::kMicrosecond);
 
+template <class E>
 void BM_log_histogram_deserialize(benchmark::State& state) {
-  tokchron::log_histogram h;
+  E h;
   for (double x : make_data(lognormal, 1000000)) h.add(x);
   const std::vector<unsigned char> buf = h.serialize();
-  for (auto _ : state)
-    benchmark::DoNotOptimize(tokchron::log_histogram::deserialize(buf.data(), buf.size()));
+  for (auto _ : state) benchmark::DoNotOptimize(E::deserialize(buf.data(), buf.size()));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(buf.size()));
 }
-BENCHMARK(BM_log_histogram_deserialize)->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_deserialize, tokchron::log_histogram)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_deserialize, v0_histogram)->Unit(benchmark::kMicrosecond);
 
 // windowed<log_histogram>: 60 s as 6 x 10 s, timestamps already read (1 ms apart), so slices
 // roll over during the loop.
