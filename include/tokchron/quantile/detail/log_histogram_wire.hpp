@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -256,15 +257,22 @@ struct log_histogram::wire {
     return true;
   }
 
+  /// The largest count in window positions [lo, hi].
+  static std::uint64_t widest(const detail::bucket_counts& s, std::uint32_t lo,
+                              std::uint32_t hi) noexcept {
+    std::uint64_t mx = 0;
+    s.with_data([&](const auto* c) {
+      for (std::uint32_t p = lo; p <= hi; ++p) mx = std::max<std::uint64_t>(mx, c[p]);
+    });
+    return mx;
+  }
   /// Bytes of one store as serialize_to writes it.
   static std::size_t store_size(const detail::bucket_counts& s) noexcept {
     const std::uint32_t lo = s.next_nonzero(0);
     if (lo == s.size()) return detail::log_histogram_layout::store_header_size;
     const std::uint32_t hi = s.prev_nonzero(s.size());
-    std::uint64_t mx = 0;
-    for (std::uint32_t p = lo; p <= hi; ++p) mx = std::max(mx, s.get(p));
     return detail::log_histogram_layout::store_header_size +
-           std::size_t{hi - lo + 1} * byte_width(mx);
+           std::size_t{hi - lo + 1} * byte_width(widest(s, lo, hi));
   }
   static unsigned byte_width(std::uint64_t mx) noexcept {
     return mx <= 0xFFu ? 1u : mx <= 0xFFFFu ? 2u : mx <= 0xFFFFFFFFu ? 4u : 8u;
@@ -279,13 +287,22 @@ struct log_histogram::wire {
       return;
     }
     const std::uint32_t hi = s.prev_nonzero(s.size());
-    std::uint64_t mx = 0;
-    for (std::uint32_t p = lo; p <= hi; ++p) mx = std::max(mx, s.get(p));
-    const unsigned bw = byte_width(mx);
+    const unsigned bw = byte_width(widest(s, lo, hi));
     w.u(static_cast<std::uint32_t>(static_cast<std::int32_t>(s.first() + lo) - bias), 4);
     w.u(hi - lo + 1, 4);
     w.u8(bw);
-    for (std::uint32_t p = lo; p <= hi; ++p) w.u(s.get(p), bw);
+    s.with_data([&](const auto* c) {
+      // One loop per byte width, so that each writes a fixed number of bytes per counter.
+      auto write = [&](auto width) {
+        for (std::uint32_t p = lo; p <= hi; ++p) w.u(c[p], decltype(width)::value);
+      };
+      switch (bw) {
+        case 1: write(std::integral_constant<unsigned, 1>{}); break;
+        case 2: write(std::integral_constant<unsigned, 2>{}); break;
+        case 4: write(std::integral_constant<unsigned, 4>{}); break;
+        default: write(std::integral_constant<unsigned, 8>{}); break;
+      }
+    });
   }
 };
 
