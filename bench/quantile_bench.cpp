@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-// Quantile estimators: insert (log_histogram, exact_quantiles, p2_quantiles) on lognormal and
-// sorted data (one at a time and in batches), query, merge of 8 shards, serialise / deserialise,
-// windowed insert. Inputs are generated before the timed loops. Insert benchmarks also report each
-// estimator's worst relative error at P50 / P99 / P99.9 over 10^6 samples of the same data shape
-// (counters err_p50 / err_p99 / err_p999, in percent), so speed and accuracy sit side by side.
+// Quantile estimators: insert (log_histogram, exact_quantiles, p2_quantiles) on lognormal,
+// sorted, bimodal and Pareto data (one at a time and in batches), query, merge of 8 shards,
+// serialise / deserialise, windowed insert. Inputs are generated before the timed loops. Insert
+// benchmarks also report each estimator's worst relative error at P50 / P99 / P99.9 over 10^6
+// samples of the same data shape (counters err_p50 / err_p99 / err_p999, in percent), so speed
+// and accuracy sit side by side. `tokchron_v0::log_histogram` is the log_histogram of commit
+// 9fd5ae2 (bench/baseline/), timed next to today's so that every change is a ratio in one run
+// (bench/ratios.py prints them).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -13,6 +16,8 @@
 #include <random>
 #include <vector>
 
+#include "baseline/log_histogram_v0.hpp"
+#include "bench_data.hpp"
 #include "tokchron/clock.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
@@ -20,22 +25,15 @@
 #include "tokchron/quantile/windowed.hpp"
 
 namespace {
-enum shape : int { lognormal = 0, sorted = 1 };
-constexpr std::size_t ring = std::size_t{1} << 16;  // samples cycled through in timed loops
-
-// Lognormal latencies (median 50 ms, sigma 0.5), as sketches.md measures; `sorted` ascending.
-std::vector<double> make_data(int s, std::size_t n, std::uint64_t seed = 42) {
-  std::mt19937_64 rng(seed);
-  std::lognormal_distribution<double> d(std::log(0.050), 0.5);
-  std::vector<double> v(n);
-  for (double& x : v) x = d(rng);
-  if (s == sorted) std::sort(v.begin(), v.end());
-  return v;
-}
-const std::vector<double>& data(int s) {
-  static const std::vector<double> d[2] = {make_data(lognormal, ring), make_data(sorted, ring)};
-  return d[s];
-}
+using tokchron_bench::bimodal;
+using tokchron_bench::data;
+using tokchron_bench::lognormal;
+using tokchron_bench::make_data;
+using tokchron_bench::pareto;
+using tokchron_bench::ring;
+using tokchron_bench::shape_name;
+using tokchron_bench::sorted;
+using v0_histogram = tokchron_v0::log_histogram;
 
 template <class E>
 E make_estimator() {
@@ -48,7 +46,7 @@ E make_estimator() {
 // Worst relative error at P50 / P99 / P99.9 over 10^6 samples of the shape (once per run).
 template <class E>
 void report_error(benchmark::State& state, int s) {
-  static double err[2][3] = {{-1, 0, 0}, {-1, 0, 0}};
+  static double err[4][3] = {{-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
   if (err[s][0] < 0) {
     const std::vector<double> v = make_data(s, 1000000, 7);
     E e = make_estimator<E>();
@@ -81,20 +79,26 @@ void BM_insert(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(e);
   state.SetItemsProcessed(state.iterations());
-  state.SetLabel(s == sorted ? "sorted" : "lognormal");
+  state.SetLabel(shape_name(s));
   report_error<E>(state, s);
 }
-BENCHMARK_TEMPLATE(BM_insert, tokchron::log_histogram)->Arg(lognormal)->Arg(sorted);
+BENCHMARK_TEMPLATE(BM_insert, tokchron::log_histogram)
+    ->Arg(lognormal)
+    ->Arg(sorted)
+    ->Arg(bimodal)
+    ->Arg(pareto);
+BENCHMARK_TEMPLATE(BM_insert, v0_histogram)->Arg(lognormal)->Arg(sorted)->Arg(bimodal)->Arg(pareto);
 BENCHMARK_TEMPLATE(BM_insert, tokchron::exact_quantiles<>)->Arg(lognormal)->Arg(sorted);
 BENCHMARK_TEMPLATE(BM_insert, tokchron::p2_quantiles)->Arg(lognormal)->Arg(sorted);
 
 // The batch API: add(first, last) over 256-sample batches (a finished request's ITL samples, a
 // per-thread buffer), bit-identical to 256 add(x) calls. Time and items are per sample.
+template <class E>
 void BM_insert_batch256(benchmark::State& state) {
   const int s = static_cast<int>(state.range(0));
   const std::vector<double>& v = data(s);
   constexpr std::size_t batch = 256;
-  tokchron::log_histogram e;
+  E e;
   std::size_t i = 0;
   for (auto _ : state) {
     e.add(v.begin() + static_cast<std::ptrdiff_t>(i),
@@ -103,9 +107,18 @@ void BM_insert_batch256(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(e);
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(batch));
-  state.SetLabel(s == sorted ? "sorted" : "lognormal");
+  state.SetLabel(shape_name(s));
 }
-BENCHMARK(BM_insert_batch256)->Arg(lognormal)->Arg(sorted);
+BENCHMARK_TEMPLATE(BM_insert_batch256, tokchron::log_histogram)
+    ->Arg(lognormal)
+    ->Arg(sorted)
+    ->Arg(bimodal)
+    ->Arg(pareto);
+BENCHMARK_TEMPLATE(BM_insert_batch256, v0_histogram)
+    ->Arg(lognormal)
+    ->Arg(sorted)
+    ->Arg(bimodal)
+    ->Arg(pareto);
 
 template <class E>
 void BM_query_p99(benchmark::State& state) {
@@ -115,42 +128,83 @@ void BM_query_p99(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::log_histogram);
+BENCHMARK_TEMPLATE(BM_query_p99, v0_histogram);
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::p2_quantiles);
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::exact_quantiles<>);  // already sorted: O(1)
 
+// Other probabilities (in parts per 10^4) on the same 10^6 lognormal samples: the cost of a
+// quantile for any q.
+template <class E>
+void BM_query(benchmark::State& state) {
+  E e;
+  for (double x : make_data(lognormal, 1000000)) e.add(x);
+  const double q = static_cast<double>(state.range(0)) / 10000.0;
+  for (auto _ : state) benchmark::DoNotOptimize(e.quantile(q));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK_TEMPLATE(BM_query, tokchron::log_histogram)->Arg(100)->Arg(5000)->Arg(9000)->Arg(9990);
+BENCHMARK_TEMPLATE(BM_query, v0_histogram)->Arg(100)->Arg(5000)->Arg(9000)->Arg(9990);
+
 // Eight per-thread shards of 10^5 lognormal samples each, merged into a fresh histogram.
+template <class E>
 void BM_log_histogram_merge8(benchmark::State& state) {
-  std::vector<tokchron::log_histogram> shards(8);
+  std::vector<E> shards(8);
   for (std::size_t k = 0; k < shards.size(); ++k)
     for (double x : make_data(lognormal, 100000, 100 + k)) shards[k].add(x);
   for (auto _ : state) {
-    tokchron::log_histogram m;
+    E m;
     for (const auto& s : shards) m.merge(s);
     benchmark::DoNotOptimize(m);
   }
   state.SetItemsProcessed(state.iterations() * 8);
 }
-BENCHMARK(BM_log_histogram_merge8)->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_merge8, tokchron::log_histogram)->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_merge8, v0_histogram)->Unit(benchmark::kMicrosecond);
 
+// What a histogram of 10^6 samples of each shape holds, before (v0) and after: bytes of the
+// object and its counters (memory_bytes(), heap included), serialised bytes, and the error
+// counters. Times one memory_bytes() call; the counters are the point.
+template <class E>
+void BM_footprint(benchmark::State& state) {
+  const int s = static_cast<int>(state.range(0));
+  E e;
+  for (double x : make_data(s, 1000000, 7)) e.add(x);
+  for (auto _ : state) benchmark::DoNotOptimize(e.memory_bytes());
+  state.counters["memory_bytes"] = static_cast<double>(e.memory_bytes());
+  state.counters["serialized_bytes"] = static_cast<double>(e.serialized_size());
+  state.SetLabel(shape_name(s));
+  report_error<E>(state, s);
+}
+BENCHMARK_TEMPLATE(BM_footprint, tokchron::log_histogram)
+    ->Arg(lognormal)
+    ->Arg(bimodal)
+    ->Arg(pareto);
+BENCHMARK_TEMPLATE(BM_footprint, v0_histogram)->Arg(lognormal)->Arg(bimodal)->Arg(pareto);
+
+template <class E>
 void BM_log_histogram_serialize(benchmark::State& state) {
-  tokchron::log_histogram h;
+  E h;
   for (double x : make_data(lognormal, 1000000)) h.add(x);
   std::vector<unsigned char> buf(h.serialized_size());
   for (auto _ : state) benchmark::DoNotOptimize(h.serialize_to(buf.data(), buf.size()));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(buf.size()));
   state.counters["bytes"] = static_cast<double>(buf.size());
 }
-BENCHMARK(BM_log_histogram_serialize)->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_serialize, tokchron::log_histogram)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_serialize, v0_histogram)->Unit(benchmark::kMicrosecond);
 
+template <class E>
 void BM_log_histogram_deserialize(benchmark::State& state) {
-  tokchron::log_histogram h;
+  E h;
   for (double x : make_data(lognormal, 1000000)) h.add(x);
   const std::vector<unsigned char> buf = h.serialize();
-  for (auto _ : state)
-    benchmark::DoNotOptimize(tokchron::log_histogram::deserialize(buf.data(), buf.size()));
+  for (auto _ : state) benchmark::DoNotOptimize(E::deserialize(buf.data(), buf.size()));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(buf.size()));
 }
-BENCHMARK(BM_log_histogram_deserialize)->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_deserialize, tokchron::log_histogram)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_log_histogram_deserialize, v0_histogram)->Unit(benchmark::kMicrosecond);
 
 // windowed<log_histogram>: 60 s as 6 x 10 s, timestamps already read (1 ms apart), so slices
 // roll over during the loop.

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -86,9 +87,12 @@ struct log_histogram_decoded;
 /// **Cost.** `add`: O(1), no allocation unless a value falls outside the bucket window seen so
 /// far (about 1-2 ns). Memory grows with the range of values, not the count: 2^s buckets per
 /// octave of range seen, 2 bytes each while every bucket holds < 65536 samples, then 4 (then
-/// 8); 1 us..1 h at 1 % is 2032 buckets (4 KiB, 8 KiB with 32-bit counters). Queries walk the
-/// buckets: O(buckets). count, sum, min and max are exact; NaN and infinities are rejected
-/// and counted in `rejected()`.
+/// 8); 1 us..1 h at 1 % is 2032 buckets (4 KiB, 8 KiB with 32-bit counters). A quantile walks
+/// the buckets from the nearer end (from the top for q above the median), eight counters per
+/// step, and reads the second order statistic of an interpolation from the same bucket: its
+/// cost depends on how many buckets lie beyond the answer, never on the count, so a tail
+/// quantile is the cheapest. `merge` adds counters in one pass per sign. count, sum, min and
+/// max are exact; NaN and infinities are rejected and counted in `rejected()`.
 ///
 /// Thread safety: one writer; concurrent readers only while nobody writes (collect/ merges
 /// per-thread histograms for the many-thread view).
@@ -123,19 +127,10 @@ class log_histogram {
   }
   /// A histogram with `bits` mantissa bits of precision (2^bits buckets per octave, 0..12):
   /// the same as scale `bits`.
-  [[nodiscard]] static log_histogram with_mantissa_bits(int bits, double zero_threshold = 0.0) {
-    if (bits < 0 || bits > max_scale)
-      TOKCHRON_THROW(std::invalid_argument, "tokchron: log_histogram mantissa bits must be 0..12");
-    return log_histogram(scale_tag{}, bits, zero_threshold);
-  }
+  [[nodiscard]] static log_histogram with_mantissa_bits(int bits, double zero_threshold = 0.0);
   /// The coarsest scale whose error bound is <= `relative_accuracy` (throws
   /// std::invalid_argument outside [relative_error_for(max_scale), 1)).
-  [[nodiscard]] static int scale_for(double relative_accuracy) {
-    for (int s = min_scale; s <= max_scale; ++s)
-      if (relative_error_for(s) <= relative_accuracy && relative_accuracy < 1.0) return s;
-    TOKCHRON_THROW(std::invalid_argument,
-                   "tokchron: log_histogram relative accuracy must be in [8.5e-5, 1)");
-  }
+  [[nodiscard]] static int scale_for(double relative_accuracy);
   /// (base - 1)/(base + 1) at `scale`, plus 1e-15 for the representative's rounding.
   [[nodiscard]] static double relative_error_for(int scale) noexcept {
     const double inv_base = std::exp2(-std::ldexp(1.0, -scale));  // 1/base, 0 at scale -10
@@ -145,112 +140,35 @@ class log_histogram {
   /// Records `x`. Zero and negative values are kept (see the class comment); NaN and
   /// infinities are rejected (false) and counted, as is a value whose bucket memory could not
   /// be allocated (nothing else changes then). O(1), noexcept.
-  TOKCHRON_ALWAYS_INLINE bool add(double x) noexcept {
-    // The fast path takes x when its bits lie in fast_: positive, normal, finite, above the
-    // zero threshold, in a bucket inside the counters' window, with the exact samples full and
-    // a scale >= 0 (sync_fast keeps fast_ so). Then the bucket needs no further check.
-    const std::uint64_t b = detail::double_bits(x);
-    if (TOKCHRON_LIKELY(b - fast_.lo < fast_.span)) {
-      const std::uint64_t u = detail::cell_index(b, cells_, cell_shift_);
-      if (TOKCHRON_LIKELY(pos_.increment_in_window(static_cast<std::uint32_t>(u) - pos_.first()))) {
-        sums_[count_ & 1] += x;  // as record(x): two partial sums, so any path gives one sum
-        ++count_;
-        if (TOKCHRON_UNLIKELY(x < min_)) min_ = x;
-        if (TOKCHRON_UNLIKELY(x > max_)) max_ = x;
-        return true;
-      }
-    }
-    return add_slow(x);
-  }
+  TOKCHRON_ALWAYS_INLINE bool add(double x) noexcept;
 
   /// Records every sample of [first, last) (a forward range of values convertible to double)
-  /// exactly as that many `add(x)` calls would, bit for bit, but with the histogram's hot state
-  /// held in registers across the batch: the cheapest way to record several samples at once (a
-  /// finished request's ITL samples, a per-thread buffer). Returns how many samples were
-  /// taken (the rest were rejected and counted).
+  /// exactly as that many `add(x)` calls would, bit for bit (sum included), but with the
+  /// histogram's hot state held in registers across the batch: the cheapest way to record
+  /// several samples at once (a finished request's ITL samples, a per-thread buffer). Pointers
+  /// to double and std::vector<double> iterators go eight samples at a time (the window check
+  /// and min/max in SSE2 registers on x86-64, written with intrinsics so that the calling
+  /// file's flags cannot change how it is compiled). Returns how many samples were taken (the
+  /// rest were rejected and counted).
   template <class It>
   std::size_t add(It first, It last) noexcept(
-      noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last)) {
-    const std::uint64_t before = count_;
-    while (first != last) {
-      pos_.with_data([&](auto* counts) { first = add_run(first, last, counts); });
-      if (first == last) break;
-      add(static_cast<double>(*first));  // the sample that left the fast path goes the full way
-      ++first;
-    }
-    return static_cast<std::size_t>(count_ - before);
-  }
+      noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last));
 
   /// Adds every sample of `other`. Same scale: lossless (bucket counts add). A finer `other` is
   /// first downscaled to this scale; a coarser one downscales this histogram to its scale. The
   /// zero thresholds must be equal (std::invalid_argument). A merge whose sample or rejected
   /// count would pass 2^64 (possible only with deserialised bytes) throws std::overflow_error.
   /// Strong guarantee: on any exception nothing changes. O(buckets).
-  void merge(const log_histogram& other) {
-    if (other.zero_threshold_ != zero_threshold_)
-      TOKCHRON_THROW(std::invalid_argument,
-                     "tokchron: log_histogram::merge needs equal zero thresholds");
-    // Every bucket and the zero count are <= count (deserialize checks that they add up), so
-    // checking the totals keeps every counter from wrapping.
-    if (other.count_ > std::numeric_limits<std::uint64_t>::max() - count_ ||
-        other.rejected_ > std::numeric_limits<std::uint64_t>::max() - rejected_)
-      TOKCHRON_THROW(std::overflow_error,
-                     "tokchron: log_histogram::merge would count more than 2^64 samples");
-    if (other.scale_ > scale_) return merge(other.downscaled(scale_));
-    if (other.scale_ < scale_) {
-      log_histogram t = downscaled(other.scale_);
-      t.merge(other);
-      *this = std::move(t);
-      return;
-    }
-    if (other.count_ == 0) {
-      rejected_ += other.rejected_;
-      return;
-    }
-    reserve_for(pos_, other.pos_);
-    reserve_for(neg_, other.neg_);
-    pos_.add_all_reserved(other.pos_);
-    neg_.add_all_reserved(other.neg_);
-    if (count_ + other.count_ <= exact_capacity)
-      std::copy(other.exact_.begin(),
-                other.exact_.begin() + static_cast<std::ptrdiff_t>(other.count_),
-                exact_.begin() + static_cast<std::ptrdiff_t>(count_));
-    count_ += other.count_;
-    rejected_ += other.rejected_;
-    zero_count_ += other.zero_count_;
-    sums_[0] += other.sum();
-    min_ = std::min(min_, other.min_);
-    max_ = std::max(max_, other.max_);
-    sync_fast();
-  }
+  void merge(const log_histogram& other);
 
   /// A copy at the coarser scale `new_scale` (<= scale(), >= min_scale; std::invalid_argument
   /// otherwise): bucket i becomes bucket floor(i / 2^(scale() - new_scale)), counts add, so
   /// no sample is lost; the error bound becomes that of `new_scale`. O(buckets).
-  [[nodiscard]] log_histogram downscaled(int new_scale) const {
-    if (new_scale > scale_ || new_scale < min_scale)
-      TOKCHRON_THROW(std::invalid_argument,
-                     "tokchron: log_histogram::downscaled needs min_scale <= new_scale <= scale()");
-    log_histogram r(scale_tag{}, new_scale, zero_threshold_);
-    r.copy_scalars(*this);
-    const int shift = scale_ - new_scale;
-    downscale_into(pos_, r.pos_, r, shift);
-    downscale_into(neg_, r.neg_, r, shift);
-    r.sync_fast();
-    return r;
-  }
+  [[nodiscard]] log_histogram downscaled(int new_scale) const;
 
   /// Forgets every sample and the rejected count; keeps the scale, threshold and memory (so a
   /// reused slice does not allocate).
-  void clear() noexcept {
-    pos_.clear();
-    neg_.clear();
-    count_ = rejected_ = zero_count_ = 0;
-    sums_[0] = sums_[1] = 0;
-    min_ = std::numeric_limits<double>::infinity();
-    max_ = -std::numeric_limits<double>::infinity();
-    sync_fast();
-  }
+  void clear() noexcept;
 
   [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
   [[nodiscard]] std::uint64_t rejected() const noexcept { return rejected_; }
@@ -278,43 +196,12 @@ class log_histogram {
     return quantile(q, quantile_method::linear);
   }
   /// The q-quantile by `method`, within relative_error() of `exact_quantiles::quantile(q, method)`.
-  [[nodiscard]] std::optional<double> quantile(double q, quantile_method method) const {
-    detail::check_probability(q);
-    if (count_ == 0) return std::nullopt;
-    if (is_exact()) {
-      std::array<double, exact_capacity> s{};
-      std::copy(exact_.begin(), exact_.begin() + static_cast<std::ptrdiff_t>(count_), s.begin());
-      std::sort(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(count_));
-      return detail::sorted_quantile(s.begin(), static_cast<std::size_t>(count_), q, method);
-    }
-    return detail::sorted_quantile(rank_reader{this}, static_cast<std::size_t>(count_), q, method);
-  }
+  [[nodiscard]] std::optional<double> quantile(double q, quantile_method method) const;
 
   /// The number of samples <= x: exact while is_exact() and outside [min, max]; otherwise every
   /// sample in x's bucket counts, so for x > zero_threshold() it is the exact number of samples
   /// <= bucket_upper(index_of(x)). 0 for NaN. O(buckets).
-  [[nodiscard]] std::uint64_t rank(double x) const noexcept {
-    if (count_ == 0 || std::isnan(x) || x < min_) return 0;
-    if (x >= max_) return count_;
-    if (is_exact()) {
-      std::uint64_t r = 0;
-      for (std::uint64_t i = 0; i < count_; ++i) r += exact_[i] <= x ? 1 : 0;
-      return r;
-    }
-    const std::uint64_t neg_total = neg_.total();
-    if (x < -zero_threshold_) {  // samples in buckets of |v| >= x's bucket
-      const std::uint32_t u = biased_index(-x);
-      std::uint64_t r = 0;
-      for (std::uint32_t p = 0; p < neg_.size(); ++p)
-        if (neg_.first() + p >= u) r += neg_.get(p);
-      return r;
-    }
-    if (x <= zero_threshold_) return neg_total + zero_count_;
-    const std::uint32_t u = biased_index(x);
-    std::uint64_t r = neg_total + zero_count_;
-    for (std::uint32_t p = 0; p < pos_.size() && pos_.first() + p <= u; ++p) r += pos_.get(p);
-    return r;
-  }
+  [[nodiscard]] std::uint64_t rank(double x) const noexcept;
   /// rank(x) / count(); empty when there are no samples.
   [[nodiscard]] std::optional<double> cdf(double x) const noexcept {
     if (count_ == 0) return std::nullopt;
@@ -345,12 +232,7 @@ class log_histogram {
   }
   /// base^index: the exclusive lower edge of bucket `index` (the double nearest; exact at
   /// scale <= 0 and at powers of two).
-  [[nodiscard]] double bucket_lower(std::int32_t index) const noexcept {
-    if (scale_ <= 0) return std::ldexp(1.0, index * (1 << sn_));
-    const std::int32_t n = 1 << scale_;
-    const std::int32_t q = floor_div(index, scale_);
-    return std::ldexp(bounds_[static_cast<std::size_t>(index - q * n)], q);
-  }
+  [[nodiscard]] double bucket_lower(std::int32_t index) const noexcept;
   /// base^(index + 1): the inclusive upper edge of bucket `index`.
   [[nodiscard]] double bucket_upper(std::int32_t index) const noexcept {
     return bucket_lower(index + 1);
@@ -372,9 +254,7 @@ class log_histogram {
   /// f64 zero_threshold, u64 count, u64 rejected, f64 sum, f64 min, f64 max, u64 zero_count;
   /// if flagged, count x f64 samples; then positive and negative buckets, each i32 first
   /// index, u32 n, u8 counter width (1, 2, 4, 8), n counters; u32 CRC-32 of all before it.
-  [[nodiscard]] std::size_t serialized_size() const noexcept {
-    return 64 + (is_exact() ? count_ * 8 : 0) + store_size(pos_) + store_size(neg_) + 4;
-  }
+  [[nodiscard]] std::size_t serialized_size() const noexcept;
   /// Writes serialized_size() bytes to `out` if `capacity` suffices; returns the size needed.
   std::size_t serialize_to(unsigned char* out, std::size_t capacity) const noexcept;
   /// The serialised bytes (throws std::bad_alloc only).
@@ -408,35 +288,28 @@ class log_histogram {
  private:
   friend struct log_histogram_decoded;
   struct scale_tag {};
+  struct wire;  // the serialised form's decode steps (detail/log_histogram_wire.hpp)
 
-  log_histogram(scale_tag, int scale, double zero_threshold) {
-    if (scale < min_scale || scale > max_scale)
-      TOKCHRON_THROW(std::invalid_argument, "tokchron: log_histogram scale must be -10..12");
-    if (!(zero_threshold >= 0) || !std::isfinite(zero_threshold))
-      TOKCHRON_THROW(std::invalid_argument,
-                     "tokchron: log_histogram zero threshold must be finite and >= 0");
-    scale_ = static_cast<std::int8_t>(scale);
-    sp_ = static_cast<std::uint8_t>(scale > 0 ? scale : 0);
-    sn_ = static_cast<std::uint8_t>(scale < 0 ? -scale : 0);
-    cell_shift_ = static_cast<std::uint8_t>(51 - sp_);
-    const detail::log_index_table& t = detail::log_index_table_for(sp_);
-    cells_ = t.cells.data();
-    bounds_ = t.bounds.data();
-    thresholds_ = t.thresholds.data();
-    bias_ = static_cast<std::int32_t>((std::int64_t{2048} << sp_) >> sn_);
-    zero_threshold_ = zero_threshold;
-    const double lo =
-        std::max(std::numeric_limits<double>::min(),
-                 std::nextafter(zero_threshold, std::numeric_limits<double>::infinity()));
-    fast_floor_ = detail::double_bits(lo);
-    const double inv_base = std::exp2(-std::ldexp(1.0, -scale));
-    rep_factor_ = 2.0 / (1.0 + inv_base);
-  }
+  log_histogram(scale_tag, int scale, double zero_threshold);
 
+  /// The ranks [lo, hi) that one bucket (or the zero bucket) answers, and its answer.
+  struct rank_span {
+    std::uint64_t lo = 0;
+    std::uint64_t hi = 0;
+    double value = 0;
+  };
+  /// The sorted samples as `sorted_quantile` reads them (non-exact mode). It remembers the
+  /// last bucket it found, so the second order statistic of an interpolation (nearly always
+  /// in the same bucket) costs nothing.
   struct rank_reader {
     const log_histogram* h;
+    mutable rank_span last{};
     double operator[](std::ptrdiff_t i) const noexcept {
-      return h->value_at_rank(static_cast<std::uint64_t>(i));
+      const auto k = static_cast<std::uint64_t>(i);
+      if (k == 0) return h->min_;
+      if (k + 1 >= h->count_) return h->max_;
+      if (k < last.lo || k >= last.hi) last = h->span_at_rank(k);
+      return last.value;
     }
   };
 
@@ -448,147 +321,41 @@ class log_histogram {
     ++rejected_;
     return false;
   }
-  void record(double x) noexcept {
-    if (count_ < exact_capacity) exact_[static_cast<std::size_t>(count_)] = x;
-    sums_[count_ & 1] += x;  // two interleaved partial sums halve the add's dependency chain
-    ++count_;
-    // Branches, not minsd/maxsd: once the extremes settle the branches are predicted and
-    // min_/max_ leave the loop-carried dependency chain.
-    if (TOKCHRON_UNLIKELY(x < min_)) min_ = x;
-    if (TOKCHRON_UNLIKELY(x > max_)) max_ = x;
-  }
-  TOKCHRON_NOINLINE bool add_slow(double x) noexcept {
-    if (!std::isfinite(x)) return reject();
-    const double a = std::fabs(x);
-    if (a <= zero_threshold_) {
-      ++zero_count_;
-      record(x);
-      if (count_ == exact_capacity) sync_fast();
-      return true;
-    }
-    detail::bucket_counts& s = x < 0 ? neg_ : pos_;
-    const std::uint32_t window = pos_.size();
-    if (!s.increment(biased_index(a))) return reject();
-    record(x);
-    if (count_ == exact_capacity || pos_.size() != window) sync_fast();
-    return true;
-  }
+  void record(double x) noexcept;
+  bool add_slow(double x) noexcept;  // out of line (TOKCHRON_NOINLINE at its definition)
+  /// add(first, last)'s first stage over contiguous doubles: blocks of eight whose samples all
+  /// lie in the fast window, checked, and their min and max taken, two at a time in SSE2
+  /// registers (x86-64; elsewhere it takes none); returns where it stopped.
+  template <class T>
+  const double* add_blocks(const double* first, const double* last, T* counts) noexcept;
   /// add(x)'s fast path over [first, last) with the hot state in locals; stops at the first
   /// sample the fast path does not take (or whose counter is full) and returns its position.
   template <class T, class It>
   It add_run(It first, It last, T* counts) noexcept(
-      noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last)) {
-    const std::uint64_t lo = fast_.lo;
-    const std::uint64_t span = fast_.span;
-    const unsigned shift = cell_shift_;
-    const detail::log_index_cell* const cells = cells_;
-    const std::uint32_t window = pos_.first();
-    // The two partial sums of record(x): `cur` takes the next sample, then they trade places.
-    double cur = sums_[count_ & 1];
-    double other = sums_[(count_ + 1) & 1];
-    double mn = min_;
-    double mx = max_;
-    std::uint64_t n = 0;
-    for (; first != last; ++first) {
-      const double x = static_cast<double>(*first);
-      const std::uint64_t b = detail::double_bits(x);
-      if (TOKCHRON_UNLIKELY(b - lo >= span)) break;
-      const std::uint64_t u = detail::cell_index(b, cells, shift);
-      T& k = counts[static_cast<std::uint32_t>(u) - window];
-      if (TOKCHRON_UNLIKELY(k == std::numeric_limits<T>::max())) break;
-      k = static_cast<T>(k + 1u);
-      cur += x;
-      std::swap(cur, other);
-      ++n;
-      if (TOKCHRON_UNLIKELY(x < mn)) mn = x;
-      if (TOKCHRON_UNLIKELY(x > mx)) mx = x;
-    }
-    count_ += n;
-    sums_[count_ & 1] = cur;
-    sums_[(count_ + 1) & 1] = other;
-    min_ = mn;
-    max_ = mx;
-    return first;
-  }
+      noexcept(static_cast<double>(*first)) && noexcept(++first) && noexcept(first != last));
   /// Sets fast_ to the bits of the values add may count without further checks: positive
   /// normal finite values above the zero threshold whose bucket lies in the positive window,
   /// and none while the samples are kept exactly or the scale is negative (its index needs a
   /// second shift). Called wherever the window, the count or the layout changes.
-  void sync_fast() noexcept {
-    fast_ = detail::fast_window{};
-    if (scale_ < 0 || count_ < exact_capacity || pos_.size() == 0) return;
-    constexpr std::uint64_t normal_min = std::uint64_t{1} << 52;           // DBL_MIN
-    constexpr std::uint64_t finite_max = (std::uint64_t{2047} << 52) - 1;  // DBL_MAX
-    const std::uint64_t lo = std::max({lowest_bits(pos_.first()), normal_min, fast_floor_});
-    const std::uint64_t hi = std::min(lowest_bits(pos_.first() + pos_.size()) - 1, finite_max);
-    if (lo <= hi) fast_ = detail::fast_window{lo, hi - lo + 1};
-  }
+  void sync_fast() noexcept;
   /// The bits of the smallest double in biased bucket `u` (scale >= 0), clamped to
   /// [0, bits of infinity]: bucket k of octave E holds the mantissas (T_k, T_(k+1)].
-  std::uint64_t lowest_bits(std::uint32_t u) const noexcept {
-    const std::int64_t e = (static_cast<std::int64_t>(u) >> sp_) - 1025;
-    if (e < 0) return 0;
-    if (e > 2046) return std::uint64_t{2047} << 52;
-    const std::uint32_t k = u & ((std::uint32_t{1} << sp_) - 1);
-    return (static_cast<std::uint64_t>(e) << 52) | (thresholds_[k] + 1);
-  }
+  std::uint64_t lowest_bits(std::uint32_t u) const noexcept;
   /// The biased bucket index of a > 0, finite (subnormals included).
-  std::uint32_t biased_index(double a) const noexcept {
-    std::uint64_t b = detail::double_bits(a);
-    std::int64_t adjust = 0;
-    if (b < (std::uint64_t{1} << 52)) {  // subnormal: scale into the normal range, exactly
-      b = detail::double_bits(a * 0x1p64);
-      adjust = std::int64_t{64} << sp_;
-    }
-    const std::int64_t pre =
-        static_cast<std::int64_t>(detail::cell_index(b, cells_, cell_shift_)) - adjust;
-    return static_cast<std::uint32_t>(pre >> sn_);
-  }
+  std::uint32_t biased_index(double a) const noexcept;
 
   /// min and max lie in the lowest and the highest occupied bucket (the deserialiser's check).
-  bool extremes_consistent() const noexcept {
-    using key = std::pair<int, std::int64_t>;  // (negative 0 / zero 1 / positive 2, order)
-    auto key_of = [&](double v) -> key {
-      if (std::fabs(v) <= zero_threshold_) return {1, 0};
-      if (v < 0) return {0, -static_cast<std::int64_t>(biased_index(-v))};
-      return {2, biased_index(v)};
-    };
-    const bool has_neg = neg_.next_nonzero(0) != neg_.size();
-    const bool has_pos = pos_.next_nonzero(0) != pos_.size();
-    const key neg_low{0, -static_cast<std::int64_t>(neg_.first() + neg_.prev_nonzero(neg_.size()))};
-    const key neg_high{0, -static_cast<std::int64_t>(neg_.first() + neg_.next_nonzero(0))};
-    const key pos_low{2, pos_.first() + pos_.next_nonzero(0)};
-    const key pos_high{2, pos_.first() + pos_.prev_nonzero(pos_.size())};
-    const key zero{1, 0};
-    const key lowest = has_neg ? neg_low : zero_count_ != 0 ? zero : pos_low;
-    const key highest = has_pos ? pos_high : zero_count_ != 0 ? zero : neg_high;
-    if (!has_neg && !has_pos && zero_count_ == 0) return false;
-    return key_of(min_) == lowest && key_of(max_) == highest;
-  }
+  bool extremes_consistent() const noexcept;
   double clamp(double v) const noexcept { return v < min_ ? min_ : (v > max_ ? max_ : v); }
-  /// The answer for the k-th smallest sample (0-based), non-exact mode.
-  double value_at_rank(std::uint64_t k) const noexcept {
-    if (k == 0) return min_;
-    if (k + 1 >= count_) return max_;
-    std::uint64_t seen = 0;
-    std::uint32_t p = neg_.locate(k, seen, true);
-    if (p != neg_.size())
-      return clamp(-bucket_value(static_cast<std::int32_t>(neg_.first() + p) - bias_));
-    seen += zero_count_;
-    if (k < seen) return clamp(0.0);
-    p = pos_.locate(k, seen, false);
-    if (p != pos_.size())
-      return clamp(bucket_value(static_cast<std::int32_t>(pos_.first() + p) - bias_));
-    return max_;
-  }
+  /// The bucket answering the k-th smallest sample (0-based, 0 < k < count - 1), non-exact
+  /// mode, found from the nearer end: from the bottom (negative buckets by descending
+  /// magnitude, zero, positive ascending) when k is in the lower half, else from the top (the
+  /// mirror walk), so a tail quantile reads only the buckets beyond it.
+  rank_span span_at_rank(std::uint64_t k) const noexcept;
 
-  static void reserve_for(detail::bucket_counts& mine, const detail::bucket_counts& theirs) {
-    const std::uint32_t lo = theirs.next_nonzero(0);
-    if (lo == theirs.size()) return;
-    const std::uint32_t hi = theirs.prev_nonzero(theirs.size());
-    if (!mine.reserve(theirs.first() + lo, theirs.first() + hi, mine.width_for_sum(theirs)))
-      throw_bad_alloc();
-  }
+  /// Makes `mine` cover the non-empty buckets of `theirs` with counters of >= `width` bytes.
+  static void reserve_for(detail::bucket_counts& mine, const detail::bucket_counts& theirs,
+                          unsigned width);
   [[noreturn]] static void throw_bad_alloc() {
 #if TOKCHRON_HAS_EXCEPTIONS
     throw std::bad_alloc();
@@ -596,47 +363,10 @@ class log_histogram {
     std::abort();
 #endif
   }
-  void copy_scalars(const log_histogram& o) noexcept {
-    count_ = o.count_;
-    rejected_ = o.rejected_;
-    zero_count_ = o.zero_count_;
-    sums_[0] = o.sums_[0];
-    sums_[1] = o.sums_[1];
-    min_ = o.min_;
-    max_ = o.max_;
-    exact_ = o.exact_;
-  }
+  void copy_scalars(const log_histogram& o) noexcept;
   void downscale_into(const detail::bucket_counts& from, detail::bucket_counts& to,
-                      const log_histogram& r, int shift) const {
-    const std::uint32_t lo = from.next_nonzero(0);
-    if (lo == from.size()) return;
-    const std::uint32_t hi = from.prev_nonzero(from.size());
-    auto map = [&](std::uint32_t p) {
-      const std::int32_t i = static_cast<std::int32_t>(from.first() + p) - bias_;
-      return static_cast<std::uint32_t>(floor_div(i, shift) + r.bias_);
-    };
-    if (!to.reserve(map(lo), map(hi), from.width())) throw_bad_alloc();
-    for (std::uint32_t p = lo; p <= hi; ++p)
-      if (!to.add(map(p), from.get(p))) throw_bad_alloc();
-  }
-  static bool same_counts(const detail::bucket_counts& a, const detail::bucket_counts& b) noexcept {
-    const std::uint32_t lo = std::min(a.first(), b.first());
-    const std::uint32_t hi = std::max(a.first() + a.size(), b.first() + b.size());
-    for (std::uint32_t u = lo; u < hi; ++u)
-      if (a.at(u) != b.at(u)) return false;
-    return true;
-  }
-  static std::size_t store_size(const detail::bucket_counts& s) noexcept {
-    const std::uint32_t lo = s.next_nonzero(0);
-    if (lo == s.size()) return 9;
-    const std::uint32_t hi = s.prev_nonzero(s.size());
-    std::uint64_t mx = 0;
-    for (std::uint32_t p = lo; p <= hi; ++p) mx = std::max(mx, s.get(p));
-    return 9 + std::size_t{hi - lo + 1} * byte_width(mx);
-  }
-  static unsigned byte_width(std::uint64_t mx) noexcept {
-    return mx <= 0xFFu ? 1u : mx <= 0xFFFFu ? 2u : mx <= 0xFFFFFFFFu ? 4u : 8u;
-  }
+                      const log_histogram& r, int shift) const;
+  static bool same_counts(const detail::bucket_counts& a, const detail::bucket_counts& b) noexcept;
 
   // Hot members first (one cache line).
   detail::fast_window fast_;
@@ -749,264 +479,13 @@ struct log_histogram_decoded {
   }
 };
 
-namespace detail {
-struct le_writer {
-  unsigned char* p;
-  void u8(unsigned v) noexcept { *p++ = static_cast<unsigned char>(v); }
-  void u(std::uint64_t v, unsigned bytes) noexcept {
-    for (unsigned i = 0; i < bytes; ++i) *p++ = static_cast<unsigned char>(v >> (8 * i));
-  }
-  void f64(double v) noexcept { u(double_bits(v), 8); }
-};
-struct le_reader {
-  const unsigned char* data;
-  std::size_t size;
-  std::size_t pos = 0;
-  log_histogram_decoded* out;
-  bool need(std::size_t n, const char* field) noexcept {
-    if (size - pos >= n) return true;
-    out->error = decode_error::truncated;
-    out->offset = pos;
-    out->field = field;
-    return false;
-  }
-  std::uint64_t u(unsigned bytes) noexcept {
-    std::uint64_t v = 0;
-    for (unsigned i = 0; i < bytes; ++i) v |= std::uint64_t{data[pos + i]} << (8 * i);
-    pos += bytes;
-    return v;
-  }
-  double f64() noexcept { return bits_double(u(8)); }
-  bool fail(decode_error e, std::size_t at, const char* field) noexcept {
-    out->error = e;
-    out->offset = at;
-    out->field = field;
-    return false;
-  }
-};
-}  // namespace detail
-
-inline std::size_t log_histogram::serialize_to(unsigned char* out,
-                                               std::size_t capacity) const noexcept {
-  const std::size_t n = serialized_size();
-  if (capacity < n) return n;
-  detail::le_writer w{out};
-  w.u8('T');
-  w.u8('K');
-  w.u8('L');
-  w.u8('H');
-  w.u8(format_version);
-  w.u8(static_cast<unsigned>(static_cast<std::uint8_t>(scale_)));
-  w.u8(is_exact() ? 1u : 0u);
-  w.u8(0);
-  w.f64(zero_threshold_);
-  w.u(count_, 8);
-  w.u(rejected_, 8);
-  w.f64(sum());
-  w.f64(min_);
-  w.f64(max_);
-  w.u(zero_count_, 8);
-  if (is_exact())
-    for (std::uint64_t i = 0; i < count_; ++i) w.f64(exact_[static_cast<std::size_t>(i)]);
-  for (const detail::bucket_counts* s : {&pos_, &neg_}) {
-    const std::uint32_t lo = s->next_nonzero(0);
-    if (lo == s->size()) {
-      w.u(0, 4);
-      w.u(0, 4);
-      w.u8(1);
-      continue;
-    }
-    const std::uint32_t hi = s->prev_nonzero(s->size());
-    std::uint64_t mx = 0;
-    for (std::uint32_t p = lo; p <= hi; ++p) mx = std::max(mx, s->get(p));
-    const unsigned bw = byte_width(mx);
-    w.u(static_cast<std::uint32_t>(static_cast<std::int32_t>(s->first() + lo) - bias_), 4);
-    w.u(hi - lo + 1, 4);
-    w.u8(bw);
-    for (std::uint32_t p = lo; p <= hi; ++p) w.u(s->get(p), bw);
-  }
-  w.u(detail::crc32(out, n - 4), 4);
-  return n;
-}
-
-inline log_histogram_decoded log_histogram::deserialize(const void* data,
-                                                        std::size_t size) noexcept {
-  log_histogram_decoded out;
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  if (bytes == nullptr) size = 0;
-  detail::le_reader r{bytes, size, 0, &out};
-  if (!r.need(4, "magic")) return out;
-  if (std::memcmp(bytes, "TKLH", 4) != 0) {
-    r.fail(decode_error::bad_magic, 0, "magic");
-    return out;
-  }
-  r.pos = 4;
-  if (!r.need(4, "version")) return out;
-  const auto version = static_cast<unsigned>(r.u(1));
-  if (version != format_version) {
-    r.fail(version == 0 ? decode_error::invalid_field : decode_error::unsupported_version, 4,
-           "version");
-    return out;
-  }
-  const auto scale = static_cast<int>(static_cast<std::int8_t>(static_cast<std::uint8_t>(r.u(1))));
-  if (scale < min_scale || scale > max_scale) {
-    r.fail(decode_error::invalid_field, 5, "scale");
-    return out;
-  }
-  const auto flags = static_cast<unsigned>(r.u(1));
-  if (flags > 1) {
-    r.fail(decode_error::invalid_field, 6, "flags");
-    return out;
-  }
-  if (r.u(1) != 0) {
-    r.fail(decode_error::invalid_field, 7, "reserved");
-    return out;
-  }
-  if (!r.need(56, "zero_threshold")) {
-    static const char* const names[] = {"zero_threshold", "count", "rejected", "sum", "min", "max",
-                                        "zero_count"};
-    out.field = names[(size - 8) / 8];
-    out.offset = 8 + (size - 8) / 8 * 8;
-    return out;
-  }
-  const double zero_threshold = r.f64();
-  if (!(zero_threshold >= 0) || !std::isfinite(zero_threshold)) {
-    r.fail(decode_error::invalid_field, 8, "zero_threshold");
-    return out;
-  }
-  const std::uint64_t count = r.u(8);
-  const std::uint64_t rejected = r.u(8);
-  const double sum = r.f64();
-  const double mn = r.f64();
-  const double mx = r.f64();
-  const std::uint64_t zero_count = r.u(8);
-  if (!std::isfinite(sum)) {
-    // A finite sum can overflow to infinity only past 1.8e308 total: refuse rather than guess.
-    r.fail(decode_error::invalid_field, 32, "sum");
-    return out;
-  }
-  if (count == 0 ? (mn != std::numeric_limits<double>::infinity() ||
-                    mx != -std::numeric_limits<double>::infinity())
-                 : (!std::isfinite(mn) || !std::isfinite(mx) || mn > mx)) {
-    r.fail(decode_error::invalid_field, 40, "min");
-    return out;
-  }
-  if ((flags == 1) != (count <= exact_capacity)) {
-    r.fail(decode_error::inconsistent, 6, "flags");
-    return out;
-  }
-  TOKCHRON_TRY {
-    log_histogram h(scale_tag{}, scale, zero_threshold);
-    if (flags == 1) {
-      for (std::uint64_t i = 0; i < count; ++i) {
-        if (!r.need(8, "exact_samples")) return out;
-        const std::size_t at = r.pos;
-        const double x = r.f64();
-        if (!std::isfinite(x) || x < mn || x > mx) {
-          r.fail(decode_error::invalid_field, at, "exact_samples");
-          return out;
-        }
-        h.exact_[static_cast<std::size_t>(i)] = x;
-      }
-    }
-    std::uint64_t bucket_total = 0;
-    const std::int64_t lo_index = -static_cast<std::int64_t>(h.bias_);
-    const std::int64_t hi_index = (std::int64_t{1025} << h.sp_ >> h.sn_);  // above DBL_MAX
-    for (detail::bucket_counts* s : {&h.pos_, &h.neg_}) {
-      const bool positive = s == &h.pos_;
-      if (!r.need(9, positive ? "positive.header" : "negative.header")) return out;
-      const std::size_t at = r.pos;
-      const auto first = static_cast<std::int32_t>(static_cast<std::uint32_t>(r.u(4)));
-      const auto n = static_cast<std::uint32_t>(r.u(4));
-      const auto bw = static_cast<unsigned>(r.u(1));
-      if (bw != 1 && bw != 2 && bw != 4 && bw != 8) {
-        r.fail(decode_error::invalid_field, at + 8, positive ? "positive.width" : "negative.width");
-        return out;
-      }
-      if (n == 0) {
-        if (first != 0) {
-          r.fail(decode_error::invalid_field, at, positive ? "positive.first" : "negative.first");
-          return out;
-        }
-        continue;
-      }
-      if (first < lo_index || first > hi_index || std::int64_t{first} + n - 1 > hi_index) {
-        r.fail(decode_error::invalid_field, at, positive ? "positive.first" : "negative.first");
-        return out;
-      }
-      if (!r.need(std::size_t{n} * bw, positive ? "positive.counts" : "negative.counts"))
-        return out;
-      const std::size_t counts_at = r.pos;
-      const auto u0 = static_cast<std::uint32_t>(first + h.bias_);
-      std::uint64_t widest = 0, last = 0, firstc = 0;
-      for (std::uint32_t i = 0; i < n; ++i) {
-        const std::uint64_t c = r.u(bw);
-        if (i == 0) firstc = c;
-        last = c;
-        widest = std::max(widest, c);
-        if (bucket_total + c < bucket_total) {
-          r.fail(decode_error::inconsistent, counts_at + std::size_t{i} * bw,
-                 positive ? "positive.counts" : "negative.counts");
-          return out;
-        }
-        bucket_total += c;
-      }
-      if (firstc == 0 || last == 0) {  // canonical: trimmed to the non-empty range
-        r.fail(decode_error::invalid_field, counts_at,
-               positive ? "positive.counts" : "negative.counts");
-        return out;
-      }
-      if (!s->reserve(u0, u0 + n - 1, detail::bucket_counts::width_for(widest))) {
-        r.fail(decode_error::out_of_memory, counts_at,
-               positive ? "positive.counts" : "negative.counts");
-        return out;
-      }
-      r.pos = counts_at;
-      for (std::uint32_t i = 0; i < n; ++i) s->add(u0 + i, r.u(bw));
-    }
-    const std::size_t crc_at = r.pos;
-    if (!r.need(4, "checksum")) return out;
-    if (static_cast<std::uint32_t>(r.u(4)) != detail::crc32(bytes, crc_at)) {
-      r.fail(decode_error::checksum_mismatch, crc_at, "checksum");
-      return out;
-    }
-    if (r.pos != size) {
-      r.fail(decode_error::trailing_bytes, r.pos, "end");
-      return out;
-    }
-    if (bucket_total + zero_count < bucket_total || bucket_total + zero_count != count) {
-      r.fail(decode_error::inconsistent, 16, "count");
-      return out;
-    }
-    h.count_ = count;
-    h.rejected_ = rejected;
-    h.zero_count_ = zero_count;
-    h.sums_[0] = sum;
-    h.min_ = mn;
-    h.max_ = mx;
-    if (count != 0 && !h.extremes_consistent()) {
-      r.fail(decode_error::inconsistent, 40, "min/max");
-      return out;
-    }
-    h.sync_fast();
-    if (flags == 1) {  // the kept samples must be exactly the bucketed ones
-      log_histogram check(scale_tag{}, scale, zero_threshold);
-      for (std::uint64_t i = 0; i < count; ++i) check.add(h.exact_[static_cast<std::size_t>(i)]);
-      if (!same_counts(check.pos_, h.pos_) || !same_counts(check.neg_, h.neg_) ||
-          check.zero_count_ != h.zero_count_ || check.min_ != mn || check.max_ != mx) {
-        r.fail(decode_error::inconsistent, 64, "exact_samples");
-        return out;
-      }
-    }
-    out.histogram.emplace(std::move(h));
-  }
-  TOKCHRON_CATCH_ALL { r.fail(decode_error::out_of_memory, r.pos, "buckets"); }
-  return out;
-}
-
 static_assert(is_quantile_estimator_v<log_histogram>);
 static_assert(is_mergeable_estimator_v<log_histogram>);
 
 TOKCHRON_END_NAMESPACE
+
+// The member functions' bodies and the serialised form.
+#include "tokchron/quantile/detail/log_histogram_impl.hpp"
+#include "tokchron/quantile/detail/log_histogram_wire.hpp"
 
 #endif  // TOKCHRON_QUANTILE_LOG_HISTOGRAM_HPP

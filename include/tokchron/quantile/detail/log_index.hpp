@@ -6,6 +6,7 @@
 /// Internals of `log_histogram`: the exact IEEE-754 bucket index (no `log`), the tables behind
 /// it, and the bucket-count storage. Not part of the API.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -268,16 +269,22 @@ class bucket_counts {
 
   /// The next window position >= pos holding a non-zero count, or size().
   [[nodiscard]] std::uint32_t next_nonzero(std::uint32_t pos) const noexcept {
-    while (pos < size_ && get(pos) == 0) ++pos;
-    return pos;
+    with_data([&](const auto* c) {
+      while (pos < size_ && c[pos] == 0) ++pos;
+    });
+    return pos < size_ ? pos : size_;
   }
   /// The previous window position < pos holding a non-zero count, or size() if none.
   [[nodiscard]] std::uint32_t prev_nonzero(std::uint32_t pos) const noexcept {
-    while (pos > 0) {
-      --pos;
-      if (get(pos) != 0) return pos;
-    }
-    return size_;
+    std::uint32_t r = size_;
+    with_data([&](const auto* c) {
+      while (pos > 0)
+        if (c[--pos] != 0) {
+          r = pos;
+          break;
+        }
+    });
+    return r;
   }
   /// Adds counts to `seen` walking ascending (or descending) until seen > k; returns that
   /// position, or size() when every count was added without passing k.
@@ -316,29 +323,60 @@ class bucket_counts {
   /// Adds every count of `o` (same biasing); the caller has reserved room and width.
   /// Only `o`'s non-empty range must lie inside this window.
   void add_all_reserved(const bucket_counts& o) noexcept {
-    const std::uint32_t lo = o.next_nonzero(0);
-    if (lo == o.size_) return;
-    const std::uint32_t hi = o.prev_nonzero(o.size_);
-    TOKCHRON_ASSERT(o.first_ + lo >= first_ && o.first_ + hi < first_ + size_);
-    o.with_data([&](const auto* src) {
-      with_data([&](auto* dst) {
-        using T = std::remove_pointer_t<decltype(dst)>;
-        T* d = dst + (o.first_ + lo - first_);
-        const auto* sp = src + lo;
-        for (std::uint32_t i = 0; i <= hi - lo; ++i) d[i] = static_cast<T>(d[i] + sp[i]);
-      });
+    zip(o, [](auto* d, const auto* sp, std::uint32_t n) {
+      using T = std::remove_pointer_t<decltype(d)>;
+      for (std::uint32_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] + sp[i]);
     });
   }
-  /// Counter width needed to hold the sum of this and `o` in every bucket.
+  /// Adds every count of `o` (same biasing) if every sum fits the present counter width and
+  /// `o`'s counters are no wider: true. Otherwise false, and nothing changed (an overflowing
+  /// pass is subtracted back, exactly). One pass in the common case, instead of a pass to
+  /// find the width the sums need and another to add. Only `o`'s non-empty range must lie
+  /// inside this window.
+  bool add_all_if_fits(const bucket_counts& o) noexcept {
+    if (o.width_ > width_) return false;
+    bool wrapped = false;
+    zip(o, [&](auto* d, const auto* sp, std::uint32_t n) {
+      using T = std::remove_pointer_t<decltype(d)>;
+      unsigned w = 0;  // o's counters fit T, so a sum passed T's range exactly when it wrapped
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const T r = static_cast<T>(d[i] + sp[i]);
+        w |= r < d[i] ? 1u : 0u;
+        d[i] = r;
+      }
+      if (w != 0) {
+        wrapped = true;
+        for (std::uint32_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] - sp[i]);
+      }
+    });
+    return !wrapped;
+  }
+  /// Undoes add_all_if_fits(o) or add_all_reserved(o).
+  void subtract_all(const bucket_counts& o) noexcept {
+    zip(o, [](auto* d, const auto* sp, std::uint32_t n) {
+      using T = std::remove_pointer_t<decltype(d)>;
+      for (std::uint32_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] - sp[i]);
+    });
+  }
+  /// Counter width needed to hold the sum of this and `o` in every bucket. Branch-free typed
+  /// loops over the part of `o` that overlaps this window and the parts that do not.
   [[nodiscard]] unsigned width_for_sum(const bucket_counts& o) const noexcept {
     std::uint64_t mx = 0;
     o.with_data([&](const auto* src) {
       with_data([&](const auto* dst) {
-        for (std::uint32_t i = 0; i < o.size_; ++i) {
-          const std::uint32_t pos = o.first_ + i - first_;
-          const std::uint64_t s = std::uint64_t{src[i]} + (pos < size_ ? dst[pos] : 0u);
-          mx = s > mx ? s : mx;
-        }
+        using S = std::remove_cv_t<std::remove_pointer_t<decltype(src)>>;
+        using D = std::remove_cv_t<std::remove_pointer_t<decltype(dst)>>;
+        // Two 16-bit counters add up within 32 bits: a narrower max that vectorises better.
+        using W = std::conditional_t<sizeof(S) < 4 && sizeof(D) < 4, std::uint32_t, std::uint64_t>;
+        const std::int64_t off = std::int64_t{o.first_} - std::int64_t{first_};  // o's i -> mine
+        const std::int64_t n = o.size_;
+        const std::int64_t a = off < 0 ? std::min<std::int64_t>(-off, n) : 0;
+        const std::int64_t b = std::max<std::int64_t>(a, std::min<std::int64_t>(n, size_ - off));
+        W m = 0;
+        for (std::int64_t i = 0; i < a; ++i) m = std::max<W>(m, src[i]);
+        for (std::int64_t i = a; i < b; ++i) m = std::max<W>(m, W{src[i]} + W{dst[i + off]});
+        for (std::int64_t i = b; i < n; ++i) m = std::max<W>(m, src[i]);
+        mx = m;
       });
     });
     unsigned w = width_for(mx);
@@ -366,21 +404,53 @@ class bucket_counts {
   }
 
  private:
+  /// Calls f(mine, theirs, n) with typed pointers to the counters of `o`'s non-empty range
+  /// and to the same buckets here (which must lie inside this window).
+  template <class F>
+  void zip(const bucket_counts& o, F&& f) noexcept {
+    const std::uint32_t lo = o.next_nonzero(0);
+    if (lo == o.size_) return;
+    const std::uint32_t hi = o.prev_nonzero(o.size_);
+    TOKCHRON_ASSERT(o.first_ + lo >= first_ && o.first_ + hi < first_ + size_);
+    o.with_data([&](const auto* src) {
+      with_data([&](auto* dst) { f(dst + (o.first_ + lo - first_), src + lo, hi - lo + 1); });
+    });
+  }
+  // Skips whole blocks of 8 counters while k lies beyond them (their sum is one short
+  // dependency-free add tree), then walks the block that holds k one counter at a time.
   template <class T>
   std::uint32_t locate_in(const T* c, std::uint64_t k, std::uint64_t& seen,
                           bool descending) const noexcept {
+    constexpr std::uint32_t step = 8;
     if (descending) {
-      for (std::uint32_t i = size_; i-- > 0;) {
+      std::uint32_t i = size_;
+      for (; i >= step; i -= step) {
+        const std::uint64_t s = block_sum(c + (i - step));
+        if (k < seen + s) break;
+        seen += s;
+      }
+      while (i-- > 0) {
         seen += c[i];
         if (k < seen) return i;
       }
     } else {
-      for (std::uint32_t i = 0; i < size_; ++i) {
+      std::uint32_t i = 0;
+      for (; size_ - i >= step; i += step) {
+        const std::uint64_t s = block_sum(c + i);
+        if (k < seen + s) break;
+        seen += s;
+      }
+      for (; i < size_; ++i) {
         seen += c[i];
         if (k < seen) return i;
       }
     }
     return size_;
+  }
+  template <class T>
+  static std::uint64_t block_sum(const T* c) noexcept {
+    return ((std::uint64_t{c[0]} + c[1]) + (std::uint64_t{c[2]} + c[3])) +
+           ((std::uint64_t{c[4]} + c[5]) + (std::uint64_t{c[6]} + c[7]));
   }
   union counters {
     std::uint16_t* c16;
@@ -426,10 +496,19 @@ class bucket_counts {
     next.first_ = lo;
     next.size_ = n;
     next.width_ = static_cast<std::uint8_t>(width);
-    for (std::uint32_t i = 0; i < size_; ++i) {
-      const std::uint64_t c = get(i);
-      if (c != 0) next.put(first_ + i - lo, c);
-    }
+    // Copy the part of the old window inside [lo, hi] (every non-zero count lies there; the
+    // width never narrows), as one typed loop.
+    const std::uint32_t from = first_ > lo ? first_ : lo;
+    const std::uint32_t end = size_ == 0 ? from : std::min(first_ + size_ - 1, hi) + 1;
+    if (from < end)
+      with_data([&](const auto* src) {
+        next.with_data([&](auto* dst) {
+          using T = std::remove_pointer_t<decltype(dst)>;
+          const auto* sp = src + (from - first_);
+          T* dp = dst + (from - lo);
+          for (std::uint32_t i = 0; i < end - from; ++i) dp[i] = static_cast<T>(sp[i]);
+        });
+      });
     swap(next);
     return true;
   }
