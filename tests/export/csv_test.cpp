@@ -12,8 +12,8 @@
 using namespace std::chrono_literals;
 
 TEST_CASE("CSV: one row per request with every canonical metric") {
-  // The README's timeline, a 1-token request (no TPOT: an empty cell, not 0) and an
-  // unfinished one; ids that need quoting.
+  // The example timeline of docs/definitions.md, a 1-token request (no TPOT: an empty cell, not 0)
+  // and an unfinished one; ids that need quoting.
   const auto readme = tokchron_test::readme_timeline();
   const auto one = tokchron::testing::script()
                        .arrive(0ms)
@@ -26,7 +26,7 @@ TEST_CASE("CSV: one row per request with every canonical metric") {
   tokchron::append_request_csv(csv, "a,\"b\"", one);
   tokchron::append_request_csv(csv, "open", open);
   tokchron_test::check_golden("requests.csv", csv);
-  // The README's example column, cell by cell.
+  // docs/definitions.md's example column, cell by cell.
   CHECK(csv.find("r1,stop,1,0.12,0.118,0.08,0.0125,0.18,0.035,0.08,0.05,0.036,"
                  "27.77777777777778,5,7,0\r\n") != std::string::npos);
   CHECK(csv.find("\"a,\"\"b\"\"\",length,1,0.05,,,,0.06,,,0,0.06,16.666666666666668,1,,0\r\n") !=
