@@ -34,6 +34,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "tokchron/clock.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 
@@ -44,10 +45,13 @@ template <class Timeline>
 using fractional_duration_t = std::chrono::duration<double, typename Timeline::duration::period>;
 
 namespace detail {
+/// later - earlier. Both come from a timeline, which holds only time points inside the time
+/// range (clock.hpp), so the difference fits; a point outside it gives no value, never an
+/// overflow.
 template <class TP>
 [[nodiscard]] constexpr std::optional<typename TP::duration> diff(
     const std::optional<TP>& later, const std::optional<TP>& earlier) noexcept {
-  if (!later || !earlier) return std::nullopt;
+  if (!later || !earlier || !in_time_range(*later) || !in_time_range(*earlier)) return std::nullopt;
   return *later - *earlier;
 }
 }  // namespace detail

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -24,6 +25,9 @@
 #include "tokchron/quantile/exact.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
+
+/// Runs of equal samples: (value, count), the compact form of many equal samples.
+using sample_runs = std::vector<std::pair<double, std::uint64_t>>;
 
 /// One requested percentile and its value (empty when there are no samples).
 struct percentile_value {
@@ -113,7 +117,57 @@ struct distribution_job {
   const profile* p;
   const std::vector<double>* percentiles;
   distribution* out;
+  /// Further samples as runs of equal values (value, count), or null: a k-token chunk's k
+  /// per-token ITL samples are one run, so memory is O(chunks), not O(tokens).
+  const sample_runs* runs = nullptr;
 };
+
+/// Whether two jobs' runs are the same (null and empty are the same).
+[[nodiscard]] inline bool same_runs(const sample_runs* a, const sample_runs* b) noexcept {
+  const bool ea = !a || a->empty(), eb = !b || b->empty();
+  if (ea || eb) return ea && eb;
+  return a == b || *a == *b;
+}
+
+/// The statistics of `v` plus the runs `runs` (each value repeated its count): exact order
+/// statistics (a sort of the n + r distinct entries, O((n + r) log(n + r)) time and memory,
+/// independent of the counts), the mean summed as the samples then each run's value x count,
+/// the std in two passes.
+inline void weighted_statistics(const std::vector<double>& v, const sample_runs& runs,
+                                std::uint64_t& count, std::optional<double>& mean,
+                                std::vector<std::size_t>& ranks, std::vector<double>& values) {
+  count = v.size();
+  double sum = 0;
+  for (double x : v) sum += x;
+  for (const auto& [x, c] : runs) {
+    count += c;
+    sum += x * static_cast<double>(c);
+  }
+  mean = count ? std::optional<double>(sum / static_cast<double>(count)) : std::nullopt;
+  std::vector<std::pair<double, std::uint64_t>> blocks;
+  blocks.reserve(v.size() + runs.size());
+  for (double x : v) blocks.emplace_back(x, 1);
+  blocks.insert(blocks.end(), runs.begin(), runs.end());
+  std::sort(blocks.begin(), blocks.end(),
+            [](const auto& a, const auto& b) { return order_key(a.first) < order_key(b.first); });
+  values.resize(ranks.size());
+  std::size_t b = 0;
+  std::uint64_t below = 0;                          // samples in blocks before b
+  for (std::size_t i = 0; i < ranks.size(); ++i) {  // ranks ascending
+    while (below + blocks[b].second <= ranks[i]) below += blocks[b++].second;
+    values[i] = blocks[b].first;
+  }
+}
+/// The std (ddof) of `v` and `runs` around `mean`; empty when count <= ddof.
+[[nodiscard]] inline std::optional<double> weighted_stddev(const std::vector<double>& v,
+                                                           const sample_runs& runs, double mean,
+                                                           std::uint64_t count, unsigned ddof) {
+  if (count <= ddof) return std::nullopt;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  for (const auto& [x, c] : runs) ss += static_cast<double>(c) * (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(count - ddof));
+}
 
 /// Computes every job's distribution. Jobs whose samples are identical (several profiles often
 /// agree on a metric's samples) share one selection. Frees the samples. With `threads` > 1 the
@@ -130,7 +184,7 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned 
     std::vector<std::size_t> group{i};
     for (std::size_t j = i + 1; j < jobs.size(); ++j) {
       const std::vector<double>& w = *jobs[j].samples;
-      if (!grouped[j] && w.size() == v.size() &&
+      if (!grouped[j] && w.size() == v.size() && same_runs(jobs[i].runs, jobs[j].runs) &&
           (&w == &v || v.empty() ||
            std::memcmp(v.data(), w.data(), v.size() * sizeof(double)) == 0)) {
         group.push_back(j);
@@ -146,14 +200,23 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned 
     exact_quantiles<double> q;  // count, mean and std, without sorting
     q.assign(std::move(*jobs[group.front()].samples));
     const std::vector<double>& v = q.samples();
+    const sample_runs* runs = jobs[group.front()].runs;
+    const bool weighted = runs && !runs->empty();
+    std::uint64_t count = q.count();
+    std::optional<double> mean = q.mean();
+    if (weighted)
+      for (const auto& r : *runs) count += r.second;
     std::vector<std::size_t> ranks;  // the order statistics every job reads
     for (std::size_t j : group)
-      (void)distribution_from(q.count(), std::nullopt, std::nullopt, rank_recorder{&ranks},
-                              *jobs[j].p, *jobs[j].percentiles);
+      (void)distribution_from(count, std::nullopt, std::nullopt, rank_recorder{&ranks}, *jobs[j].p,
+                              *jobs[j].percentiles);
     std::sort(ranks.begin(), ranks.end());
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
     std::vector<double> values(ranks.size());
-    select_ranks(v.data(), v.size(), ranks.data(), values.data(), ranks.size());
+    if (weighted)
+      weighted_statistics(v, *runs, count, mean, ranks, values);
+    else
+      select_ranks(v.data(), v.size(), ranks.data(), values.data(), ranks.size());
     const selected_ranks sorted{&ranks, &values};
     std::vector<std::pair<unsigned, std::optional<double>>> stddevs;  // by ddof
     for (std::size_t j : group) {
@@ -163,11 +226,15 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned 
         auto it = std::find_if(stddevs.begin(), stddevs.end(),
                                [&](const auto& e) { return e.first == *p.std_ddof; });
         if (it == stddevs.end())
-          it = stddevs.insert(stddevs.end(), {*p.std_ddof, q.stddev(*p.std_ddof)});
+          it = stddevs.insert(
+              stddevs.end(),
+              {*p.std_ddof, !weighted ? q.stddev(*p.std_ddof)
+                            : mean    ? weighted_stddev(v, *runs, *mean, count, *p.std_ddof)
+                                      : std::nullopt});
         sd = it->second;
       }
       const std::uint64_t invalid = jobs[j].out->invalid;
-      *jobs[j].out = distribution_from(q.count(), q.mean(), sd, sorted, p, *jobs[j].percentiles);
+      *jobs[j].out = distribution_from(count, mean, sd, sorted, p, *jobs[j].percentiles);
       jobs[j].out->invalid = invalid;
       std::vector<double>().swap(*jobs[j].samples);
     }

@@ -174,8 +174,11 @@ class run_summarizer {
     ++completed_;
     if (p_->duration == duration_rule::origin_to_e2e_end && origin && r.e2el) {
       widen_start(*origin);
-      widen_end(*origin + std::chrono::duration_cast<typename Timeline::duration>(
-                              from_seconds<std::chrono::nanoseconds>(*r.e2el)));
+      // origin + E2E from rounded seconds may land a few ticks past the time range: clamp, so
+      // that the run's duration (end - start) fits.
+      widen_end(detail::clamp_to_time_range(*origin +
+                                            std::chrono::duration_cast<typename Timeline::duration>(
+                                                from_seconds<std::chrono::nanoseconds>(*r.e2el))));
     }
     output_tokens_ += r.output_tokens;
     output_len_.push_back(static_cast<double>(r.output_tokens));
@@ -209,6 +212,7 @@ class run_summarizer {
   [[nodiscard]] run_summary take_summary() {
     if (!candidates_.empty()) {  // sharing another summarizer's samples: take a copy
       itl_ = itl_view();
+      itl_runs_ = itl_runs_view();
       candidates_.clear();
     }
     run_summary s;
@@ -270,6 +274,7 @@ class run_summarizer {
       jobs.push_back(detail::distribution_job{samples, p_, &o_.percentiles, out});
     if (!candidates_.empty())  // the pooled ITL samples are another summarizer's: share them
       jobs[jobs.size() - 8].samples = const_cast<std::vector<double>*>(&itl_view());
+    jobs[jobs.size() - 8].runs = &itl_runs_view();
     s.requests_detail = std::move(requests_detail_);
     requests_detail_.clear();
   }
@@ -297,26 +302,36 @@ class run_summarizer {
   [[nodiscard]] const summary_options& options() const noexcept { return o_; }
 
  private:
-  /// The pooled ITL samples, wherever they are stored.
+  /// The pooled ITL samples, wherever they are stored: single samples, and runs of equal
+  /// samples (a k-token chunk's per-token samples), so memory is O(chunks).
   [[nodiscard]] const std::vector<double>& itl_view() const noexcept {
     return candidates_.empty() ? itl_ : candidates_.front()->itl_view();
   }
+  [[nodiscard]] const sample_runs& itl_runs_view() const noexcept {
+    return candidates_.empty() ? itl_runs_ : candidates_.front()->itl_runs_view();
+  }
   /// Evaluates `tl`, storing its pooled ITL samples (or checking that a candidate has them).
   profiled_request add_itl(const Timeline& tl) {
+    const auto sink = [this](double g, std::uint64_t n) noexcept { itl_push(g, n); };
     if (candidates_.empty()) {
       begin_ = itl_.size();
+      runs_begin_ = itl_runs_.size();
       target_ = &itl_;
-      const profiled_request r = evaluate(*p_, tl, [this](double g) noexcept { itl_push(g); });
+      target_runs_ = &itl_runs_;
+      const profiled_request r = evaluate(*p_, tl, sink);
       if (itl_failed_) {  // out of memory part-way: forget this request's samples
         itl_failed_ = false;
         itl_.resize(begin_);
+        itl_runs_.resize(runs_begin_);
         detail::throw_bad_alloc();
       }
       return r;
     }
     scratch_.clear();
+    scratch_runs_.clear();
     target_ = &scratch_;
-    const profiled_request r = evaluate(*p_, tl, [this](double g) noexcept { itl_push(g); });
+    target_runs_ = &scratch_runs_;
+    const profiled_request r = evaluate(*p_, tl, sink);
     if (itl_failed_) {
       itl_failed_ = false;
       detail::throw_bad_alloc();
@@ -324,29 +339,43 @@ class run_summarizer {
     const run_summarizer* last = candidates_.front();
     auto same = [this](const run_summarizer* c) {
       const auto& v = c->itl_view();
+      const auto& w = c->itl_runs_view();
       return v.size() - c->begin_ == scratch_.size() &&
+             w.size() - c->runs_begin_ == scratch_runs_.size() &&
              std::equal(scratch_.begin(), scratch_.end(),
-                        v.begin() + static_cast<std::ptrdiff_t>(c->begin_));
+                        v.begin() + static_cast<std::ptrdiff_t>(c->begin_)) &&
+             std::equal(scratch_runs_.begin(), scratch_runs_.end(),
+                        w.begin() + static_cast<std::ptrdiff_t>(c->runs_begin_));
     };
     candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
                                      [&](const run_summarizer* c) { return !same(c); }),
                       candidates_.end());
     if (candidates_.empty()) {  // diverged: keep the common prefix and this request's samples
       const auto& v = last->itl_view();
+      const auto& w = last->itl_runs_view();
       itl_.reserve(last->begin_ + scratch_.size());
       itl_.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(last->begin_));
       begin_ = itl_.size();
       itl_.insert(itl_.end(), scratch_.begin(), scratch_.end());
+      itl_runs_.assign(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(last->runs_begin_));
+      runs_begin_ = itl_runs_.size();
+      itl_runs_.insert(itl_runs_.end(), scratch_runs_.begin(), scratch_runs_.end());
     } else {
       begin_ = candidates_.front()->begin_;
+      runs_begin_ = candidates_.front()->runs_begin_;
     }
     return r;
   }
   static void push(std::vector<double>& v, const std::optional<double>& x) {
     if (x) v.push_back(*x);
   }
-  void itl_push(double g) noexcept {
-    TOKCHRON_TRY { target_->push_back(g); }
+  void itl_push(double g, std::uint64_t n) noexcept {
+    TOKCHRON_TRY {
+      if (n == 1)
+        target_->push_back(g);
+      else if (n > 1)
+        target_runs_->emplace_back(g, n);
+    }
     TOKCHRON_CATCH_ALL { itl_failed_ = true; }
   }
   void widen_start(time_point t) noexcept {
@@ -394,8 +423,10 @@ class run_summarizer {
   // index where this request's samples start in our view, and where `evaluate` writes.
   std::vector<const run_summarizer*> candidates_;
   std::vector<double> scratch_;
-  std::size_t begin_ = 0;
+  sample_runs itl_runs_, scratch_runs_;
+  std::size_t begin_ = 0, runs_begin_ = 0;
   std::vector<double>* target_ = nullptr;
+  sample_runs* target_runs_ = nullptr;
 };
 
 /// Summarises the timelines in [first, last) under `p`.
