@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -69,15 +71,81 @@ struct trace_record {
   std::string error;  ///< the failure's message (empty when none)
   /// Why the request ended (tokchron extension; default: stop when ok, error otherwise).
   std::optional<finish_reason> reason;
-
-  friend bool operator==(const trace_record& a, const trace_record& b) {
-    return a.id == b.id && a.arrival == b.arrival && a.send == b.send && a.queued == b.queued &&
-           a.scheduled == b.scheduled && a.preempted == b.preempted &&
-           a.prompt_tokens == b.prompt_tokens && a.chunks == b.chunks && a.end == b.end &&
-           a.usage_output_tokens == b.usage_output_tokens && a.ok == b.ok && a.error == b.error &&
-           a.reason == b.reason;
-  }
 };
+
+namespace detail {
+/// How a text field reads a JSON integer: as its digits (an `id`), or not at all.
+enum class trace_text : std::uint8_t { string_only, integer_as_text };
+
+/// One field of a trace line: its JSON name, where it lives in `trace_record`, and whether a
+/// line must have it. The member's type says how it is read and written (see the readers in
+/// io/trace_json_reader.hpp and io/detail/trace_scanner.hpp, and io/trace_json_writer.hpp).
+template <class M>
+struct trace_field {
+  std::string_view name;
+  M trace_record::*member;
+  bool required = false;
+  trace_text text = trace_text::string_only;
+};
+
+/// Every field of a trace line, in the order lines are written. The one list of trace fields:
+/// the JSON reader, the fast scanner, the writer and `operator==` all walk it, so a new field
+/// is a member of `trace_record` plus a row here (and a check in `validate` if it is a time).
+inline constexpr auto trace_fields = std::make_tuple(
+    trace_field<std::string>{"id", &trace_record::id, false, trace_text::integer_as_text},
+    trace_field<std::optional<double>>{"arrival", &trace_record::arrival},
+    trace_field<double>{"send", &trace_record::send, true},
+    trace_field<std::optional<double>>{"queued", &trace_record::queued},
+    trace_field<std::optional<double>>{"scheduled", &trace_record::scheduled},
+    trace_field<std::vector<double>>{"preempted", &trace_record::preempted},
+    trace_field<std::optional<std::uint64_t>>{"prompt_tokens", &trace_record::prompt_tokens},
+    trace_field<std::vector<trace_chunk>>{"chunks", &trace_record::chunks, true},
+    trace_field<std::optional<double>>{"end", &trace_record::end},
+    trace_field<std::optional<std::uint64_t>>{"usage_output_tokens",
+                                              &trace_record::usage_output_tokens},
+    trace_field<bool>{"ok", &trace_record::ok},
+    trace_field<std::string>{"error", &trace_record::error},
+    trace_field<std::optional<finish_reason>>{"finish_reason", &trace_record::reason});
+
+/// The number of trace fields.
+inline constexpr std::size_t trace_field_count = std::tuple_size_v<decltype(trace_fields)>;
+
+/// Calls `f(field, index)` for every trace field, in order.
+template <class F>
+constexpr void for_each_trace_field(F&& f) {
+  std::apply(
+      [&](const auto&... fd) {
+        std::size_t i = 0;
+        (f(fd, i++), ...);
+      },
+      trace_fields);
+}
+
+/// Sets every field of `r` to its default, keeping the storage of strings and vectors.
+inline void reset_trace_record(trace_record& r) {
+  static const trace_record defaults{};
+  for_each_trace_field([&](const auto& fd, std::size_t) {
+    auto& v = r.*fd.member;
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::vector<double>> ||
+                  std::is_same_v<T, std::vector<trace_chunk>>)
+      v.clear();
+    else
+      v = defaults.*fd.member;
+  });
+}
+}  // namespace detail
+
+/// Field-by-field equality over every trace field.
+[[nodiscard]] inline bool operator==(const trace_record& a, const trace_record& b) {
+  bool same = true;
+  detail::for_each_trace_field(
+      [&](const auto& fd, std::size_t) { same = same && a.*fd.member == b.*fd.member; });
+  return same;
+}
+[[nodiscard]] inline bool operator!=(const trace_record& a, const trace_record& b) {
+  return !(a == b);
+}
 
 /// What is wrong with a record: the field (JSON path such as `chunks[2][0]`) and why.
 struct trace_issue {
