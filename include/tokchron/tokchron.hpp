@@ -16,6 +16,7 @@
 #include "tokchron/export/snapshot.hpp"
 #include "tokchron/io/trace.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/distribution.hpp"
 #include "tokchron/metrics/fluidity.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"

@@ -11,3 +11,14 @@ if(TARGET nlohmann_json::nlohmann_json)
 else()
   message(STATUS "tokchron: bad-input JSON trace tests skipped (nlohmann-json not found)")
 endif()
+
+# Row M1: memory bounded by the input's size, measured by the test process (it replaces operator
+# new and delete, so it is a binary of its own).
+if(TARGET nlohmann_json::nlohmann_json)
+  add_executable(tokchron_bad_input_memory_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp
+                 ${CMAKE_CURRENT_LIST_DIR}/memory_bound.cpp)
+  target_link_libraries(tokchron_bad_input_memory_tests PRIVATE tokchron::tokchron
+                        doctest::doctest nlohmann_json::nlohmann_json)
+  tokchron_target_warnings(tokchron_bad_input_memory_tests)
+  add_test(NAME tokchron_bad_input_memory_tests COMMAND tokchron_bad_input_memory_tests)
+endif()

@@ -106,8 +106,13 @@ struct selected_ranks {
                                                     const std::vector<double>& percentiles) {
   std::optional<double> sd;
   if (p.std_ddof) sd = q.stddev(*p.std_ddof);
-  return detail::distribution_from(q.count(), q.mean(), sd, q.sorted_samples().begin(), p,
-                                   percentiles);
+  struct by_rank {  // the order statistics, runs (`add(x, count)`) included
+    const exact_quantiles<double>* q;
+    double operator[](std::ptrdiff_t i) const noexcept {
+      return q->at_rank(static_cast<std::uint64_t>(i));
+    }
+  };
+  return detail::distribution_from(q.count(), q.mean(), sd, by_rank{&q}, p, percentiles);
 }
 
 namespace detail {

@@ -38,7 +38,9 @@ TOKCHRON_BEGIN_NAMESPACE
 /// slice in `future()` (a sample from the future would otherwise push every present one out of
 /// the ring), and a time outside the time range of clock.hpp in `late()` (below) or `future()`
 /// (above); all of them in `rejected()`. Late counts belong to the live slice they were
-/// refused in and expire with it; the future count lasts until `clear()`. Queries evaluate at the
+/// refused in and expire with it; the future count lasts until `clear()`. The hot path does not
+/// read the clock: a sample in the slice last recorded into is taken as it is, and expires
+/// with that slice. Queries evaluate at the
 /// clock's now (or a given time): counts, sum, min, max read the live slices; `quantile` and
 /// `snapshot` merge them (O(slices x buckets)). The class meets the estimator contract itself (not
 /// mergeable), so SLA code generic over estimators accepts it. Error bound: the estimator's.

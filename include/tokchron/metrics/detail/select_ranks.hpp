@@ -20,15 +20,6 @@
 TOKCHRON_BEGIN_NAMESPACE
 
 namespace detail {
-[[noreturn]] inline void throw_bad_alloc() {
-#if TOKCHRON_HAS_EXCEPTIONS
-  throw std::bad_alloc();
-#else
-  std::fprintf(stderr, "tokchron: out of memory\n");
-  std::abort();
-#endif
-}
-
 /// The key of a (non-NaN) double whose unsigned order is the numeric order, with -0 before +0.
 [[nodiscard]] inline std::uint64_t order_key(double d) noexcept {
   std::uint64_t u;
