@@ -2,8 +2,9 @@
 // Memory bounded by the input's size, not by its numbers (docs/bad-input.md, row M1): one
 // 37-byte trace line declaring 2^32 - 1 tokens in one chunk, summarised under every profile,
 // must not store one ITL sample per token. The process measures itself: operator new and delete
-// are replaced here (on top of malloc, so ASan still sees every block) to track the bytes live
-// and their peak. Built as tokchron_bad_input_memory_tests (needs nlohmann-json).
+// are replaced here, every plain and nothrow form (on top of malloc, so ASan still sees every
+// block), to track the bytes live and their peak. Built as tokchron_bad_input_memory_tests (needs
+// nlohmann-json).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -56,7 +57,11 @@ void* operator new[](std::size_t n) {
   if (void* p = counted_alloc(n)) return p;
   throw std::bad_alloc();
 }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
 void operator delete(void* p) noexcept { counted_free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
 void operator delete[](void* p) noexcept { counted_free(p); }
 void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
 void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
