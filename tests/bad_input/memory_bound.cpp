@@ -19,6 +19,7 @@
 #include "tokchron/io/trace_json.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
+#include "tokchron/sla/evaluator.hpp"
 
 namespace {
 std::atomic<std::size_t> live_bytes{0}, peak_bytes{0};
@@ -110,4 +111,21 @@ TEST_CASE("bad input M1: a 37-byte line of 2^32 - 1 tokens is summarised in boun
   CHECK(native->itl.count == most);  // split per token; the first chunk's extra tokens give none
   CHECK(*native->itl.min == each);
   CHECK(*native->itl.max == each);
+}
+
+TEST_CASE("bad input M1: the SLO distributions of such a line are bounded too") {
+  constexpr std::uint64_t most = 4294967295u;
+  const tokchron::trace_timeline tl = timeline_of(R"({"send":1,"chunks":[[2,1],[3,4294967295]]})");
+  const heap_meter meter;
+  tokchron::slo_distributions<> d;  // exact_quantiles: per-token ITL as one run
+  CHECK(d.add(tl));
+  const double used = static_cast<double>(meter.peak()) / mb;
+  MESSAGE("peak heap for the SLO distributions: ", used, " MB");
+  CHECK(used < 50.0);
+  const auto& itl = d[tokchron::slo_metric::itl];
+  CHECK(itl.count() == most);
+  CHECK(*itl.quantile(0.99) == 1.0 / static_cast<double>(most));
+  const tokchron::sla_verdict v = d.evaluate(tokchron::sla::parse("p99(itl) < 1ms"));
+  REQUIRE(v.verdicts.size() == 1);
+  CHECK(v.verdicts[0].passed());
 }
