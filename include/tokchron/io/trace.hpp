@@ -3,7 +3,7 @@
 #define TOKCHRON_IO_TRACE_HPP
 
 /// \file
-/// The request-trace record of tokchron's JSON Lines format (README "Trace format"), its
+/// The request-trace record of tokchron's JSON Lines format (docs/trace-format.md), its
 /// validation, and its conversion to and from a request timeline. Standard library only; the
 /// JSON reading and writing is in `io/trace_json.hpp` (nlohmann-json adaptor).
 ///

@@ -25,6 +25,7 @@
 TOKCHRON_BEGIN_NAMESPACE
 
 /// A vLLM `--save-result --save-detailed` file as trace records.
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves are nlohmann::json's (noexcept)
 struct vllm_result {
   /// One record per request, on a clock where every request is sent at 0: the first chunk at
   /// `ttfts[i]`, one chunk per `itls[i]` gap, `usage_output_tokens` = `output_lens[i]`,

@@ -40,7 +40,10 @@ struct percentile_value {
 /// when the profile's tool reports no std, or when count <= ddof.
 struct distribution {
   std::uint64_t count = 0;
-  std::uint64_t invalid = 0;  ///< requests the profile's rule refused (MLPerf: N = 1 for TPOT)
+  /// Requests the profile's rule refused: MLPerf's N = 1 for TPOT; for the user rate
+  /// (tokens/s), completed requests without a rate: zero E2E latency or no output tokens (or
+  /// no TPOT under a 1/TPOT rule).
+  std::uint64_t invalid = 0;
   std::optional<double> mean, median, stddev, min, max;
   std::vector<percentile_value> percentiles;
 
