@@ -132,8 +132,9 @@ template <class D>
   } else {
     if (ticks != ticks) return D::zero();  // NaN
     const double r = ticks < 0 ? ticks - 0.5 : ticks + 0.5;
-    // 2^digits: one past the largest value of rep, exactly representable as a double.
-    constexpr double past_max = static_cast<double>(std::numeric_limits<rep>::max() / 2 + 1) * 2.0;
+    // 2^digits: one past the largest value of rep, a double exactly (max() is 2^digits - 1,
+    // which converts to 2^digits itself when it has more digits than a double, else exactly).
+    constexpr double past_max = static_cast<double>(std::numeric_limits<rep>::max()) + 1.0;
     if (r >= past_max) return D(std::numeric_limits<rep>::max());
     if constexpr (std::is_signed_v<rep>) {
       if (r < -past_max) return D(std::numeric_limits<rep>::min());
