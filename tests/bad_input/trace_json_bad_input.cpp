@@ -19,6 +19,17 @@ struct bad_line {
   const char* field;    // JSON path the error names ("" when the line is not a JSON object)
   const char* message;  // a fragment of the message
 };
+
+// `c.line`, read as line `line_no`, is refused with an error naming that line and c's field.
+void check_refused(const bad_line& c, std::size_t line_no) {
+  CAPTURE(c.line);
+  const auto r = tokchron::parse_trace_line(c.line, line_no);
+  REQUIRE(r.error);
+  CHECK_FALSE(r.record);
+  CHECK(r.error->line == line_no);
+  CHECK(r.error->field == c.field);
+  CHECK(r.error->message.find(c.message) != std::string::npos);
+}
 }  // namespace
 
 TEST_CASE("bad input R1: a malformed trace line names its line and field, and is skipped") {
@@ -74,15 +85,7 @@ TEST_CASE("bad input R4: token counts that overflow their field are refused") {
       {R"({"send":0,"chunks":[[1,4294967296.0]]})", "chunks[0][1]", ""},
       {R"({"send":0,"chunks":[],"prompt_tokens":-1})", "prompt_tokens", "non-negative"},
   };
-  for (const auto& c : cases) {
-    CAPTURE(c.line);
-    const auto r = tokchron::parse_trace_line(c.line, 4);
-    REQUIRE(r.error);
-    CHECK_FALSE(r.record);
-    CHECK(r.error->line == 4);
-    CHECK(r.error->field == c.field);
-    CHECK(r.error->message.find(c.message) != std::string::npos);
-  }
+  for (const auto& c : cases) check_refused(c, 4);
   // the largest values that fit are kept exactly
   const auto ok = tokchron::parse_trace_line(
       R"({"send":0,"chunks":[[1,4294967295]],"prompt_tokens":18446744073709551615})", 1);
@@ -121,14 +124,7 @@ TEST_CASE("bad input R3: a line with times outside the time range names the fiel
       {R"({"send":0,"chunks":[],"end":1e300})", "end", "2^62"},
       {R"({"send":0,"chunks":[],"preempted":[5e9]})", "preempted[0]", "2^62"},
   };
-  for (const bad_line& c : cases) {
-    CAPTURE(c.line);
-    const auto r = tokchron::parse_trace_line(c.line, 3);
-    REQUIRE(r.error);
-    CHECK_FALSE(r.record);
-    CHECK(r.error->field == c.field);
-    CHECK(r.error->message.find(c.message) != std::string::npos);
-  }
+  for (const bad_line& c : cases) check_refused(c, 3);
 }
 
 namespace {
