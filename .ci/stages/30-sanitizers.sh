@@ -1,4 +1,6 @@
-# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (the property test of
+# random recording-call sequences, the memory-bound test and the fuzz replays among them: docs/
+# bad-input.md rows T4, M1), the concurrency tests
 # (doctest test suite "concurrency", and tokchron-report's pipelined reader) under ThreadSanitizer, both with -fno-sanitize-recover so any
 # finding fails; the recording and estimator headers built with -fno-exceptions; and the public
 # headers compiled by nvcc when it is present.

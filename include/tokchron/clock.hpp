@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <ratio>
 #include <type_traits>
@@ -71,13 +72,90 @@ template <class Rep, class Period>
   return std::chrono::duration<double>(d).count();
 }
 
-/// Converts seconds (a double) to the duration type `D`, rounding to the nearest tick.
+/// The time range tokchron accepts, in ticks of a clock's duration: a time point `t` is in
+/// range when |t.time_since_epoch().count()| < 2^62 (`time_range_ticks`). For nanosecond clocks
+/// (steady_clock on Linux, manual_clock, tsc_clock, the trace clock) that is about +-146 years
+/// around the clock's epoch (+-4.61e9 s). The difference of two in-range time points is below
+/// 2^63 ticks in magnitude, so every difference tokchron computes fits the 64-bit tick count,
+/// with room for rounding. Recording calls refuse times outside it (`time_out_of_range`),
+/// trace validation names the field, and `windowed` refuses and counts such samples.
+inline constexpr std::int64_t time_range_ticks = std::int64_t{1} << 62;
+
+/// True when the tick count of `d` lies inside the time range (see `time_range_ticks`). NaN is
+/// outside it.
+template <class Rep, class Period>
+[[nodiscard]] constexpr bool in_time_range(std::chrono::duration<Rep, Period> d) noexcept {
+  const Rep c = d.count();
+  if constexpr (std::is_floating_point_v<Rep>) {
+    return c > -static_cast<Rep>(time_range_ticks) && c < static_cast<Rep>(time_range_ticks);
+  } else if constexpr (std::is_signed_v<Rep>) {
+    if constexpr (sizeof(Rep) < sizeof(std::int64_t)) return true;  // narrower than the range
+    return c > -time_range_ticks && c < time_range_ticks;
+  } else {
+    return static_cast<std::uint64_t>(c) < static_cast<std::uint64_t>(time_range_ticks);
+  }
+}
+/// True when `t` lies inside the time range: |ticks since its clock's epoch| < 2^62.
+template <class Clock, class Duration>
+[[nodiscard]] constexpr bool in_time_range(std::chrono::time_point<Clock, Duration> t) noexcept {
+  return in_time_range(t.time_since_epoch());
+}
+
+namespace detail {
+/// `seconds` as ticks of `D` (a double, not yet rounded).
+template <class D>
+[[nodiscard]] constexpr double seconds_to_ticks(double seconds) noexcept {
+  return seconds * static_cast<double>(D::period::den) / static_cast<double>(D::period::num);
+}
+}  // namespace detail
+
+/// True when `seconds` is finite and converts (`from_seconds<D>`) to a tick count of `D` inside
+/// the time range: the check for times read from files and options.
+template <class D>
+[[nodiscard]] constexpr bool seconds_in_time_range(double seconds) noexcept {
+  const double ticks = detail::seconds_to_ticks<D>(seconds);
+  // The largest double below 2^62 is 2^62 - 512, so rounding to the nearest tick stays inside.
+  return ticks > -static_cast<double>(time_range_ticks) &&
+         ticks < static_cast<double>(time_range_ticks);
+}
+
+/// Converts seconds (a double) to the duration type `D`, rounding to the nearest tick. Never
+/// undefined: NaN gives zero, and a value beyond what `D::rep` holds saturates to its lowest or
+/// highest value (1e300 s gives `D::max()`). Check `seconds_in_time_range<D>` first to refuse
+/// such input instead.
 template <class D>
 [[nodiscard]] constexpr D from_seconds(double s) noexcept {
-  const double ticks =
-      s * static_cast<double>(D::period::den) / static_cast<double>(D::period::num);
-  return D(static_cast<typename D::rep>(ticks < 0 ? ticks - 0.5 : ticks + 0.5));
+  using rep = typename D::rep;
+  const double ticks = detail::seconds_to_ticks<D>(s);
+  if constexpr (std::is_floating_point_v<rep>) {
+    return D(static_cast<rep>(ticks));
+  } else {
+    if (ticks != ticks) return D::zero();  // NaN
+    const double r = ticks < 0 ? ticks - 0.5 : ticks + 0.5;
+    // 2^digits: one past the largest value of rep, a double exactly (max() is 2^digits - 1,
+    // which converts to 2^digits itself when it has more digits than a double, else exactly).
+    constexpr double past_max = static_cast<double>(std::numeric_limits<rep>::max()) + 1.0;
+    if (r >= past_max) return D(std::numeric_limits<rep>::max());
+    if constexpr (std::is_signed_v<rep>) {
+      if (r < -past_max) return D(std::numeric_limits<rep>::min());
+    } else {
+      if (r <= -1.0) return D(rep{0});
+    }
+    return D(static_cast<rep>(r));
+  }
 }
+
+namespace detail {
+/// `t` moved to the nearest time point inside the time range (for time points reconstructed
+/// from rounded seconds, which may land a few ticks outside it).
+template <class TP>
+[[nodiscard]] constexpr TP clamp_to_time_range(TP t) noexcept {
+  using rep = typename TP::duration::rep;
+  if (in_time_range(t)) return t;
+  const auto limit = static_cast<rep>(time_range_ticks - 1);
+  return TP(typename TP::duration(t.time_since_epoch().count() < 0 ? -limit : limit));
+}
+}  // namespace detail
 
 /// A clock whose time only moves when told to, for tests: no test sleeps.
 ///

@@ -21,6 +21,7 @@
 #include "tokchron/export/summary_gauges.hpp"
 #include "tokchron/io/trace.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/distribution.hpp"
 #include "tokchron/metrics/fluidity.hpp"
 #include "tokchron/metrics/metric.hpp"
 #include "tokchron/metrics/profile.hpp"

@@ -158,6 +158,70 @@ TEST_CASE("bad input E7: a sample older than the window is refused and counted a
   CHECK(*w.max() == 1.0);
 }
 
+TEST_CASE("bad input E7: a sample ahead of the clock is refused and counted as future") {
+  // issue 19: after one sample a year ahead, present samples used to be dropped with every
+  // counter at 0. Now the future sample is refused and counted, and the present ones land.
+  tokchron::manual_clock clock;
+  tokchron::windowed<log_histogram, tokchron::manual_clock> w(60s, 6, clock);
+  clock.set(600s);
+  CHECK_FALSE(w.add(tokchron::manual_clock::at(600s + std::chrono::hours(24 * 365)), 5.0));
+  CHECK(w.future() == 1);
+  CHECK(w.rejected() == 1);
+  CHECK(w.count() == 0);
+  for (int i = 0; i < 1000; ++i) {
+    clock.set(600s + std::chrono::milliseconds(i));
+    REQUIRE(w.add(tokchron::manual_clock::at(600s + std::chrono::milliseconds(i)), 1.0));
+  }
+  CHECK(w.count() == 1000);
+  CHECK(w.late() == 0);
+  CHECK(w.future() == 1);
+  CHECK(w.rejected() == 1);
+  // the next slice is the future too until the clock reaches it
+  CHECK_FALSE(w.add(tokchron::manual_clock::at(610s), 2.0));
+  CHECK(w.future() == 2);
+  clock.set(610s);
+  CHECK(w.add(tokchron::manual_clock::at(610s), 2.0));
+  CHECK(w.count() == 1001);
+  // a late sample is counted even when nothing was recorded recently (the now slice keeps it)
+  clock.set(6000s);
+  CHECK_FALSE(w.add(tokchron::manual_clock::at(10s), 3.0));
+  CHECK(w.late() == 1);
+  CHECK(w.rejected() == 3);
+  w.clear();
+  CHECK(w.future() == 0);
+  CHECK(w.rejected() == 0);
+}
+
+TEST_CASE("bad input E10: windowed times at the edges of int64 are refused and counted") {
+  using ns = std::chrono::nanoseconds;
+  tokchron::manual_clock clock;
+  tokchron::windowed<log_histogram, tokchron::manual_clock> w(60s, 6, clock);
+  const auto at = [](std::int64_t v) { return tokchron::manual_clock::at(ns(v)); };
+  constexpr std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t least = std::numeric_limits<std::int64_t>::min();
+  CHECK_FALSE(w.add(at(most), 1.0));
+  CHECK_FALSE(w.add(at(tokchron::time_range_ticks), 1.0));
+  CHECK(w.future() == 2);
+  CHECK_FALSE(w.add(at(least), 1.0));
+  CHECK_FALSE(w.add(at(least + 1), 1.0));
+  CHECK(w.late() == 2);
+  CHECK(w.rejected() == 4);
+  CHECK(w.add(1.0));  // the present still works
+  CHECK(w.count() == 1);
+  // a clock outside the range: every sample refused and counted, no overflow
+  clock.set(ns(most));
+  CHECK_FALSE(w.add(1.0));
+  CHECK_FALSE(w.add(at(20000000000), 1.0));  // another slice: the slow path reads the clock
+  CHECK(w.future() == 4);
+  CHECK(w.count() == 0);
+  clock.set(ns(least));
+  CHECK_FALSE(w.add(1.0));
+  CHECK(w.count() == 0);
+  // a window outside the range is a configuration error
+  CHECK_THROWS_AS((void)tokchron::windowed<log_histogram>(ns(most - most % 2), 2),
+                  std::invalid_argument);
+}
+
 TEST_CASE("bad input E8: a detached or orphaned collector writer records nothing and says so") {
   tokchron::collector::writer none;
   CHECK_FALSE(none.add(1.0));

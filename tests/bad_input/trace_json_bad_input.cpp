@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Malformed JSON Lines trace input (README "Bad input and concurrency", rows R1, R4, R5): each
+// Malformed JSON Lines trace input and vLLM result files (docs/bad-input.md, rows R1, R3-R6,
+// R9): each
 // bad line gives a trace_error naming its line number and field, is skipped, and reading goes
 // on; no exception escapes the reader. Built as tokchron_bad_input_json_tests (needs
 // nlohmann-json; see tests.cmake).
 #include <doctest/doctest.h>
 
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,17 @@ struct bad_line {
   const char* field;    // JSON path the error names ("" when the line is not a JSON object)
   const char* message;  // a fragment of the message
 };
+
+// `c.line`, read as line `line_no`, is refused with an error naming that line and c's field.
+void check_refused(const bad_line& c, std::size_t line_no) {
+  CAPTURE(c.line);
+  const auto r = tokchron::parse_trace_line(c.line, line_no);
+  REQUIRE(r.error);
+  CHECK_FALSE(r.record);
+  CHECK(r.error->line == line_no);
+  CHECK(r.error->field == c.field);
+  CHECK(r.error->message.find(c.message) != std::string::npos);
+}
 }  // namespace
 
 TEST_CASE("bad input R1: a malformed trace line names its line and field, and is skipped") {
@@ -72,15 +85,7 @@ TEST_CASE("bad input R4: token counts that overflow their field are refused") {
       {R"({"send":0,"chunks":[[1,4294967296.0]]})", "chunks[0][1]", ""},
       {R"({"send":0,"chunks":[],"prompt_tokens":-1})", "prompt_tokens", "non-negative"},
   };
-  for (const auto& c : cases) {
-    CAPTURE(c.line);
-    const auto r = tokchron::parse_trace_line(c.line, 4);
-    REQUIRE(r.error);
-    CHECK_FALSE(r.record);
-    CHECK(r.error->line == 4);
-    CHECK(r.error->field == c.field);
-    CHECK(r.error->message.find(c.message) != std::string::npos);
-  }
+  for (const auto& c : cases) check_refused(c, 4);
   // the largest values that fit are kept exactly
   const auto ok = tokchron::parse_trace_line(
       R"({"send":0,"chunks":[[1,4294967295]],"prompt_tokens":18446744073709551615})", 1);
@@ -107,4 +112,61 @@ TEST_CASE("bad input R6: a count of exactly 2^64 is refused") {
   REQUIRE(r.error);
   CHECK(r.error->field == "prompt_tokens");
   CHECK(r.error->message.find("too large") != std::string::npos);
+}
+
+// issue 19's reproducers as lines: times that passed the old |t| < 9e9 s check and overflowed
+// every difference (UBSan: signed overflow in detail::diff; negative TTFT, E2E, duration).
+TEST_CASE("bad input R3: a line with times outside the time range names the field") {
+  const bad_line cases[] = {
+      {R"({"send":-8.9e9,"chunks":[[8.9e9,1]]})", "send", "2^62"},
+      {R"({"send":0,"chunks":[[8.9e9,1]]})", "chunks[0][0]", "2^62"},
+      {R"({"send":0,"arrival":-4.7e9,"chunks":[]})", "arrival", "2^62"},
+      {R"({"send":0,"chunks":[],"end":1e300})", "end", "2^62"},
+      {R"({"send":0,"chunks":[],"preempted":[5e9]})", "preempted[0]", "2^62"},
+  };
+  for (const bad_line& c : cases) check_refused(c, 3);
+}
+
+namespace {
+std::string vllm_file(const std::string& output_len, const std::string& errors) {
+  return R"({"duration":1.0,"ttfts":[0.1],"itls":[[0.01]],"input_lens":[5],"output_lens":[)" +
+         output_len + "]" + (errors.empty() ? "" : R"(,"errors":[)" + errors + "]") + "}";
+}
+std::string vllm_error(const std::string& text) {
+  std::istringstream in(text);
+  try {
+    (void)tokchron::read_vllm_result(in);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("bad input R9: vLLM result lengths up to 2^64 - 1 read exactly; bad entries named") {
+  std::istringstream in(vllm_file("18446744073709551615", R"("")"));
+  const tokchron::vllm_result v = tokchron::read_vllm_result(in);
+  REQUIRE(v.records.size() == 1);
+  CHECK(*v.records[0].usage_output_tokens == 18446744073709551615u);
+  CHECK(v.records[0].ok);
+  CHECK(vllm_error(vllm_file("-1", "")).find("output_lens[0] is negative") != std::string::npos);
+  CHECK(vllm_error(vllm_file("2.5", "")).find("output_lens[0] must be an integer") !=
+        std::string::npos);
+  CHECK(vllm_error(vllm_file("18446744073709551616", "")).find("output_lens[0]") !=
+        std::string::npos);
+  // a non-string errors entry is refused naming it, never counted as a success
+  for (const char* e : {"null", "1", "false", R"({"msg":"boom"})", R"(["boom"])"}) {
+    CAPTURE(e);
+    CHECK(vllm_error(vllm_file("3", e)).find("field errors[0] must be a string") !=
+          std::string::npos);
+  }
+  CHECK(vllm_error(R"({"ttfts":[],"itls":[],"input_lens":[],"output_lens":[],"errors":"x"})")
+            .find("field errors must be a list") != std::string::npos);
+  CHECK(vllm_error(R"({"ttfts":[],"itls":[],"input_lens":[],"output_lens":[],"duration":"1"})")
+            .find("field duration must be a number") != std::string::npos);
+  // a failed request keeps its message
+  std::istringstream failed(vllm_file("3", R"("boom")"));
+  const tokchron::vllm_result f = tokchron::read_vllm_result(failed);
+  CHECK_FALSE(f.records[0].ok);
+  CHECK(f.records[0].error == "boom");
 }

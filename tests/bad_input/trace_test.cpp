@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Bad trace records (README "Bad input and concurrency", rows R2-R3; the JSON rows are in
+// Bad trace records (docs/bad-input.md, rows R2, R3, R7, R8; the JSON rows are in
 // trace_json_bad_input.cpp): validate() names the field, to_timeline() throws
 // std::invalid_argument instead of replaying a record that would corrupt a timeline.
 #include <doctest/doctest.h>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tokchron/io/trace.hpp"
+#include "tokchron/metrics/canonical.hpp"
 
 namespace {
 tokchron::trace_record good() {
@@ -55,8 +56,17 @@ TEST_CASE("bad input R2: time going backwards in a trace record names the field"
 }
 
 TEST_CASE("bad input R3: NaN, infinite and out-of-range times in a record are refused") {
-  const double bad[] = {std::nan(""), std::numeric_limits<double>::infinity(),
-                        -std::numeric_limits<double>::infinity(), 1e300, -1e10};
+  // The time range is |t| < 2^62 ns (about 4.61e9 s): -8.9e9 (issue 19's reproducer, which used
+  // to pass as |t| < 9e9 and overflow every difference) and 4.62e9 are outside it.
+  const double bad[] = {std::nan(""),
+                        std::numeric_limits<double>::infinity(),
+                        -std::numeric_limits<double>::infinity(),
+                        1e300,
+                        -1e10,
+                        -8.9e9,
+                        8.9e9,
+                        4.62e9,
+                        -4.62e9};
   for (double t : bad) {
     CAPTURE(t);
     auto r = good();
@@ -74,6 +84,18 @@ TEST_CASE("bad input R3: NaN, infinite and out-of-range times in a record are re
     r.end = t;
     rejected_at(r, "end");
   }
+  // the edges of the range replay exactly, and the widest difference fits
+  auto wide = good();
+  wide.arrival = -4.6e9;
+  wide.send = -4.6e9;
+  wide.queued.reset();
+  wide.scheduled.reset();
+  wide.chunks = {{4.6e9, 1, tokchron::chunk_kind::text}};
+  wide.end = 4.6e9;
+  REQUIRE_FALSE(tokchron::validate(wide));
+  const tokchron::trace_timeline tl = tokchron::to_timeline(wide);
+  CHECK(tl.misuse_count() == 0);
+  CHECK(tokchron::e2e(tl)->count() == 9200000000000000000);
   auto r = good();
   r.ok = true;
   r.reason = tokchron::finish_reason::error;  // contradicts ok
@@ -92,4 +114,16 @@ TEST_CASE("bad input R7: a record without end replays finished at its latest eve
   CHECK(tl.misuse_count() == 0);
   REQUIRE(tl.finished());
   CHECK(tokchron::to_seconds(*tl.finish_time() - *tl.arrival()) == 1.0);
+}
+
+TEST_CASE("bad input R8: a chunk after the [DONE] chunk is refused naming it") {
+  auto r = good();
+  r.chunks = {{0.100, 1, tokchron::chunk_kind::text},
+              {0.110, 0, tokchron::chunk_kind::done},
+              {0.120, 2, tokchron::chunk_kind::text}};
+  rejected_at(r, "chunks[2]");
+  r.chunks[2] = {0.120, 0, tokchron::chunk_kind::done};  // a second [DONE] too
+  rejected_at(r, "chunks[2]");
+  r.chunks.pop_back();
+  CHECK_FALSE(tokchron::validate(r));
 }

@@ -3,7 +3,7 @@
 # The fuzzing itself (clang -fsanitize=fuzzer) is CI stage .ci/stages/35-fuzz.sh.
 set(_tc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 find_package(nlohmann_json 3 QUIET)
-foreach(_t IN ITEMS slo log_histogram trace_line)
+foreach(_t IN ITEMS slo log_histogram trace_line timeline_calls)
   if(_t STREQUAL "trace_line" AND NOT TARGET nlohmann_json::nlohmann_json)
     message(STATUS "tokchron: fuzz replay of trace_line skipped (nlohmann-json not found)")
     continue()

@@ -16,6 +16,7 @@
 #include "tokchron/io/trace.hpp"
 #include "tokchron/io/trace_json.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/profiles.hpp"
 
 namespace {
 void check_nonnegative(const std::optional<double>& v) { TOKCHRON_FUZZ_CHECK(!v || *v >= 0); }
@@ -36,6 +37,16 @@ void check_record(const tokchron::trace_record& r) {
   check_nonnegative(m.prefill_time);
   check_nonnegative(m.decode_time);
   check_nonnegative(m.normalized_latency);
+  check_nonnegative(m.output_rate);
+  // every profile's values and pooled ITL samples (one call per run of equal samples: a chunk of
+  // 2^32 - 1 tokens is one call, not 2^32 - 1)
+  for (const tokchron::profile* p : tokchron::all_profiles()) {
+    const tokchron::profiled_request pr = tokchron::evaluate(
+        *p, tl, [](double g, std::uint64_t n) noexcept { TOKCHRON_FUZZ_CHECK(g >= 0 && n > 0); });
+    for (const auto& v : {pr.ttft, pr.tpot, pr.itl, pr.e2el, pr.queue, pr.prefill, pr.decode,
+                          pr.user_rate, pr.normalized_latency})
+      check_nonnegative(v);
+  }
   const std::string line = tokchron::to_json_line(r);
   TOKCHRON_FUZZ_CHECK(line.find('\n') == std::string::npos);
   const tokchron::trace_line_result again = tokchron::parse_trace_line(line, 7);

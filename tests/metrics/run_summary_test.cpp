@@ -257,3 +257,40 @@ TEST_SUITE("concurrency") {
     CHECK(one[0].itl.count > 32768);
   }
 }
+
+TEST_CASE("run_summary: per-token ITL stored as runs gives the expanded samples' statistics") {
+  // Random requests with chunks of 1..60 tokens, under the per-token grains (canonical keeps the
+  // first chunk's extra tokens as zeros, sglang_native splits every gap): the summary, which
+  // stores a k-token chunk as one run (value, k), must give exactly the order statistics of the
+  // samples expanded one per token, and their mean and std to rounding.
+  std::mt19937_64 rng(7);
+  std::vector<tl_t> tls;
+  for (int r = 0; r < 300; ++r) {
+    auto s = tc::testing::script().send(std::chrono::milliseconds(r));
+    auto t = std::chrono::milliseconds(r + 10);
+    const int chunks = 1 + static_cast<int>(rng() % 8);
+    for (int c = 0; c < chunks; ++c) {
+      t += std::chrono::milliseconds(1 + rng() % 30);
+      s.chunk(t, static_cast<std::uint32_t>(rng() % 3 == 0 ? 1 + rng() % 60 : 1));
+    }
+    tls.push_back(s.finish().timeline());
+  }
+  for (const tc::profile* p : {&tc::profiles::canonical, &tc::profiles::sglang_native}) {
+    CAPTURE(p->name);
+    tc::summary_options o;
+    o.percentiles = {0, 1, 10, 25, 50, 75, 90, 99, 99.9, 100};
+    const tc::run_summary s = tc::summarize(tls, *p, o);
+    std::vector<double> expanded;  // one sample per token (a one-argument sink)
+    for (const auto& tl : tls)
+      (void)tc::evaluate(*p, tl, [&](double g) noexcept { expanded.push_back(g); });
+    const tc::distribution d = tc::make_distribution(expanded, *p, o.percentiles);
+    REQUIRE(s.itl.count == d.count);
+    CHECK(s.itl.count > 1000);
+    CHECK(*s.itl.min == *d.min);
+    CHECK(*s.itl.max == *d.max);
+    CHECK(*s.itl.median == *d.median);
+    for (double pc : o.percentiles) CHECK(*s.itl.at(pc) == *d.at(pc));
+    CHECK(*s.itl.mean == doctest::Approx(*d.mean).epsilon(1e-12));
+    CHECK(*s.itl.stddev == doctest::Approx(*d.stddev).epsilon(1e-9));
+  }
+}

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -183,4 +184,58 @@ TEST_CASE("assign takes the samples as add would, NaN and infinities counted out
   CHECK(taken.empty());
   CHECK(taken.sum() == 0.0);
   CHECK(!taken.quantile(0.5));
+}
+
+TEST_CASE("exact_quantiles: runs of equal samples equal the samples added one by one") {
+  // add(x, count) stores one run; every statistic must equal that of count single adds.
+  std::mt19937_64 rng(11);
+  tokchron::exact_quantiles<> runs, singles;
+  for (int i = 0; i < 400; ++i) {
+    const double x = static_cast<double>(rng() % 50) * 0.25 - 2.0;  // repeats, negatives
+    const std::uint64_t k = rng() % 4 == 0 ? rng() % 30 : 1;
+    CHECK(runs.add(x, k));
+    for (std::uint64_t j = 0; j < k; ++j) singles.add(x);
+    if (i == 200) {  // queries in the middle, then more adds: the sorted merge is rebuilt
+      CHECK(*runs.quantile(0.5) == *singles.quantile(0.5));
+    }
+  }
+  CHECK(!runs.runs().empty());
+  REQUIRE(runs.count() == singles.count());
+  CHECK(*runs.min() == *singles.min());
+  CHECK(*runs.max() == *singles.max());
+  CHECK(*runs.mean() == doctest::Approx(*singles.mean()).epsilon(1e-12));
+  CHECK(*runs.stddev(1) == doctest::Approx(*singles.stddev(1)).epsilon(1e-12));
+  for (double q : {0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0})
+    for (auto m : {tokchron::quantile_method::linear, tokchron::quantile_method::lower,
+                   tokchron::quantile_method::nearest_rank}) {
+      CAPTURE(q);
+      CHECK(*runs.quantile(q, m) == *singles.quantile(q, m));
+    }
+  for (double x : {-3.0, -2.0, 0.0, 1.3, 10.25, 100.0}) {
+    CHECK(runs.rank(x) == singles.rank(x));
+    CHECK(*runs.cdf(x) == *singles.cdf(x));
+  }
+  for (std::uint64_t r = 0; r < runs.count(); r += 7)
+    CHECK(runs.at_rank(r) == singles.sorted_samples()[static_cast<std::size_t>(r)]);
+  // merging carries the runs
+  tokchron::exact_quantiles<> merged;
+  merged.add(1000.0);
+  merged.merge(runs);
+  CHECK(merged.count() == runs.count() + 1);
+  CHECK(*merged.max() == 1000.0);
+  for (std::uint64_t r = 0; r < runs.count(); r += 5) CHECK(merged.at_rank(r) == runs.at_rank(r));
+  // a huge count costs one run, and NaN runs are refused once
+  tokchron::exact_quantiles<> huge;
+  CHECK(huge.add(0.5, std::uint64_t{1} << 40));
+  CHECK(huge.add(0.25, 3));
+  CHECK_FALSE(huge.add(std::nan(""), 1000));
+  CHECK(huge.rejected() == 1);
+  CHECK(huge.count() == (std::uint64_t{1} << 40) + 3);
+  CHECK(*huge.min() == 0.25);
+  CHECK(*huge.quantile(0.5) == 0.5);
+  CHECK(huge.add(7.0, 0));  // nothing
+  CHECK(huge.count() == (std::uint64_t{1} << 40) + 3);
+  huge.clear();
+  CHECK(huge.empty());
+  CHECK(huge.runs().empty());
 }

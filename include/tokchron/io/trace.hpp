@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -69,15 +71,81 @@ struct trace_record {
   std::string error;  ///< the failure's message (empty when none)
   /// Why the request ended (tokchron extension; default: stop when ok, error otherwise).
   std::optional<finish_reason> reason;
-
-  friend bool operator==(const trace_record& a, const trace_record& b) {
-    return a.id == b.id && a.arrival == b.arrival && a.send == b.send && a.queued == b.queued &&
-           a.scheduled == b.scheduled && a.preempted == b.preempted &&
-           a.prompt_tokens == b.prompt_tokens && a.chunks == b.chunks && a.end == b.end &&
-           a.usage_output_tokens == b.usage_output_tokens && a.ok == b.ok && a.error == b.error &&
-           a.reason == b.reason;
-  }
 };
+
+namespace detail {
+/// How a text field reads a JSON integer: as its digits (an `id`), or not at all.
+enum class trace_text : std::uint8_t { string_only, integer_as_text };
+
+/// One field of a trace line: its JSON name, where it lives in `trace_record`, and whether a
+/// line must have it. The member's type says how it is read and written (see the readers in
+/// io/trace_json_reader.hpp and io/detail/trace_scanner.hpp, and io/trace_json_writer.hpp).
+template <class M>
+struct trace_field {
+  std::string_view name;
+  M trace_record::*member;
+  bool required = false;
+  trace_text text = trace_text::string_only;
+};
+
+/// Every field of a trace line, in the order lines are written. The one list of trace fields:
+/// the JSON reader, the fast scanner, the writer and `operator==` all walk it, so a new field
+/// is a member of `trace_record` plus a row here (and a check in `validate` if it is a time).
+inline constexpr auto trace_fields = std::make_tuple(
+    trace_field<std::string>{"id", &trace_record::id, false, trace_text::integer_as_text},
+    trace_field<std::optional<double>>{"arrival", &trace_record::arrival},
+    trace_field<double>{"send", &trace_record::send, true},
+    trace_field<std::optional<double>>{"queued", &trace_record::queued},
+    trace_field<std::optional<double>>{"scheduled", &trace_record::scheduled},
+    trace_field<std::vector<double>>{"preempted", &trace_record::preempted},
+    trace_field<std::optional<std::uint64_t>>{"prompt_tokens", &trace_record::prompt_tokens},
+    trace_field<std::vector<trace_chunk>>{"chunks", &trace_record::chunks, true},
+    trace_field<std::optional<double>>{"end", &trace_record::end},
+    trace_field<std::optional<std::uint64_t>>{"usage_output_tokens",
+                                              &trace_record::usage_output_tokens},
+    trace_field<bool>{"ok", &trace_record::ok},
+    trace_field<std::string>{"error", &trace_record::error},
+    trace_field<std::optional<finish_reason>>{"finish_reason", &trace_record::reason});
+
+/// The number of trace fields.
+inline constexpr std::size_t trace_field_count = std::tuple_size_v<decltype(trace_fields)>;
+
+/// Calls `f(field, index)` for every trace field, in order.
+template <class F>
+constexpr void for_each_trace_field(F&& f) {
+  std::apply(
+      [&](const auto&... fd) {
+        std::size_t i = 0;
+        (f(fd, i++), ...);
+      },
+      trace_fields);
+}
+
+/// Sets every field of `r` to its default, keeping the storage of strings and vectors.
+inline void reset_trace_record(trace_record& r) {
+  static const trace_record defaults{};
+  for_each_trace_field([&](const auto& fd, std::size_t) {
+    auto& v = r.*fd.member;
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::vector<double>> ||
+                  std::is_same_v<T, std::vector<trace_chunk>>)
+      v.clear();
+    else
+      v = defaults.*fd.member;
+  });
+}
+}  // namespace detail
+
+/// Field-by-field equality over every trace field.
+[[nodiscard]] inline bool operator==(const trace_record& a, const trace_record& b) {
+  bool same = true;
+  detail::for_each_trace_field(
+      [&](const auto& fd, std::size_t) { same = same && a.*fd.member == b.*fd.member; });
+  return same;
+}
+[[nodiscard]] inline bool operator!=(const trace_record& a, const trace_record& b) {
+  return !(a == b);
+}
 
 /// What is wrong with a record: the field (JSON path such as `chunks[2][0]`) and why.
 struct trace_issue {
@@ -101,10 +169,14 @@ struct trace_issue {
 }
 
 namespace detail {
-/// Times must be finite and fit the trace clock (|t| < 9e9 s, about 285 years).
+/// Times must be finite and inside the time range of the trace clock (clock.hpp
+/// `time_range_ticks`: |t| < 2^62 ns, about 4.61e9 s), so every difference fits.
 [[nodiscard]] inline bool valid_trace_time(double t) noexcept {
-  return std::isfinite(t) && std::fabs(t) < 9e9;
+  return seconds_in_time_range<trace_clock::duration>(t);
 }
+/// What `validate` says of a time outside the range.
+inline constexpr const char* bad_trace_time =
+    "must be a finite time in seconds within +-4.61e9 (2^62 ns)";
 [[nodiscard]] inline trace_clock::time_point trace_time(double seconds) noexcept {
   return trace_clock::time_point(from_seconds<trace_clock::duration>(seconds));
 }
@@ -116,23 +188,24 @@ namespace detail {
   return r.ok ? finish_reason::stop : finish_reason::error;
 }
 
-/// Checks a record: finite times, events in order (arrival <= send <= queued <= scheduled <=
-/// chunks <= end, preemptions within), kinds consistent with `ok`. Empty when the record is
-/// valid. O(chunks).
+/// Checks a record: finite times inside the time range (`valid_trace_time`), events in order
+/// (arrival <= send <= queued <= scheduled <= chunks <= end, preemptions within, nothing after
+/// a `[DONE]` chunk: the order `basic_request_timeline` enforces), kinds consistent with `ok`.
+/// Empty when the record is valid. O(chunks).
 [[nodiscard]] inline std::optional<trace_issue> validate(const trace_record& r) {
   auto bad = [](std::string field, std::string msg) {
     return std::optional<trace_issue>(trace_issue{std::move(field), std::move(msg)});
   };
-  if (!detail::valid_trace_time(r.send)) return bad("send", "must be a finite time in seconds");
+  if (!detail::valid_trace_time(r.send)) return bad("send", detail::bad_trace_time);
   if (r.arrival && !detail::valid_trace_time(*r.arrival))
-    return bad("arrival", "must be a finite time in seconds");
+    return bad("arrival", detail::bad_trace_time);
   if (r.arrival && *r.arrival > r.send) return bad("arrival", "is later than send");
   double latest = r.send;
   const char* latest_name = "send";
   for (auto [name, v] : {std::pair<const char*, const std::optional<double>*>{"queued", &r.queued},
                          {"scheduled", &r.scheduled}}) {
     if (!*v) continue;
-    if (!detail::valid_trace_time(**v)) return bad(name, "must be a finite time in seconds");
+    if (!detail::valid_trace_time(**v)) return bad(name, detail::bad_trace_time);
     if (**v < latest) return bad(name, std::string("is earlier than ") + latest_name);
     latest = **v;
     latest_name = name;
@@ -142,22 +215,24 @@ namespace detail {
   for (std::size_t i = 0; i < r.chunks.size(); ++i) {
     auto f = [i] { return "chunks[" + std::to_string(i) + "][0]"; };
     const double t = r.chunks[i].time;
-    if (!detail::valid_trace_time(t)) return bad(f(), "must be a finite time in seconds");
+    if (!detail::valid_trace_time(t)) return bad(f(), detail::bad_trace_time);
     if (t < latest)
       return bad(f(), i == 0 ? std::string("is earlier than ") + latest_name
                              : std::string("is earlier than the previous chunk"));
+    if (i > 0 && r.chunks[i - 1].kind == chunk_kind::done)
+      return bad("chunks[" + std::to_string(i) + "]", "comes after the [DONE] chunk");
     latest = t;
     latest_name = "the last chunk";
   }
   for (std::size_t i = 0; i < r.preempted.size(); ++i) {
     auto f = [i] { return "preempted[" + std::to_string(i) + "]"; };
     const double t = r.preempted[i];
-    if (!detail::valid_trace_time(t)) return bad(f(), "must be a finite time in seconds");
+    if (!detail::valid_trace_time(t)) return bad(f(), detail::bad_trace_time);
     if (t < before_chunks) return bad(f(), std::string("is earlier than ") + before_chunks_name);
     if (i > 0 && t < r.preempted[i - 1]) return bad(f(), "is earlier than the previous preemption");
   }
   if (r.end) {
-    if (!detail::valid_trace_time(*r.end)) return bad("end", "must be a finite time in seconds");
+    if (!detail::valid_trace_time(*r.end)) return bad("end", detail::bad_trace_time);
     if (*r.end < latest) return bad("end", std::string("is earlier than ") + latest_name);
     if (!r.preempted.empty() && *r.end < r.preempted.back())
       return bad("end", "is earlier than the last preemption");
@@ -204,12 +279,15 @@ namespace detail {
 
 /// Makes a trace record of a finished timeline that keeps chunks (any clock). Times are seconds
 /// since `zero` (e.g. the run's start), so records of one run share one clock. `id` and `error`
-/// are copied into the record. Unfinished timelines get no `end` and `ok` = false.
+/// are copied into the record. Unfinished timelines get no `end` and `ok` = false. Throws
+/// std::invalid_argument when `zero` is outside the time range (clock.hpp).
 template <class Timeline>
 [[nodiscard]] trace_record to_trace_record(const Timeline& tl, typename Timeline::time_point zero,
                                            std::string id = {}, std::string error = {}) {
   static_assert(Timeline::store_type::keeps_chunks,
                 "a trace record lists every chunk: the timeline needs a full_store");
+  if (!in_time_range(zero))
+    TOKCHRON_THROW(std::invalid_argument, "tokchron: trace record: zero is outside the time range");
   auto s = [&](typename Timeline::time_point t) { return to_seconds(t - zero); };
   trace_record r;
   r.id = std::move(id);

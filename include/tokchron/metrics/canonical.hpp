@@ -34,6 +34,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "tokchron/clock.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/metric.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
@@ -45,10 +46,13 @@ template <class Timeline>
 using fractional_duration_t = std::chrono::duration<double, typename Timeline::duration::period>;
 
 namespace detail {
+/// later - earlier. Both come from a timeline, which holds only time points inside the time
+/// range (clock.hpp), so the difference fits; a point outside it gives no value, never an
+/// overflow.
 template <class TP>
 [[nodiscard]] constexpr std::optional<typename TP::duration> diff(
     const std::optional<TP>& later, const std::optional<TP>& earlier) noexcept {
-  if (!later || !earlier) return std::nullopt;
+  if (!later || !earlier || !in_time_range(*later) || !in_time_range(*earlier)) return std::nullopt;
   return *later - *earlier;
 }
 }  // namespace detail
@@ -137,7 +141,9 @@ std::size_t for_each_itl_per_chunk(const Timeline& tl, F&& f) {
 
 /// Calls `f(gap_per_token)` once per output token after the first (N - 1 calls): a chunk of k
 /// tokens after gap g gives k calls with g/k; the first token chunk's extra tokens give 0.
-/// Needs a store that keeps chunks. Returns the number of calls.
+/// When `f` also takes a count, it is called `f(gap_per_token, k)` once per chunk instead (the
+/// k equal samples as one run: O(chunks), however many tokens a chunk declares). Needs a store
+/// that keeps chunks. Returns the number of samples (N - 1).
 template <class Timeline, class F>
 std::size_t for_each_itl_per_token(const Timeline& tl, F&& f) {
   static_assert(Timeline::store_type::keeps_chunks,
@@ -149,10 +155,13 @@ std::size_t for_each_itl_per_token(const Timeline& tl, F&& f) {
   for (const auto& c : tl.store().chunks()) {
     if (c.tokens == 0) continue;
     const fd each = have_prev ? fd(c.time - prev) / static_cast<double>(c.tokens) : fd::zero();
-    for (std::uint32_t i = have_prev ? 0u : 1u; i < c.tokens; ++i) {
-      f(each);
-      ++calls;
+    const std::uint32_t k = have_prev ? c.tokens : c.tokens - 1u;
+    if constexpr (std::is_invocable_v<F&, fd, std::uint64_t>) {
+      if (k > 0) f(each, std::uint64_t{k});
+    } else {
+      for (std::uint32_t i = 0; i < k; ++i) f(each);
     }
+    calls += k;
     prev = c.time;
     have_prev = true;
   }

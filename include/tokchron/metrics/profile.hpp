@@ -224,6 +224,17 @@ template <class Timeline>
   return tl.arrival();
 }
 
+/// Hands `count` equal ITL samples to `sink`: one call `sink(value, count)` when it takes a
+/// count, else `count` calls `sink(value)`.
+template <class Sink>
+void emit_itl(Sink& sink, double value, std::uint32_t count) noexcept {
+  if constexpr (std::is_invocable_v<Sink&, double, std::uint64_t>) {
+    sink(value, std::uint64_t{count});
+  } else {
+    for (std::uint32_t i = 0; i < count; ++i) sink(value);
+  }
+}
+
 /// `d / n` in integer nanoseconds, rounded as the profile says, returned in seconds.
 template <class Duration>
 [[nodiscard]] double divide_ns(Duration d, std::uint64_t n, ns_rounding r) noexcept {
@@ -247,8 +258,10 @@ template <class Duration>
 }  // namespace detail
 
 /// Computes `p`'s per-request values for `tl` and hands each pooled ITL sample (seconds; only
-/// for the per-chunk and per-token grains, and only for completed requests) to `itl_sink`.
-/// Needs a store that keeps chunks. O(chunks); allocates nothing.
+/// for the per-chunk and per-token grains, and only for completed requests) to `itl_sink`: as
+/// `itl_sink(value, count)` for `count` equal samples (a k-token chunk's per-token samples are
+/// one call) when the sink takes two arguments, else once per sample.
+/// Needs a store that keeps chunks. O(chunks) with a two-argument sink; allocates nothing.
 template <class Timeline, class Sink>
 [[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl,
                                         Sink&& itl_sink) noexcept {
@@ -282,16 +295,15 @@ template <class Timeline, class Sink>
       first = c.time;
       have_first = true;
       have_ttft = !(p.zero_ttft_is_unset && origin && c.time == *origin);
-      if (pooled && p.itl == itl_grain::per_token_with_first)
-        for (std::uint32_t i = 1; i < c.tokens; ++i) itl_sink(0.0);
+      if (pooled && p.itl == itl_grain::per_token_with_first && c.tokens > 1)
+        detail::emit_itl(itl_sink, 0.0, c.tokens - 1u);
     } else if (pooled) {
       const double gap = sec(c.time - last);
       if (p.itl == itl_grain::per_chunk) {
-        itl_sink(gap);
+        detail::emit_itl(itl_sink, gap, 1u);
       } else {
         const std::uint32_t k = c.tokens ? c.tokens : 1u;
-        const double each = gap / static_cast<double>(k);
-        for (std::uint32_t i = 0; i < k; ++i) itl_sink(each);
+        detail::emit_itl(itl_sink, gap / static_cast<double>(k), k);
       }
     }
     last = c.time;

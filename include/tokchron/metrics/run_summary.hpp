@@ -47,36 +47,11 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/distribution.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/quantile/exact.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
-
-/// One requested percentile and its value (empty when there are no samples).
-struct percentile_value {
-  double percent;  ///< e.g. 99.9
-  std::optional<double> value;
-};
-
-/// The statistics of one metric over a run. Units: seconds for latencies, tokens/s for rates,
-/// tokens for lengths. Without samples `count` is 0 and every value is empty. `stddev` is empty
-/// when the profile's tool reports no std, or when count <= ddof.
-struct distribution {
-  std::uint64_t count = 0;
-  /// Requests the profile's rule refused: MLPerf's N = 1 for TPOT; for the user rate
-  /// (tokens/s), completed requests without a rate: zero E2E latency or no output tokens (or
-  /// no TPOT under a 1/TPOT rule).
-  std::uint64_t invalid = 0;
-  std::optional<double> mean, median, stddev, min, max;
-  std::vector<percentile_value> percentiles;
-
-  /// The value at `percent` if it was requested.
-  [[nodiscard]] std::optional<double> at(double percent) const noexcept {
-    for (const auto& p : percentiles)
-      if (p.percent == percent) return p.value;
-    return std::nullopt;
-  }
-};
 
 /// What to summarise and how.
 struct summary_options {
@@ -156,253 +131,6 @@ struct run_summary {
   return std::string("p") + buf;
 }
 
-namespace detail {
-[[noreturn]] inline void throw_bad_alloc() {
-#if TOKCHRON_HAS_EXCEPTIONS
-  throw std::bad_alloc();
-#else
-  std::fprintf(stderr, "tokchron: out of memory\n");
-  std::abort();
-#endif
-}
-
-/// The key of a (non-NaN) double whose unsigned order is the numeric order, with -0 before +0.
-[[nodiscard]] inline std::uint64_t order_key(double d) noexcept {
-  std::uint64_t u;
-  std::memcpy(&u, &d, sizeof u);
-  return (u >> 63) ? ~u : (u | (std::uint64_t{1} << 63));
-}
-
-/// Order statistics without sorting: sets `values[i]` to the sample of 0-based rank `ranks[i]`
-/// in ascending order of `data[0..n)` (NaN-free; `ranks` ascending, each < n), the order being
-/// `order_key`'s. A radix selection, 16 key bits per level from the top: one counting pass over
-/// the candidates, then only the buckets that hold a wanted rank are copied on, down to sets
-/// small enough to sort. O(n) time for any input (at most four levels); extra memory is the
-/// copied buckets, usually a few percent of n for latency samples, at most n per level.
-/// Throws std::bad_alloc.
-inline void select_ranks(const double* data, std::size_t n, const std::size_t* ranks,
-                         double* values, std::size_t k, int shift = 48) {
-  if (k == 0) return;
-  if (shift < 0) {  // every key bit is shared: the candidates are one value
-    std::fill(values, values + k, data[0]);
-    return;
-  }
-  if (n <= 32768) {  // small: sort a copy
-    std::vector<double> v(data, data + n);
-    std::sort(v.begin(), v.end(), [](double a, double b) { return order_key(a) < order_key(b); });
-    for (std::size_t i = 0; i < k; ++i) values[i] = v[ranks[i]];
-    return;
-  }
-  constexpr std::size_t buckets = std::size_t{1} << 16;
-  const auto digit = [shift](double d) {
-    return static_cast<std::size_t>((order_key(d) >> shift) & (buckets - 1));
-  };
-  std::vector<std::size_t> count(buckets, 0);
-  for (std::size_t i = 0; i < n; ++i) ++count[digit(data[i])];
-  // The buckets holding wanted ranks, in order: bucket, its first rank, wanted ranks [r0, r1).
-  struct wanted {
-    std::size_t bucket, first, r0, r1;
-  };
-  std::vector<wanted> want;
-  std::size_t b = 0, below = 0;
-  for (std::size_t i = 0; i < k; ++i) {
-    while (below + count[b] <= ranks[i]) below += count[b++];
-    if (want.empty() || want.back().bucket != b) want.push_back(wanted{b, below, i, i});
-    want.back().r1 = i + 1;
-  }
-  std::vector<std::size_t> local(k);  // the ranks within their bucket
-  for (const wanted& w : want)
-    for (std::size_t i = w.r0; i < w.r1; ++i) local[i] = ranks[i] - w.first;
-  if (want.size() == 1 && count[want[0].bucket] == n) {  // one bucket holds every sample
-    select_ranks(data, n, local.data(), values, k, shift - 16);
-    return;
-  }
-  // Copy the wanted buckets, each contiguous, in one pass; then select within each.
-  std::vector<std::size_t> slot(buckets, want.size()), end(want.size());
-  std::size_t total = 0;
-  for (std::size_t j = 0; j < want.size(); ++j) {
-    slot[want[j].bucket] = j;
-    end[j] = total;
-    total += count[want[j].bucket];
-  }
-  const std::unique_ptr<double[]> cand(new double[total]);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t j = slot[digit(data[i])];
-    if (j != want.size()) cand[end[j]++] = data[i];
-  }
-  std::vector<std::size_t>().swap(count);
-  std::vector<std::size_t>().swap(slot);
-  for (std::size_t j = 0; j < want.size(); ++j) {
-    const std::size_t first = j == 0 ? 0 : end[j - 1];
-    select_ranks(cand.get() + first, end[j] - first, local.data() + want[j].r0, values + want[j].r0,
-                 want[j].r1 - want[j].r0, shift - 16);
-  }
-}
-
-/// The statistics of a distribution: `count` samples whose ascending order statistics are
-/// `sorted[i]` (an iterator, or anything with operator[]), with `mean` and `stddev` known.
-template <class Sorted>
-[[nodiscard]] distribution distribution_from(std::uint64_t count, std::optional<double> mean,
-                                             std::optional<double> stddev, const Sorted& sorted,
-                                             const profile& p,
-                                             const std::vector<double>& percentiles) {
-  distribution d;
-  d.count = count;
-  d.percentiles.reserve(percentiles.size());
-  const auto n = static_cast<std::size_t>(count);
-  auto at = [&](double q) -> std::optional<double> {
-    if (n == 0) return std::nullopt;
-    return sorted_quantile(sorted, n, q, p.percentile_method);
-  };
-  for (double pc : percentiles) d.percentiles.push_back(percentile_value{pc, at(pc / 100.0)});
-  if (n == 0) return d;
-  d.mean = mean;
-  d.median = at(0.5);
-  if (p.std_ddof) d.stddev = stddev;
-  d.min = static_cast<double>(sorted[0]);
-  d.max = static_cast<double>(sorted[static_cast<std::ptrdiff_t>(n - 1)]);
-  return d;
-}
-
-/// Stands in for sorted samples while `distribution_from` runs once to learn which ranks it
-/// reads (appended to `ranks`; every value read is 0).
-struct rank_recorder {
-  std::vector<std::size_t>* ranks;
-  double operator[](std::ptrdiff_t i) const {
-    ranks->push_back(static_cast<std::size_t>(i));
-    return 0.0;
-  }
-};
-
-/// The order statistics found by `select_ranks`, read by rank (recorded ranks only).
-struct selected_ranks {
-  const std::vector<std::size_t>* ranks;  // ascending, unique
-  const std::vector<double>* values;
-  double operator[](std::ptrdiff_t i) const noexcept {
-    const auto it = std::lower_bound(ranks->begin(), ranks->end(), static_cast<std::size_t>(i));
-    return (*values)[static_cast<std::size_t>(it - ranks->begin())];
-  }
-};
-}  // namespace detail
-
-/// The statistics of the samples held in `q` under `p`'s percentile method and std ddof.
-[[nodiscard]] inline distribution make_distribution(const exact_quantiles<double>& q,
-                                                    const profile& p,
-                                                    const std::vector<double>& percentiles) {
-  std::optional<double> sd;
-  if (p.std_ddof) sd = q.stddev(*p.std_ddof);
-  return detail::distribution_from(q.count(), q.mean(), sd, q.sorted_samples().begin(), p,
-                                   percentiles);
-}
-
-namespace detail {
-/// One distribution to compute: its samples (consumed), profile, percentiles and destination.
-struct distribution_job {
-  std::vector<double>* samples;
-  const profile* p;
-  const std::vector<double>* percentiles;
-  distribution* out;
-};
-
-/// Computes every job's distribution. Jobs whose samples are identical (several profiles often
-/// agree on a metric's samples) share one selection. Frees the samples. With `threads` > 1 the
-/// distinct sample sets are worked on by that many threads (the largest first); the results do
-/// not depend on the thread count (a thread that cannot start leaves its share to the others).
-/// Throws std::bad_alloc after every started thread has finished.
-inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned threads = 1) {
-  // Group the jobs by identical samples.
-  std::vector<std::vector<std::size_t>> groups;
-  std::vector<bool> grouped(jobs.size(), false);
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (grouped[i]) continue;
-    const std::vector<double>& v = *jobs[i].samples;
-    std::vector<std::size_t> group{i};
-    for (std::size_t j = i + 1; j < jobs.size(); ++j) {
-      const std::vector<double>& w = *jobs[j].samples;
-      if (!grouped[j] && w.size() == v.size() &&
-          (&w == &v || v.empty() ||
-           std::memcmp(v.data(), w.data(), v.size() * sizeof(double)) == 0)) {
-        group.push_back(j);
-        grouped[j] = true;
-      }
-    }
-    groups.push_back(std::move(group));
-  }
-  std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
-    return jobs[a.front()].samples->size() > jobs[b.front()].samples->size();
-  });
-  auto run_group = [&jobs](const std::vector<std::size_t>& group) {
-    exact_quantiles<double> q;  // count, mean and std, without sorting
-    q.assign(std::move(*jobs[group.front()].samples));
-    const std::vector<double>& v = q.samples();
-    std::vector<std::size_t> ranks;  // the order statistics every job reads
-    for (std::size_t j : group)
-      (void)distribution_from(q.count(), std::nullopt, std::nullopt, rank_recorder{&ranks},
-                              *jobs[j].p, *jobs[j].percentiles);
-    std::sort(ranks.begin(), ranks.end());
-    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-    std::vector<double> values(ranks.size());
-    select_ranks(v.data(), v.size(), ranks.data(), values.data(), ranks.size());
-    const selected_ranks sorted{&ranks, &values};
-    std::vector<std::pair<unsigned, std::optional<double>>> stddevs;  // by ddof
-    for (std::size_t j : group) {
-      const profile& p = *jobs[j].p;
-      std::optional<double> sd;
-      if (p.std_ddof) {
-        auto it = std::find_if(stddevs.begin(), stddevs.end(),
-                               [&](const auto& e) { return e.first == *p.std_ddof; });
-        if (it == stddevs.end())
-          it = stddevs.insert(stddevs.end(), {*p.std_ddof, q.stddev(*p.std_ddof)});
-        sd = it->second;
-      }
-      const std::uint64_t invalid = jobs[j].out->invalid;
-      *jobs[j].out = distribution_from(q.count(), q.mean(), sd, sorted, p, *jobs[j].percentiles);
-      jobs[j].out->invalid = invalid;
-      std::vector<double>().swap(*jobs[j].samples);
-    }
-  };
-  const std::size_t workers = std::min<std::size_t>(std::max(threads, 1u), groups.size());
-  if (workers <= 1) {
-    for (const auto& g : groups) run_group(g);
-    return;
-  }
-  // Each worker takes the next group; the first failure is rethrown once all finish.
-  std::atomic<std::size_t> next{0};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto work = [&]() noexcept {
-    for (std::size_t g; (g = next.fetch_add(1)) < groups.size();) {
-      TOKCHRON_TRY { run_group(groups[g]); }
-      TOKCHRON_CATCH_ALL {
-        const std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        next = groups.size();  // stop taking groups
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  TOKCHRON_TRY {
-    pool.reserve(workers - 1);
-    for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-  }
-  TOKCHRON_CATCH_ALL {}  // fewer threads: the started ones and this one take every group
-  work();                // this thread is a worker too
-  for (auto& t : pool) t.join();
-#if TOKCHRON_HAS_EXCEPTIONS
-  if (failure) std::rethrow_exception(failure);
-#endif
-}
-}  // namespace detail
-
-/// The statistics of `samples` (consumed) under `p`'s percentile method and std ddof.
-[[nodiscard]] inline distribution make_distribution(std::vector<double> samples, const profile& p,
-                                                    const std::vector<double>& percentiles) {
-  distribution d;
-  std::vector<detail::distribution_job> job{{&samples, &p, &percentiles, &d}};
-  detail::run_distribution_jobs(job);
-  return d;
-}
-
 /// Accumulates timelines (with a full_store) and produces one profile's `run_summary`.
 ///
 /// \code
@@ -446,8 +174,11 @@ class run_summarizer {
     ++completed_;
     if (p_->duration == duration_rule::origin_to_e2e_end && origin && r.e2e) {
       widen_start(*origin);
-      widen_end(*origin + std::chrono::duration_cast<typename Timeline::duration>(
-                              from_seconds<std::chrono::nanoseconds>(*r.e2e)));
+      // origin + E2E from rounded seconds may land a few ticks past the time range: clamp, so
+      // that the run's duration (end - start) fits.
+      widen_end(detail::clamp_to_time_range(*origin +
+                                            std::chrono::duration_cast<typename Timeline::duration>(
+                                                from_seconds<std::chrono::nanoseconds>(*r.e2e))));
     }
     output_tokens_ += r.output_tokens;
     output_len_.push_back(static_cast<double>(r.output_tokens));
@@ -482,6 +213,7 @@ class run_summarizer {
   [[nodiscard]] run_summary take_summary() {
     if (!candidates_.empty()) {  // sharing another summarizer's samples: take a copy
       itl_ = itl_view();
+      itl_runs_ = itl_runs_view();
       candidates_.clear();
     }
     run_summary s;
@@ -544,6 +276,7 @@ class run_summarizer {
       jobs.push_back(detail::distribution_job{samples, p_, &o_.percentiles, out});
     if (!candidates_.empty())  // the pooled ITL samples are another summarizer's: share them
       jobs[jobs.size() - 8].samples = const_cast<std::vector<double>*>(&itl_view());
+    jobs[jobs.size() - 8].runs = &itl_runs_view();
     s.requests_detail = std::move(requests_detail_);
     requests_detail_.clear();
   }
@@ -571,26 +304,36 @@ class run_summarizer {
   [[nodiscard]] const summary_options& options() const noexcept { return o_; }
 
  private:
-  /// The pooled ITL samples, wherever they are stored.
+  /// The pooled ITL samples, wherever they are stored: single samples, and runs of equal
+  /// samples (a k-token chunk's per-token samples), so memory is O(chunks).
   [[nodiscard]] const std::vector<double>& itl_view() const noexcept {
     return candidates_.empty() ? itl_ : candidates_.front()->itl_view();
   }
+  [[nodiscard]] const sample_runs& itl_runs_view() const noexcept {
+    return candidates_.empty() ? itl_runs_ : candidates_.front()->itl_runs_view();
+  }
   /// Evaluates `tl`, storing its pooled ITL samples (or checking that a candidate has them).
   profiled_request add_itl(const Timeline& tl) {
+    const auto sink = [this](double g, std::uint64_t n) noexcept { itl_push(g, n); };
     if (candidates_.empty()) {
       begin_ = itl_.size();
+      runs_begin_ = itl_runs_.size();
       target_ = &itl_;
-      const profiled_request r = evaluate(*p_, tl, [this](double g) noexcept { itl_push(g); });
+      target_runs_ = &itl_runs_;
+      const profiled_request r = evaluate(*p_, tl, sink);
       if (itl_failed_) {  // out of memory part-way: forget this request's samples
         itl_failed_ = false;
         itl_.resize(begin_);
+        itl_runs_.resize(runs_begin_);
         detail::throw_bad_alloc();
       }
       return r;
     }
     scratch_.clear();
+    scratch_runs_.clear();
     target_ = &scratch_;
-    const profiled_request r = evaluate(*p_, tl, [this](double g) noexcept { itl_push(g); });
+    target_runs_ = &scratch_runs_;
+    const profiled_request r = evaluate(*p_, tl, sink);
     if (itl_failed_) {
       itl_failed_ = false;
       detail::throw_bad_alloc();
@@ -598,29 +341,43 @@ class run_summarizer {
     const run_summarizer* last = candidates_.front();
     auto same = [this](const run_summarizer* c) {
       const auto& v = c->itl_view();
+      const auto& w = c->itl_runs_view();
       return v.size() - c->begin_ == scratch_.size() &&
+             w.size() - c->runs_begin_ == scratch_runs_.size() &&
              std::equal(scratch_.begin(), scratch_.end(),
-                        v.begin() + static_cast<std::ptrdiff_t>(c->begin_));
+                        v.begin() + static_cast<std::ptrdiff_t>(c->begin_)) &&
+             std::equal(scratch_runs_.begin(), scratch_runs_.end(),
+                        w.begin() + static_cast<std::ptrdiff_t>(c->runs_begin_));
     };
     candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
                                      [&](const run_summarizer* c) { return !same(c); }),
                       candidates_.end());
     if (candidates_.empty()) {  // diverged: keep the common prefix and this request's samples
       const auto& v = last->itl_view();
+      const auto& w = last->itl_runs_view();
       itl_.reserve(last->begin_ + scratch_.size());
       itl_.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(last->begin_));
       begin_ = itl_.size();
       itl_.insert(itl_.end(), scratch_.begin(), scratch_.end());
+      itl_runs_.assign(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(last->runs_begin_));
+      runs_begin_ = itl_runs_.size();
+      itl_runs_.insert(itl_runs_.end(), scratch_runs_.begin(), scratch_runs_.end());
     } else {
       begin_ = candidates_.front()->begin_;
+      runs_begin_ = candidates_.front()->runs_begin_;
     }
     return r;
   }
   static void push(std::vector<double>& v, const std::optional<double>& x) {
     if (x) v.push_back(*x);
   }
-  void itl_push(double g) noexcept {
-    TOKCHRON_TRY { target_->push_back(g); }
+  void itl_push(double g, std::uint64_t n) noexcept {
+    TOKCHRON_TRY {
+      if (n == 1)
+        target_->push_back(g);
+      else if (n > 1)
+        target_runs_->emplace_back(g, n);
+    }
     TOKCHRON_CATCH_ALL { itl_failed_ = true; }
   }
   void widen_start(time_point t) noexcept {
@@ -668,8 +425,10 @@ class run_summarizer {
   // index where this request's samples start in our view, and where `evaluate` writes.
   std::vector<const run_summarizer*> candidates_;
   std::vector<double> scratch_;
-  std::size_t begin_ = 0;
+  sample_runs itl_runs_, scratch_runs_;
+  std::size_t begin_ = 0, runs_begin_ = 0;
   std::vector<double>* target_ = nullptr;
+  sample_runs* target_runs_ = nullptr;
 };
 
 /// Summarises the timelines in [first, last) under `p`.

@@ -32,10 +32,17 @@ TOKCHRON_BEGIN_NAMESPACE
 /// `add(x)` reads the clock once and records into the current slice; when the clock has
 /// moved into a new slice, that slice's ring slot is cleared and reused (`Estimator::clear()`,
 /// which for `log_histogram` keeps its memory: no allocation in steady state). `add(t, x)`
-/// takes a time already read; a sample older than the window (its slice has left the ring)
-/// is dropped and counted in `late()` and `rejected()`. Queries evaluate at the clock's now
-/// (or a given time): counts, sum, min, max read the live slices; `quantile` and `snapshot`
-/// merge them (O(slices x buckets)). The class meets the estimator contract itself (not
+/// takes a time already read. Samples the window cannot show are refused, never dropped
+/// silently: a sample older than the window (its slice is no longer live at the clock's now,
+/// or has left the ring) is counted in `late()`, one in a slice later than the clock's current
+/// slice in `future()` (a sample from the future would otherwise push every present one out of
+/// the ring), and a time outside the time range of clock.hpp in `late()` (below) or `future()`
+/// (above); all of them in `rejected()`. Late counts belong to the live slice they were
+/// refused in and expire with it; the future count lasts until `clear()`. The hot path does not
+/// read the clock: a sample in the slice last recorded into is taken as it is, and expires
+/// with that slice. Queries evaluate at the
+/// clock's now (or a given time): counts, sum, min, max read the live slices; `quantile` and
+/// `snapshot` merge them (O(slices x buckets)). The class meets the estimator contract itself (not
 /// mergeable), so SLA code generic over estimators accepts it. Error bound: the estimator's.
 ///
 /// Thread safety: one writer; concurrent readers only while nobody writes.
@@ -57,11 +64,11 @@ class windowed {
   windowed(duration window, std::size_t slices, Clock clock = Clock{},
            const Estimator& prototype = Estimator{})
       : clock_(std::move(clock)), prototype_(prototype), window_(window) {
-    if (window.count() <= 0 || slices == 0 ||
+    if (window.count() <= 0 || slices == 0 || !in_time_range(window) ||
         window.count() % static_cast<typename duration::rep>(slices) != 0)
       TOKCHRON_THROW(std::invalid_argument,
-                     "tokchron: windowed needs window > 0 split into a whole number of ticks "
-                     "per slice");
+                     "tokchron: windowed needs window > 0, inside the time range, split into a "
+                     "whole number of ticks per slice");
     slice_ = window / static_cast<typename duration::rep>(slices);
     prototype_.clear();
     slots_.assign(slices, slot{prototype_, never, 0});
@@ -69,13 +76,13 @@ class windowed {
 
   /// Records `x` at the clock's now. False if the estimator rejected it.
   bool add(value_type x) noexcept { return add(clock_.now(), x); }
-  /// Records `x` at time `t`. False if `t` is older than the window (counted in late()) or the
-  /// estimator rejected it.
+  /// Records `x` at time `t`. False if `t` is older than the window (counted in late()), in a
+  /// slice after the clock's now (counted in future()) or the estimator rejected it.
   bool add(time_point t, value_type x) noexcept {
     const auto ticks = t.time_since_epoch().count();
     if (TOKCHRON_LIKELY(ticks >= current_start_ && ticks < current_end_))
       return slots_[current_].est.add(x);
-    return add_slow(ticks, x);
+    return add_slow(t, x);
   }
 
   /// The live slices merged into one estimator (as of the clock's now, or `now`).
@@ -103,12 +110,15 @@ class windowed {
     for_each_live(now, [&](const slot& s) { c += s.est.count(); });
     return c;
   }
-  /// Samples refused by the live slices, late ones included.
+  /// Samples refused by the live slices, late ones included, plus every future one.
   [[nodiscard]] std::uint64_t rejected() const noexcept {
-    std::uint64_t c = 0;
+    std::uint64_t c = future_;
     for_each_live(clock_.now(), [&](const slot& s) { c += s.est.rejected() + s.late; });
     return c;
   }
+  /// Samples refused because their time was in a slice after the clock's now or above the time
+  /// range (or the clock's now was outside the range), since construction or `clear()`.
+  [[nodiscard]] std::uint64_t future() const noexcept { return future_; }
   /// Samples dropped because their time was older than the window (live slices).
   [[nodiscard]] std::uint64_t late() const noexcept {
     std::uint64_t c = 0;
@@ -163,6 +173,7 @@ class windowed {
       s.late = 0;
     }
     newest_ = never;
+    future_ = 0;
     current_start_ = 1;
     current_end_ = 0;
   }
@@ -201,15 +212,37 @@ class windowed {
       if (s.k != never && s.k <= k_now && s.k > k_now - n) f(s);
   }
 
-  bool add_slow(rep ticks, value_type x) noexcept {
-    const std::int64_t k = slice_of(ticks);
-    const auto n = static_cast<std::int64_t>(slots_.size());
-    if (newest_ != never && k <= newest_ - n) {  // its slice has left the ring
-      ++slots_[current_].late;
+  TOKCHRON_NOINLINE bool add_slow(time_point t, value_type x) noexcept {
+    const time_point now = clock_.now();
+    const rep ticks = t.time_since_epoch().count();
+    // Ahead of the clock's slice, above the range, or a clock outside the range: future.
+    if (!in_time_range(now) || (ticks > 0 && !in_time_range(t))) {
+      ++future_;
       return false;
     }
+    const std::int64_t k_now = slice_of(now.time_since_epoch().count());
+    if (!in_time_range(t)) {  // below the range: older than any window
+      ++claim(k_now).late;
+      return false;
+    }
+    const std::int64_t k = slice_of(ticks);
+    if (k > k_now) {
+      ++future_;
+      return false;
+    }
+    const auto n = static_cast<std::int64_t>(slots_.size());
+    const std::int64_t newest = newest_ == never || newest_ < k_now ? k_now : newest_;
+    if (k <= newest - n) {  // its slice is not live at now, or has left the ring
+      ++claim(k_now).late;
+      return false;
+    }
+    return claim(k).est.add(x);
+  }
+  /// The slot of slice k, cleared for it if it held an older slice; k becomes the newest slice
+  /// when it is later than every slice recorded into.
+  slot& claim(std::int64_t k) noexcept {
     slot& s = slots_[index_of(k)];
-    if (s.k != k) {  // a stale slot (older than the window): reuse it for slice k
+    if (s.k == never || s.k < k) {  // a stale slot (older than the window): reuse it
       s.est.clear();
       s.k = k;
       s.late = 0;
@@ -220,7 +253,7 @@ class windowed {
       current_start_ = slice_.count() * static_cast<rep>(k);
       current_end_ = current_start_ + slice_.count();
     }
-    return s.est.add(x);
+    return s;
   }
 
   Clock clock_;
@@ -229,6 +262,7 @@ class windowed {
   duration slice_{};
   std::vector<slot> slots_;
   std::int64_t newest_ = never;  // the newest slice recorded into
+  std::uint64_t future_ = 0;     // samples refused for being ahead of the clock
   std::size_t current_ = 0;      // its slot
   rep current_start_ = 1;        // its ticks [start, end); empty until the first add
   rep current_end_ = 0;

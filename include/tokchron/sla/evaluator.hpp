@@ -273,8 +273,8 @@ namespace detail {
 /// The k-th smallest sample (1 <= k <= n) as the estimator reports it.
 template <class E>
 [[nodiscard]] double order_statistic(const E& e, std::uint64_t n, std::uint64_t k) {
-  if constexpr (has_sorted_samples<E>::value) {
-    return static_cast<double>(e.sorted_samples()[static_cast<std::size_t>(k - 1)]);
+  if constexpr (has_at_rank<E>::value) {
+    return static_cast<double>(e.at_rank(k - 1));
   } else {
     // q = (k - 1)/(n - 1) selects x_(k) under the linear, lower and nearest-rank definitions.
     const double q =
@@ -487,7 +487,8 @@ class slo_distributions {
     add_metrics(canonical_metrics(tl));
     if constexpr (Timeline::store_type::keeps_chunks) {
       auto& itl = e_[static_cast<std::size_t>(slo_metric::itl)];
-      for_each_itl_per_token(tl, [&](auto gap) { itl.add(value(to_seconds(gap))); });
+      for_each_itl_per_token(
+          tl, [&](auto gap, std::uint64_t n) { add_run(itl, value(to_seconds(gap)), n); });
       if (fluidity_) {
         fluidity_counter c(*fluidity_);
         if (detail::for_each_token_chunk_gap(
@@ -522,6 +523,11 @@ class slo_distributions {
   bool add(slo_metric metric, double x) noexcept {
     return e_[static_cast<std::size_t>(metric)].add(value(x));
   }
+  /// Adds `count` equal samples of `metric` (one run where the estimator stores runs, as
+  /// exact_quantiles does: memory bounded by the calls, not the count).
+  bool add(slo_metric metric, double x, std::uint64_t count) noexcept {
+    return add_run(e_[static_cast<std::size_t>(metric)], value(x), count);
+  }
 
   [[nodiscard]] const Estimator& operator[](slo_metric m) const noexcept {
     return e_[static_cast<std::size_t>(m)];
@@ -551,6 +557,15 @@ class slo_distributions {
  private:
   using value_type = typename Estimator::value_type;
   static value_type value(double x) noexcept { return static_cast<value_type>(x); }
+  static bool add_run(Estimator& e, value_type x, std::uint64_t count) noexcept {
+    if constexpr (detail::has_add_count<Estimator>::value) {
+      return e.add(x, count);
+    } else {
+      bool ok = true;
+      for (std::uint64_t i = 0; i < count; ++i) ok = e.add(x) && ok;
+      return ok;
+    }
+  }
   void add_metrics(const request_metrics& m) noexcept {
     ++succeeded_;
     for_each_metric_value(m, [&](metric_id k, double x) { add(k, x); });

@@ -47,6 +47,11 @@ enum class record_status : std::uint8_t {
   finished_twice,       ///< finish called again
   out_of_memory,        ///< the store could not grow; the chunk was dropped
   count_overflow,       ///< the token count would overflow 32 bits
+  time_out_of_range,    ///< outside the time range (|ticks| < 2^62, clock.hpp `time_range_ticks`)
+  /// An event of an earlier phase after a later one, which would make a metric negative:
+  /// `queued` after `scheduled` or after a chunk, the first `scheduled` after a chunk, or any
+  /// chunk after the `[DONE]` chunk.
+  out_of_order,
 };
 
 /// A short lowercase name of a status, for logs.
@@ -60,6 +65,8 @@ enum class record_status : std::uint8_t {
     case record_status::finished_twice: return "finished_twice";
     case record_status::out_of_memory: return "out_of_memory";
     case record_status::count_overflow: return "count_overflow";
+    case record_status::time_out_of_range: return "time_out_of_range";
+    case record_status::out_of_order: return "out_of_order";
   }
   return "unknown";
 }

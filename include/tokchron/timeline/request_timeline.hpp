@@ -45,10 +45,18 @@ class clock_holder<Clock, false> {
 /// Every recording call takes an optional timestamp, so a server can pass a time it already
 /// read; without one it reads `Clock`. Recording calls are `noexcept`, allocate only when the
 /// store grows, and return a `record_status`: on misuse (time going backwards, a chunk before
-/// the request started or after it finished, finishing twice) nothing recorded changes and the
-/// misuse counter goes up. Events must be recorded in non-decreasing time order, arrival (or
-/// send) first. Thread safety: one writer; readers need the writer to have finished or an
-/// external happens-before (the `collect/` layer gives the many-thread view).
+/// the request started or after it finished, finishing twice, a time outside the time range of
+/// clock.hpp, an event out of order) nothing recorded changes and the misuse counter goes up.
+///
+/// The event order, which makes every metric non-negative by construction: events come in
+/// non-decreasing time order; arrival (or send) first, then send, queued, the first scheduled,
+/// chunks and finish, in that order of phases. Preemptions and reschedules may come at any time
+/// after the start; a repeated `queued` keeps the first. Refused, with `out_of_order`: `queued`
+/// once scheduled or after a chunk; the first `scheduled` after a chunk; any chunk after the
+/// `[DONE]` chunk. `send` after queued, scheduled or a chunk is `already_started`. So t1 >=
+/// first scheduled >= queued >= send >= arrival and finish >= every event. Thread safety: one
+/// writer; readers need the writer to have finished or an external happens-before (the `collect/`
+/// layer gives the many-thread view).
 ///
 /// \code
 ///   tokchron::request_timeline tl;
@@ -81,6 +89,7 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   record_status arrive() noexcept { return arrive(now()); }
   record_status arrive(time_point t) noexcept {
     if (started()) return misuse(record_status::already_started);
+    if (TOKCHRON_UNLIKELY(!in_time_range(t))) return misuse(record_status::time_out_of_range);
     arrival_ = t;
     has_ |= bit_arrival;
     latest_ = t;
@@ -103,6 +112,7 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   record_status queued() noexcept { return queued(now()); }
   record_status queued(time_point t) noexcept {
     if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+    if (has(bit_scheduled) || store_.chunk_count() > 0) return misuse(record_status::out_of_order);
     if (!has(bit_queued)) queued_ = t;
     has_ |= bit_queued;
     latest_ = t;
@@ -114,6 +124,7 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   record_status scheduled() noexcept { return scheduled(now()); }
   record_status scheduled(time_point t) noexcept {
     if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+    if (!has(bit_scheduled) && store_.chunk_count() > 0) return misuse(record_status::out_of_order);
     if (!has(bit_scheduled)) first_scheduled_ = t;
     last_scheduled_ = t;
     has_ |= bit_scheduled;
@@ -138,8 +149,10 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   record_status chunk(time_point t, std::uint32_t tokens,
                       chunk_kind kind = chunk_kind::text) noexcept {
     if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+    if (TOKCHRON_UNLIKELY(has(bit_done))) return misuse(record_status::out_of_order);
     if (record_status s = store_.add_chunk(t, tokens, kind); s != record_status::ok)
       return misuse(s);
+    if (kind == chunk_kind::done) has_ |= bit_done;
     latest_ = t;
     return record_status::ok;
   }
@@ -228,6 +241,7 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
     bit_queued = 4,
     bit_scheduled = 8,
     bit_finish = 16,
+    bit_done = 32,  // a [DONE] chunk was recorded: it ends the stream
   };
   [[nodiscard]] bool has(std::uint8_t bits) const noexcept { return (has_ & bits) != 0; }
   [[nodiscard]] bool started() const noexcept { return has(bit_arrival | bit_send); }
@@ -237,6 +251,7 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   [[nodiscard]] record_status check_time(time_point t, bool need_start) const noexcept {
     if (has(bit_finish)) return record_status::after_finish;
     if (need_start && !started()) return record_status::not_started;
+    if (TOKCHRON_UNLIKELY(!in_time_range(t))) return record_status::time_out_of_range;
     if (started() && t < latest_) return record_status::time_went_backwards;
     return record_status::ok;
   }

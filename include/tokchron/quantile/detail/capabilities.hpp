@@ -4,9 +4,11 @@
 
 /// \file
 /// Optional capabilities of an estimator beyond the contract (quantile/estimator.hpp), detected
-/// at compile time: sorted samples, a quantile with a method, a standard deviation, a rank.
-/// The SLA evaluator and the exporters use the better path when an estimator offers one.
+/// at compile time: the k-th sample, adding a run of equal samples, a quantile with a method, a
+/// standard deviation, a rank. The SLA evaluator and the exporters use the better path when an
+/// estimator offers one.
 
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -17,9 +19,15 @@ TOKCHRON_BEGIN_NAMESPACE
 
 namespace detail {
 template <class E, class = void>
-struct has_sorted_samples : std::false_type {};
+struct has_at_rank : std::false_type {};
 template <class E>
-struct has_sorted_samples<E, std::void_t<decltype(std::declval<const E&>().sorted_samples()[0])>>
+struct has_at_rank<E, std::void_t<decltype(std::declval<const E&>().at_rank(std::uint64_t{0}))>>
+    : std::true_type {};
+template <class E, class = void>
+struct has_add_count : std::false_type {};
+template <class E>
+struct has_add_count<E, std::void_t<decltype(std::declval<E&>().add(
+                            std::declval<typename E::value_type>(), std::uint64_t{1}))>>
     : std::true_type {};
 template <class E, class = void>
 struct has_quantile_method : std::false_type {};

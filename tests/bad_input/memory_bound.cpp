@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// Memory bounded by the input's size, not by its numbers (docs/bad-input.md, row M1): one
+// 37-byte trace line declaring 2^32 - 1 tokens in one chunk, summarised under every profile,
+// must not store one ITL sample per token. The process measures itself: operator new and delete
+// are replaced here, every plain and nothrow form (on top of malloc, so ASan still sees every
+// block), to track the bytes live and their peak. Built as tokchron_bad_input_memory_tests (needs
+// nlohmann-json).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "tokchron/io/trace.hpp"
+#include "tokchron/io/trace_json.hpp"
+#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/run_summary.hpp"
+#include "tokchron/sla/evaluator.hpp"
+
+namespace {
+std::atomic<std::size_t> live_bytes{0}, peak_bytes{0};
+constexpr std::size_t header = alignof(std::max_align_t);
+
+void* counted_alloc(std::size_t n) {
+  void* p = std::malloc(n + header);
+  if (!p) return nullptr;
+  *static_cast<std::size_t*>(p) = n;
+  const std::size_t now = live_bytes.fetch_add(n) + n;
+  std::size_t peak = peak_bytes.load();
+  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now)) {
+  }
+  return static_cast<char*>(p) + header;
+}
+void counted_free(void* q) noexcept {
+  if (!q) return;
+  void* p = static_cast<char*>(q) - header;
+  live_bytes.fetch_sub(*static_cast<std::size_t*>(p));
+  std::free(p);
+}
+
+/// The peak of live heap bytes above the level when it was made.
+struct heap_meter {
+  std::size_t base = live_bytes.load();
+  heap_meter() { peak_bytes.store(base); }
+  [[nodiscard]] std::size_t peak() const { return peak_bytes.load() - base; }
+};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (void* p = counted_alloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  if (void* p = counted_alloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
+void operator delete(void* p) noexcept { counted_free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete[](void* p) noexcept { counted_free(p); }
+void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
+
+namespace {
+tokchron::trace_timeline timeline_of(const char* line) {
+  const tokchron::trace_line_result r = tokchron::parse_trace_line(line);
+  REQUIRE(r.record);
+  return tokchron::to_timeline(*r.record);
+}
+constexpr double mb = 1024.0 * 1024.0;
+}  // namespace
+
+TEST_CASE("bad input M1: a 37-byte line of 2^32 - 1 tokens is summarised in bounded memory") {
+  constexpr std::uint64_t most = 4294967295u;
+  std::vector<tokchron::trace_timeline> tls;
+  tls.push_back(timeline_of(R"({"send":1,"chunks":[[2,4294967295]]})"));
+  // and a gap before a huge chunk: 2^32 - 1 per-token samples of 1 s / (2^32 - 1)
+  tls.push_back(timeline_of(R"({"send":1,"chunks":[[2,1],[3,4294967295]]})"));
+  std::vector<const tokchron::profile*> profiles(tokchron::all_profiles().begin(),
+                                                 tokchron::all_profiles().end());
+  const heap_meter meter;
+  const std::vector<tokchron::run_summary> sums = tokchron::summarize(tls, profiles);
+  const double used = static_cast<double>(meter.peak()) / mb;
+  MESSAGE("peak heap while summarising under ", profiles.size(), " profiles: ", used, " MB");
+  CHECK(used < 50.0);
+  REQUIRE(sums.size() == profiles.size());
+  const tokchron::run_summary& canonical = sums[0];
+  REQUIRE(canonical.profile == "canonical");
+  // canonical per-token ITL: request 1 gives 2^32 - 2 zeros (the first chunk's other tokens),
+  // request 2 gives 2^32 - 1 samples of 1/(2^32 - 1) s after its first token
+  const double each = 1.0 / static_cast<double>(most);
+  CHECK(canonical.itl.count == (most - 1) + most);
+  CHECK(*canonical.itl.min == 0.0);
+  CHECK(*canonical.itl.max == each);
+  CHECK(*canonical.itl.median == each);  // the zeros are one fewer than the others
+  CHECK(*canonical.itl.mean ==
+        doctest::Approx(each * static_cast<double>(most) / static_cast<double>(2 * most - 1))
+            .epsilon(1e-12));
+  CHECK(canonical.output_tokens == most + (most + 1));
+  CHECK(*canonical.tpot.max == doctest::Approx(1.0 / static_cast<double>(most)).epsilon(1e-12));
+  const tokchron::run_summary* native = nullptr;
+  for (const auto& s : sums)
+    if (s.profile == "sglang_native") native = &s;
+  REQUIRE(native);
+  CHECK(native->itl.count == most);  // split per token; the first chunk's extra tokens give none
+  CHECK(*native->itl.min == each);
+  CHECK(*native->itl.max == each);
+}
+
+TEST_CASE("bad input M1: the SLO distributions of such a line are bounded too") {
+  constexpr std::uint64_t most = 4294967295u;
+  const tokchron::trace_timeline tl = timeline_of(R"({"send":1,"chunks":[[2,1],[3,4294967295]]})");
+  const heap_meter meter;
+  tokchron::slo_distributions<> d;  // exact_quantiles: per-token ITL as one run
+  CHECK(d.add(tl));
+  const double used = static_cast<double>(meter.peak()) / mb;
+  MESSAGE("peak heap for the SLO distributions: ", used, " MB");
+  CHECK(used < 50.0);
+  const auto& itl = d[tokchron::slo_metric::itl];
+  CHECK(itl.count() == most);
+  CHECK(*itl.quantile(0.99) == 1.0 / static_cast<double>(most));
+  const tokchron::sla_verdict v = d.evaluate(tokchron::sla::parse("p99(itl) < 1ms"));
+  REQUIRE(v.verdicts.size() == 1);
+  CHECK(v.verdicts[0].passed());
+}
