@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 
 #include "tokchron/version.hpp"
 
@@ -83,23 +82,6 @@ const char* message_c_str(const String& m) noexcept {
 #define TOKCHRON_NOINLINE
 #define TOKCHRON_ALWAYS_INLINE inline
 #endif
-
-namespace tokchron {
-inline namespace v1 {
-namespace detail {
-/// Throws std::bad_alloc (without exceptions: prints and aborts), for code that finds itself
-/// out of memory without an allocation that threw.
-[[noreturn]] inline void throw_bad_alloc() {
-#if TOKCHRON_HAS_EXCEPTIONS
-  throw std::bad_alloc();
-#else
-  std::fprintf(stderr, "tokchron: out of memory\n");
-  std::abort();
-#endif
-}
-}  // namespace detail
-}  // namespace v1
-}  // namespace tokchron
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
 #define TOKCHRON_HAS_CONCEPTS 1

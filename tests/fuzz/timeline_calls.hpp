@@ -119,19 +119,18 @@ inline call_sequence_result check_call_sequence(const std::uint8_t* data, std::s
   }
   if (tl.misuse_count() != res.refused) fail("misuse_count() differs from the refusals");
   const request_metrics m = canonical_metrics(tl);
-  for (const auto& v :
-       {m.ttft, m.ttft_from_send, m.ttft_from_scheduled, m.tpot, m.e2e, m.queue_time,
-        m.prefill_time, m.decode_time, m.normalized_latency, m.output_rate})
-    if (detail::negative(v)) fail("a canonical metric is negative");
+  for (std::size_t k = 0; k < metric_count; ++k)  // every metric of the table
+    if (detail::negative(m.value(static_cast<metric_id>(k))))
+      fail("a canonical metric is negative");
   for (const profile* p : all_profiles()) {
     bool bad_sample = false;
     const profiled_request r = evaluate(*p, tl, [&](double g, std::uint64_t n) noexcept {
       if (!(g >= 0) || n == 0) bad_sample = true;
     });
     if (bad_sample) fail("a pooled ITL sample is negative");
-    for (const auto& v : {r.ttft, r.tpot, r.itl, r.e2el, r.queue, r.prefill, r.decode, r.user_rate,
-                          r.normalized_latency})
-      if (detail::negative(v)) fail("a profile's per-request value is negative");
+    for (std::size_t k = 0; k < metric_count; ++k)  // every metric of the table
+      if (detail::negative(r.value(static_cast<metric_id>(k))))
+        fail("a profile's per-request value is negative");
   }
   return res;
 }

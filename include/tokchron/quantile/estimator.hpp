@@ -25,6 +25,9 @@
 /// Mergeable estimators also provide `e.merge(const E&)` (see `is_mergeable_estimator_v`).
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <optional>
 #include <string_view>
 #include <type_traits>
@@ -56,6 +59,17 @@ enum class quantile_method : std::uint8_t {
 }
 
 namespace detail {
+/// Throws std::bad_alloc (without exceptions: prints and aborts), for code that finds itself
+/// out of memory without an allocation that threw.
+[[noreturn]] inline void throw_bad_alloc() {
+#if TOKCHRON_HAS_EXCEPTIONS
+  throw std::bad_alloc();
+#else
+  std::fprintf(stderr, "tokchron: out of memory\n");
+  std::abort();
+#endif
+}
+
 template <class E, class = void>
 struct is_estimator_impl : std::false_type {};
 template <class E>

@@ -356,13 +356,6 @@ class log_histogram {
   /// Makes `mine` cover the non-empty buckets of `theirs` with counters of >= `width` bytes.
   static void reserve_for(detail::bucket_counts& mine, const detail::bucket_counts& theirs,
                           unsigned width);
-  [[noreturn]] static void throw_bad_alloc() {
-#if TOKCHRON_HAS_EXCEPTIONS
-    throw std::bad_alloc();
-#else
-    std::abort();
-#endif
-  }
   void copy_scalars(const log_histogram& o) noexcept;
   void downscale_into(const detail::bucket_counts& from, detail::bucket_counts& to,
                       const log_histogram& r, int shift) const;

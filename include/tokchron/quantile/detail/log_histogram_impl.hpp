@@ -478,7 +478,7 @@ inline void log_histogram::reserve_for(detail::bucket_counts& mine,
   const std::uint32_t lo = theirs.next_nonzero(0);
   if (lo == theirs.size()) return;
   const std::uint32_t hi = theirs.prev_nonzero(theirs.size());
-  if (!mine.reserve(theirs.first() + lo, theirs.first() + hi, width)) throw_bad_alloc();
+  if (!mine.reserve(theirs.first() + lo, theirs.first() + hi, width)) detail::throw_bad_alloc();
 }
 
 inline void log_histogram::copy_scalars(const log_histogram& o) noexcept {
@@ -502,9 +502,9 @@ inline void log_histogram::downscale_into(const detail::bucket_counts& from,
     const std::int32_t i = static_cast<std::int32_t>(from.first() + p) - bias_;
     return static_cast<std::uint32_t>(floor_div(i, shift) + r.bias_);
   };
-  if (!to.reserve(map(lo), map(hi), from.width())) throw_bad_alloc();
+  if (!to.reserve(map(lo), map(hi), from.width())) detail::throw_bad_alloc();
   for (std::uint32_t p = lo; p <= hi; ++p)
-    if (!to.add(map(p), from.get(p))) throw_bad_alloc();
+    if (!to.add(map(p), from.get(p))) detail::throw_bad_alloc();
 }
 
 inline bool log_histogram::same_counts(const detail::bucket_counts& a,
