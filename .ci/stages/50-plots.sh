@@ -36,7 +36,7 @@ rc=0
 [ $rc -eq 0 ] || [ $rc -eq 3 ] || { echo "batching-executor exited $rc"; exit 1; }
 $check "$out/sweep" --screenshot "$out/sweep.png" --summary "$out/sweep.json" \
   --runs-field runs --label-field configuration --metrics-field summary.metrics \
-  --expect latency_ttft latency_tpot latency_itl latency_e2el spectrum frontier timeline executor
+  --expect latency_ttft latency_tpot latency_itl latency_e2e spectrum frontier timeline executor
 
 echo "--- tokchron-report --slo --goodput --plot on the sweep's first trace"
 # With objectives and goodput limits: their thresholds are drawn (exit 3 or 4 is a verdict).
@@ -48,4 +48,4 @@ rc=0
 grep -q "SLO p95(ttft) < 1.5s" "$out/trace/latency_ttft.gp" || { echo "no SLO line drawn"; exit 1; }
 $check "$out/trace" --screenshot "$out/trace.png" --summary "$out/trace.json" \
   --label-field profile \
-  --expect latency_ttft latency_tpot latency_itl latency_e2el spectrum timeline
+  --expect latency_ttft latency_tpot latency_itl latency_e2e spectrum timeline

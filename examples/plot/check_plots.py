@@ -7,7 +7,7 @@
     writes "pictures loaded: K of N" into the DOM; --dump-dom reads it);
   * a headless Chromium screenshot of the page is not blank (many colours, not all background);
   * with --summary: the data files hold exactly the values the CLI printed in its JSON summary
-    (<metrics>.<m>.pNN for ttft, tpot, itl, e2el, matched to the data columns by run label).
+    (<metrics>.<m>.pNN for ttft, tpot, itl, e2e, matched to the data columns by run label).
 
 Usage: check_plots.py DIR --screenshot OUT.png [--summary FILE.json [--label-field profile]
        [--runs-field runs] [--metrics-field summary.metrics]] [--expect NAME ...]
@@ -85,7 +85,7 @@ def check_summary(d, summary_path, label_field, runs_field, metrics_field):
         doc = field(doc, runs_field)
     runs = doc if isinstance(doc, list) else [doc]
     compared = 0
-    for metric in ("ttft", "tpot", "itl", "e2el"):
+    for metric in ("ttft", "tpot", "itl", "e2e"):
         path = os.path.join(d, "latency_%s.dat" % metric)
         if not os.path.exists(path):
             continue

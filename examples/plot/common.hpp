@@ -48,7 +48,7 @@ inline constexpr metric_desc latency_metrics[] = {
     {"ttft", "TTFT", tokchron::slo_metric::ttft, &tokchron::run_summary::ttft},
     {"tpot", "TPOT", tokchron::slo_metric::tpot, &tokchron::run_summary::tpot},
     {"itl", "ITL", tokchron::slo_metric::itl, &tokchron::run_summary::itl},
-    {"e2el", "E2E latency", tokchron::slo_metric::e2e, &tokchron::run_summary::e2el},
+    {"e2e", "E2E latency", tokchron::slo_metric::e2e, &tokchron::run_summary::e2e},
 };
 
 /// Seconds are drawn in ms when every value is below 1 s.

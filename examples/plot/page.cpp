@@ -64,11 +64,13 @@ std::string summary_table(const plot_input& in, const std::vector<double>& print
     const char* name;
     tokchron::distribution tokchron::run_summary::*member;
   };
-  const m_row metrics[] = {
-      {"TTFT", &tokchron::run_summary::ttft},    {"TPOT", &tokchron::run_summary::tpot},
-      {"ITL", &tokchron::run_summary::itl},      {"E2E", &tokchron::run_summary::e2el},
-      {"queue", &tokchron::run_summary::queue},  {"prefill", &tokchron::run_summary::prefill},
-      {"decode", &tokchron::run_summary::decode}};
+  const m_row metrics[] = {{"TTFT", &tokchron::run_summary::ttft},
+                           {"TPOT", &tokchron::run_summary::tpot},
+                           {"ITL", &tokchron::run_summary::itl},
+                           {"E2E", &tokchron::run_summary::e2e},
+                           {"queue", &tokchron::run_summary::queue_time},
+                           {"prefill", &tokchron::run_summary::prefill_time},
+                           {"decode", &tokchron::run_summary::decode_time}};
   t << "<table class=\"latency\">\n<tr><th>ms</th><th>run</th><th>count</th><th>mean</th>";
   for (double pc : printed) {
     std::string key = tokchron::percentile_key(pc);

@@ -67,7 +67,7 @@ TEST_CASE("report: JSON keys follow the documented schema, in order") {
   }
   const std::vector<std::string> stats{"count", "mean", "median", "std",
                                        "min",   "max",  "p50",    "p99.9"};
-  for (const char* m : {"ttft", "tpot", "itl", "e2el"}) {
+  for (const char* m : {"ttft", "tpot", "itl", "e2e"}) {
     auto st = j["metrics"][m].begin();
     for (const auto& k : stats) CHECK((st++).key() == k);
   }
@@ -413,11 +413,11 @@ TEST_CASE("TR9: requests with zero E2E are counted where tokens/s leaves them") 
   std::ostringstream out, err;
   CHECK(tr::run({"--format", "json", path}, out, err) == tr::exit_ok);
   const auto j = nlohmann::json::parse(out.str());
-  CHECK(j["metrics"]["tokens_per_s"]["count"] == 1);
-  CHECK(j["metrics"]["tokens_per_s"]["invalid"] == 1);
-  CHECK(contains(err.str(), "canonical: 1 completed request has no tokens_per_s value"));
+  CHECK(j["metrics"]["output_rate"]["count"] == 1);
+  CHECK(j["metrics"]["output_rate"]["invalid"] == 1);
+  CHECK(contains(err.str(), "canonical: 1 completed request has no output_rate value"));
   out.str("");
   CHECK(tr::run({path}, out, err) == tr::exit_ok);
-  CHECK(contains(out.str(), "tokens_per_s.invalid"));
+  CHECK(contains(out.str(), "output_rate.invalid"));
   std::remove(path.c_str());
 }

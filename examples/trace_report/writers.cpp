@@ -67,11 +67,11 @@ std::vector<row> rows_of(const std::vector<tc::run_summary>& all) {
   dist("ttft", true, &S::ttft, false);
   dist("tpot", true, &S::tpot, false);
   dist("itl", true, &S::itl, false);
-  dist("e2el", true, &S::e2el, false);
-  dist("queue", true, &S::queue, true);
-  dist("prefill", true, &S::prefill, true);
-  dist("decode", true, &S::decode, true);
-  dist("tokens_per_s", false, &S::user_output_rate, false);
+  dist("e2e", true, &S::e2e, false);
+  dist("queue_time", true, &S::queue_time, true);
+  dist("prefill_time", true, &S::prefill_time, true);
+  dist("decode_time", true, &S::decode_time, true);
+  dist("output_rate", false, &S::output_rate, false);
   dist("prompt_len", false, &S::prompt_lengths, true);
   dist("output_len", false, &S::output_lengths, false);
   for (std::size_t i = 0; !all.empty() && i < all.front().extra.size(); ++i)
@@ -170,12 +170,12 @@ int report_skipped(const input_stats& in, std::ostream& err, bool quiet) {
 
 void report_missing_rates(const std::vector<tc::run_summary>& all, std::ostream& err) {
   for (const auto& s : all)
-    if (s.user_output_rate.invalid)
-      err << "tokchron-report: " << s.profile << ": " << s.user_output_rate.invalid
-          << " completed request" << (s.user_output_rate.invalid == 1 ? " has" : "s have")
-          << " no tokens_per_s value (zero E2E latency or no output tokens, or no TPOT under a "
+    if (s.output_rate.invalid)
+      err << "tokchron-report: " << s.profile << ": " << s.output_rate.invalid
+          << " completed request" << (s.output_rate.invalid == 1 ? " has" : "s have")
+          << " no output_rate value (zero E2E latency or no output tokens, or no TPOT under a "
              "1/TPOT rule); "
-             "counted as tokens_per_s.invalid\n";
+             "counted as output_rate.invalid\n";
 }
 
 }  // namespace tokchron_report

@@ -42,7 +42,7 @@ int report_skipped(const input_stats& in, std::ostream& err, bool quiet);
 
 /// Says on `err`, per summary, how many completed requests have no tokens/s value (zero E2E
 /// latency or no output tokens, or no TPOT under a 1/TPOT rule): they are counted in
-/// `tokens_per_s.invalid` (the JSON's `metrics.tokens_per_s.invalid`).
+/// `output_rate.invalid` (the JSON's `metrics.output_rate.invalid`).
 void report_missing_rates(const std::vector<tc::run_summary>& all, std::ostream& err);
 
 }  // namespace tokchron_report

@@ -50,7 +50,7 @@ TEST_CASE("json: a summary of the docs/definitions.md timeline, key for key (gol
   // The hand-checked values of the docs/definitions.md timeline: TTFT 0.120 s, E2E 0.180 s, 5
   // tokens.
   CHECK(j["metrics"]["ttft"]["p50"] == 0.12);
-  CHECK(j["metrics"]["e2el"]["max"] == 0.18);
+  CHECK(j["metrics"]["e2e"]["max"] == 0.18);
   CHECK(j["output_tokens"] == 5);
   CHECK(j["metrics"]["ttft"].contains("p99.9"));
   CHECK(!j["metrics"]["ttft"].contains("invalid"));  // only when a request was refused

@@ -534,7 +534,7 @@ void check_against(const tc::run_summary& s, const tool_result& t, const tc::pro
   CHECK(rel(*s.duration, t.duration) < 1e-9);
   CHECK(rel(*s.output_throughput, t.output_tokens / t.duration) < 1e-9);
   const std::pair<const tc::distribution*, const std::vector<double>*> metrics[] = {
-      {&s.ttft, &t.ttft}, {&s.tpot, &t.tpot}, {&s.itl, &t.itl}, {&s.e2el, &t.e2el}};
+      {&s.ttft, &t.ttft}, {&s.tpot, &t.tpot}, {&s.itl, &t.itl}, {&s.e2e, &t.e2el}};
   for (const auto& [d, x] : metrics) {
     REQUIRE(d->count == x->size());
     if (x->empty()) continue;

@@ -58,11 +58,11 @@ TEST_CASE("run_summary: counts, duration, throughput, per GPU and concurrency") 
   CHECK(s.prompt_lengths.count == 2);
   CHECK(*s.prompt_lengths.mean == doctest::Approx(15));
   CHECK(*s.output_lengths.max == doctest::Approx(4));
-  CHECK(s.user_output_rate.count == 2);  // N / E2E: 2/0.2 and 4/0.3
-  CHECK(*s.user_output_rate.max == doctest::Approx(4 / 0.3).epsilon(1e-12));
-  CHECK(s.queue.count == 0);  // not recorded: no samples, every value empty
-  CHECK_FALSE(s.queue.mean);
-  CHECK_FALSE(s.queue.at(50));
+  CHECK(s.output_rate.count == 2);  // N / E2E: 2/0.2 and 4/0.3
+  CHECK(*s.output_rate.max == doctest::Approx(4 / 0.3).epsilon(1e-12));
+  CHECK(s.queue_time.count == 0);  // not recorded: no samples, every value empty
+  CHECK_FALSE(s.queue_time.mean);
+  CHECK_FALSE(s.queue_time.at(50));
   CHECK(s.extra.empty());  // room for goodput / SLA fields
 }
 
@@ -247,7 +247,7 @@ TEST_SUITE("concurrency") {
       same(one[i].ttft, three[i].ttft);
       same(one[i].tpot, three[i].tpot);
       same(one[i].itl, three[i].itl);
-      same(one[i].e2el, three[i].e2el);
+      same(one[i].e2e, three[i].e2e);
       same(one[i].output_lengths, three[i].output_lengths);
       tc::exact_quantiles<double> q;
       for (const auto& r : one[i].requests_detail)

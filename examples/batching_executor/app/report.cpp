@@ -110,7 +110,7 @@ tokchron::claims claims_of(const outcome& o) {
   k.p95_tpot_s = s.tpot.at(95);
   k.mean_ttft_s = s.ttft.mean;
   k.p95_ttft_s = s.ttft.at(95);
-  k.mean_e2e_s = s.e2el.mean;
+  k.mean_e2e_s = s.e2e.mean;
   k.concurrency = s.time_weighted_concurrency;
   k.max_batch_size = c.sched.max_batch_size;
   if (c.load.mode == arrival_mode::closed) {
@@ -251,10 +251,10 @@ void write_run_table(std::ostream& out, const outcome& o) {
   add("ttft", s.ttft);
   add("tpot", s.tpot);
   add("itl", s.itl);
-  add("e2el", s.e2el);
-  add("queue", s.queue);
-  add("prefill", s.prefill);
-  add("decode", s.decode);
+  add("e2e", s.e2e);
+  add("queue_time", s.queue_time);
+  add("prefill_time", s.prefill_time);
+  add("decode_time", s.decode_time);
   write_table(out, rows);
   out << "\nengine: " << e.steps << " steps, busy " << fmt("%.0f%%", e.busy_fraction() * 100)
       << ", mean batch " << fmt("%.1f", e.mean_batch()) << ", KV mean "

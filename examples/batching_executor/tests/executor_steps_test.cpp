@@ -88,7 +88,7 @@ TEST_CASE("plot_executor: the pictures of a sweep carry the executor's printed n
   std::vector<std::string> names;
   for (const auto& p : res.pictures) names.push_back(p.name);
   CHECK(names == std::vector<std::string>{"latency_ttft", "latency_tpot", "latency_itl",
-                                          "latency_e2el", "spectrum", "frontier", "timeline",
+                                          "latency_e2e", "spectrum", "frontier", "timeline",
                                           "executor"});
   // frontier.dat: throughput and P95s equal the summaries the executor printed.
   std::ifstream f(dir / "frontier.dat");

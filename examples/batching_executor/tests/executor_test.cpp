@@ -151,7 +151,7 @@ TEST_CASE("--trace-out read by tokchron-report's library gives the executor's su
   same(t.ttft, e.ttft, "ttft");
   same(t.tpot, e.tpot, "tpot");
   same(t.itl, e.itl, "itl");
-  same(t.e2el, e.e2el, "e2el");
-  same(t.queue, e.queue, "queue");
-  same(t.prefill, e.prefill, "prefill");
+  same(t.e2e, e.e2e, "e2e");
+  same(t.queue_time, e.queue_time, "queue_time");
+  same(t.prefill_time, e.prefill_time, "prefill_time");
 }

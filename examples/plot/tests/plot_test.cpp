@@ -166,7 +166,7 @@ TEST_CASE("latency data files carry the printed summary's exact values") {
   for (const m& x : {m{"latency_ttft.dat", &tokchron::run_summary::ttft},
                      m{"latency_tpot.dat", &tokchron::run_summary::tpot},
                      m{"latency_itl.dat", &tokchron::run_summary::itl},
-                     m{"latency_e2el.dat", &tokchron::run_summary::e2el}}) {
+                     m{"latency_e2e.dat", &tokchron::run_summary::e2e}}) {
     CAPTURE(x.file);
     const auto rows = read_rows(dir / x.file);
     REQUIRE(rows.size() == in.runs[0].summary.ttft.percentiles.size());
@@ -421,7 +421,7 @@ TEST_CASE("gnuplot renders every picture as SVG and PNG") {
   std::vector<std::string> names;
   for (const auto& p : res.pictures) names.push_back(p.name);
   CHECK(names == std::vector<std::string>{"latency_ttft", "latency_tpot", "latency_itl",
-                                          "latency_e2el", "spectrum", "timeline", "executor"});
+                                          "latency_e2e", "spectrum", "timeline", "executor"});
   const std::string page = slurp(dir / "index.html");
   for (const auto& p : res.pictures) {
     CAPTURE(p.name);

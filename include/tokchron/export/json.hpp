@@ -14,8 +14,8 @@
 /// | `distribution_json` | count, mean, median, std, min, max, one `pN` key per percentile   |
 /// |                     | (`percentile_key`), `invalid` when the profile refused requests   |
 /// | `summary_json`      | profile, completed, failed, duration, the three throughputs,      |
-/// |                     | metrics {ttft, tpot, itl, e2el, queue?, prefill?, decode?,        |
-/// |                     | tokens_per_s}, requests, input_tokens, output_tokens, the three   |
+/// |                     | metrics {ttft, tpot, itl, e2e, queue_time?, prefill_time?,        |
+/// |                     | decode_time?, output_rate}, requests, input_tokens, output_tokens, |
 /// |                     | concurrencies, per-GPU throughputs when `gpus` is set, lengths    |
 /// |                     | {prompt, output}, then each `extra` (goodput, attainment, ...)    |
 /// | `verdict_json`      | objective, status, measured, margin, lower, upper (`null` when    |
@@ -74,14 +74,12 @@ namespace detail {
   j["output_throughput"] = json_number(s.output_throughput);
   j["total_token_throughput"] = json_number(s.total_token_throughput);
   nlohmann::ordered_json m;
-  m["ttft"] = distribution_json(s.ttft);
-  m["tpot"] = distribution_json(s.tpot);
-  m["itl"] = distribution_json(s.itl);
-  m["e2el"] = distribution_json(s.e2el);
-  if (s.queue.count) m["queue"] = distribution_json(s.queue);
-  if (s.prefill.count) m["prefill"] = distribution_json(s.prefill);
-  if (s.decode.count) m["decode"] = distribution_json(s.decode);
-  m["tokens_per_s"] = distribution_json(s.user_output_rate);
+  for (const metric_id id : run_summary::kept) {  // keys: the metric table's names
+    const distribution& d = *s.of(id);
+    const bool server_side = id == metric_id::queue_time || id == metric_id::prefill_time ||
+                             id == metric_id::decode_time;  // only when the trace recorded them
+    if (!server_side || d.count) m[std::string(to_string(id))] = distribution_json(d);
+  }
   j["metrics"] = std::move(m);
   j["requests"] = s.requests;
   j["input_tokens"] = s.input_tokens;

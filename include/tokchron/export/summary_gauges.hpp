@@ -21,24 +21,6 @@ TOKCHRON_BEGIN_NAMESPACE
 // `run_summary` (metrics/run_summary.hpp) and `sla_verdict` (sla/verdict.hpp) are plain data
 // already; exporters read them as they are. These add them to a snapshot as gauges.
 
-namespace detail {
-/// The distribution `run_summary` keeps of metric `m`, or nullptr.
-[[nodiscard]] inline const distribution* run_distribution(const run_summary& r,
-                                                          metric_id m) noexcept {
-  switch (m) {
-    case metric_id::ttft: return &r.ttft;
-    case metric_id::tpot: return &r.tpot;
-    case metric_id::itl: return &r.itl;
-    case metric_id::e2e: return &r.e2el;
-    case metric_id::queue_time: return &r.queue;
-    case metric_id::prefill_time: return &r.prefill;
-    case metric_id::decode_time: return &r.decode;
-    case metric_id::output_rate: return &r.user_output_rate;
-    default: return nullptr;
-  }
-}
-}  // namespace detail
-
 /// Adds a run summary's scalar fields as gauges named `prefix` + field
 /// (`tokchron_run_duration_seconds`, `..._request_throughput`, `..._output_throughput`,
 /// `..._total_token_throughput`, `..._completed`, `..._failed`, `..._mean_concurrency`,
@@ -63,7 +45,7 @@ inline void add_run_summary(metrics_snapshot& s, const run_summary& r, const lab
   gauge("peak_concurrency", "Most requests in flight at once.",
         static_cast<double>(r.peak_concurrency));
   for (const auto& m : metric_table) {
-    const distribution* d = detail::run_distribution(r, m.id);
+    const distribution* d = r.of(m.id);
     if (d == nullptr || !m.is_time() || d->count == 0) continue;
     auto& f = s.family(prometheus_name(m.id, prefix),
                        "Percentiles of the run's distribution, by the profile's method.",

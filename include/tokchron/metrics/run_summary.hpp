@@ -7,8 +7,8 @@
 /// finished timelines under a `profile` (metrics/profiles.hpp): duration, completed and failed
 /// counts, request / output / total token throughput (also per GPU), mean concurrency (sum E2E
 /// / duration and the time-weighted in-flight average), peak concurrency, and for each metric
-/// (ttft, tpot, itl, e2el, queue, prefill, decode, per-user tokens/s) count, mean, median, std,
-/// min, max and percentiles, plus the prompt and output length distributions.
+/// (ttft, tpot, itl, e2e, queue_time, prefill_time, decode_time, output_rate) count, mean, median,
+/// std, min, max and percentiles, plus the prompt and output length distributions.
 ///
 /// Statistics are exact: every sample is kept, and percentiles are read by the profile's
 /// `quantile_method` (the formulas of `exact_quantiles`), so a tool's numbers are reproduced to
@@ -88,13 +88,38 @@ struct run_summary {
   std::optional<double> mean_concurrency;           ///< sum E2E (completed) / duration
   std::optional<double> time_weighted_concurrency;  ///< in-flight requests averaged over time
   std::uint64_t peak_concurrency = 0;               ///< most requests in flight at once
-  /// Per-metric statistics. `itl` pools the profile's ITL samples (per chunk or per token) or
-  /// holds one value per request (per-request grains).
-  distribution ttft, tpot, itl, e2el, queue, prefill, decode, user_output_rate;
+  /// Per-metric statistics, named as in metrics/metric.hpp. `itl` pools the profile's ITL
+  /// samples (per chunk or per token) or holds one value per request (per-request grains);
+  /// `output_rate` is the per-user tokens/s of the profile's rule.
+  distribution ttft, tpot, itl, e2e, queue_time, prefill_time, decode_time, output_rate;
   distribution prompt_lengths, output_lengths;    ///< tokens, completed requests
   std::vector<profiled_request> requests_detail;  ///< when `keep_requests`
   /// Further named values added by later stages (goodput, SLA attainment), in output order.
   std::vector<std::pair<std::string, std::optional<double>>> extra;
+
+  /// The distribution kept of metric `m` (metrics/metric.hpp), or nullptr for a metric a run
+  /// summary does not keep (ttft_from_send, ttft_from_scheduled, normalized_latency, fluidity).
+  [[nodiscard]] const distribution* of(metric_id m) const noexcept {
+    return const_cast<run_summary&>(*this).of(m);
+  }
+  [[nodiscard]] distribution* of(metric_id m) noexcept {
+    switch (m) {
+      case metric_id::ttft: return &ttft;
+      case metric_id::tpot: return &tpot;
+      case metric_id::itl: return &itl;
+      case metric_id::e2e: return &e2e;
+      case metric_id::queue_time: return &queue_time;
+      case metric_id::prefill_time: return &prefill_time;
+      case metric_id::decode_time: return &decode_time;
+      case metric_id::output_rate: return &output_rate;
+      default: return nullptr;
+    }
+  }
+  /// The metrics a run summary keeps, in output order.
+  static constexpr metric_id kept[] = {metric_id::ttft,        metric_id::tpot,
+                                       metric_id::itl,         metric_id::e2e,
+                                       metric_id::queue_time,  metric_id::prefill_time,
+                                       metric_id::decode_time, metric_id::output_rate};
 };
 
 /// Parses a comma-separated percentile list such as "50,90,99.9" (percent, each in [0, 100]).
@@ -260,16 +285,16 @@ class run_summarizer {
     s.gpus = o_.gpus;
     s.peak_concurrency = peak_in_flight();
     s.tpot.invalid = tpot_invalid_;
-    s.user_output_rate.invalid = rate_invalid_;
+    s.output_rate.invalid = rate_invalid_;
     const std::pair<std::vector<double>*, distribution*> all[] = {
         {&ttft_, &s.ttft},
         {&tpot_, &s.tpot},
         {&itl_, &s.itl},
-        {&e2el_, &s.e2el},
-        {&queue_, &s.queue},
-        {&prefill_, &s.prefill},
-        {&decode_, &s.decode},
-        {&rate_, &s.user_output_rate},
+        {&e2el_, &s.e2e},
+        {&queue_, &s.queue_time},
+        {&prefill_, &s.prefill_time},
+        {&decode_, &s.decode_time},
+        {&rate_, &s.output_rate},
         {&prompt_len_, &s.prompt_lengths},
         {&output_len_, &s.output_lengths}};
     for (const auto& [samples, out] : all)
