@@ -85,6 +85,15 @@ const std::vector<option_def>& defs() {
     auto add = [&](std::string name, std::string value, std::string help, setter s) {
       d.push_back({{std::move(name), std::move(value), std::move(help)}, std::move(s)});
     };
+    // An option whose value (one of `parse`'s names) `parse` turns into the member `*field(c)`;
+    // a value it refuses is reported under the option's name.
+    auto add_choice = [&](const std::string& name, std::string value, std::string help, auto field,
+                          auto parse) {
+      add(name, std::move(value), std::move(help),
+          [name, field, parse](run_config& c, std::string_view v) {
+            *field(c) = named(name, v, [&] { return parse(v); });
+          });
+    };
     // backend
     add("backend", "sim",
         "what runs the steps (sim: the roofline model on a virtual clock; cpu: a real model on "
@@ -98,14 +107,12 @@ const std::vector<option_def>& defs() {
           if (eq == std::string_view::npos) bad_value("compute", v, "expected KEY=VALUE");
           c.compute.emplace_back(std::string(v.substr(0, eq)), std::string(v.substr(eq + 1)));
         });
-    add("hw", "NAME", "sim hardware: a10g (default), a100-80g, h100, h200",
-        [](run_config& c, std::string_view v) {
-          c.sim.hw = named("hw", v, [&] { return hardware_preset(v); });
-        });
-    add("model", "NAME", "sim model: llama2-7b (default), llama3-8b",
-        [](run_config& c, std::string_view v) {
-          c.sim.model = named("model", v, [&] { return model_preset(v); });
-        });
+    add_choice(
+        "hw", "NAME", "sim hardware: a10g (default), a100-80g, h100, h200",
+        [](run_config& c) { return &c.sim.hw; }, hardware_preset);
+    add_choice(
+        "model", "NAME", "sim model: llama2-7b (default), llama3-8b",
+        [](run_config& c) { return &c.sim.model; }, model_preset);
     add("sim", "KEY=VALUE",
         "override a sim constant (bandwidth, flops, memory, params, weight_bytes, "
         "kv_bytes_per_token, layers, hidden, eta_bw, eta_compute, t_fixed, jitter, mem_util, "
@@ -206,14 +213,12 @@ const std::vector<option_def>& defs() {
               v == "on" ? prefill_priority::always
                         : named("prefill_priority", v, [&] { return parse_prefill_priority(v); });
         });
-    add("policy", "fcfs|priority|sjf", "waiting-queue order (default fcfs)",
-        [](run_config& c, std::string_view v) {
-          c.sched.order = named("policy", v, [&] { return parse_policy(v); });
-        });
-    add("sjf_key", "prompt|output|predicted", "what sjf sorts by (default prompt)",
-        [](run_config& c, std::string_view v) {
-          c.sched.sjf = named("sjf_key", v, [&] { return parse_sjf_key(v); });
-        });
+    add_choice(
+        "policy", "fcfs|priority|sjf", "waiting-queue order (default fcfs)",
+        [](run_config& c) { return &c.sched.order; }, parse_policy);
+    add_choice(
+        "sjf_key", "prompt|output|predicted", "what sjf sorts by (default prompt)",
+        [](run_config& c) { return &c.sched.sjf; }, parse_sjf_key);
     add("starvation_steps", "N", "sjf/priority: promote a request waiting N steps (0: never; 256)",
         [](run_config& c, std::string_view v) {
           c.sched.starvation_steps = to_u32("starvation_steps", v);
@@ -226,22 +231,19 @@ const std::vector<option_def>& defs() {
           else
             c.sched.max_queue_time = to_duration("max_queue_time", v);
         });
-    add("on_queue_timeout", "reject|promote", "what max_queue_time does (default reject)",
-        [](run_config& c, std::string_view v) {
-          c.sched.on_queue_timeout =
-              named("on_queue_timeout", v, [&] { return parse_queue_timeout_action(v); });
-        });
+    add_choice(
+        "on_queue_timeout", "reject|promote", "what max_queue_time does (default reject)",
+        [](run_config& c) { return &c.sched.on_queue_timeout; }, parse_queue_timeout_action);
     add("max_batch_delay", "SECONDS", "hold admissions to form a batch (Triton's queue delay; 0)",
         [](run_config& c, std::string_view v) {
           c.sched.max_batch_delay = to_duration("max_batch_delay", v);
         });
     add("block_size", "N", "tokens per KV block (default 16)",
         [](run_config& c, std::string_view v) { c.sched.block_size = to_u32("block_size", v, 1); });
-    add("kv_policy", "max_utilization|guaranteed_no_evict",
+    add_choice(
+        "kv_policy", "max_utilization|guaranteed_no_evict",
         "allocate as needed and preempt (default), or reserve prompt + output at admission",
-        [](run_config& c, std::string_view v) {
-          c.sched.kv = named("kv_policy", v, [&] { return parse_kv_policy(v); });
-        });
+        [](run_config& c) { return &c.sched.kv; }, parse_kv_policy);
     add("ttft_target", "SECONDS", "slo_aware's TTFT target (default: the --slo on ttft)",
         [](run_config& c, std::string_view v) {
           c.sched.ttft_target = to_duration("ttft_target", v);
