@@ -37,6 +37,27 @@ fi
 
 tc_jobs() { nproc 2>/dev/null || echo 2; }
 
+# tc_enter_root PKG...: what a script run from anywhere does first: sets and exports
+# TOKCHRON_ROOT (the repository this lib.sh is in), changes to it and installs the base packages
+# and PKG... where missing.
+tc_enter_root() {
+  TOKCHRON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  export TOKCHRON_ROOT
+  cd "$TOKCHRON_ROOT"
+  need_pkgs "${TOKCHRON_BASE_PKGS[@]}" "$@"
+}
+
+# tc_release_build DIR TARGET: configures DIR as a Release build without tests, benchmarks or
+# CUDA (the configure log goes to DIR.configure.log, printed on failure) and builds TARGET.
+tc_release_build() {
+  local dir=$1 target=$2
+  mkdir -p "$dir"
+  cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_TESTS=OFF \
+    -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_CUDA=OFF >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$(tc_jobs)" --target "$target" >&2
+}
+
 # configure_build DIR [cmake args...]: configures (Ninja, warnings as errors, ccache when
 # present: see above) and builds DIR.
 configure_build() {

@@ -6,18 +6,11 @@
 # for users who do not think (the seed's load) and who think 10 s or 25 s (exponential) between
 # requests. Extra arguments are passed to batching-executor (e.g. --format json).
 set -euo pipefail
-TOKCHRON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export TOKCHRON_ROOT
-cd "$TOKCHRON_ROOT"
 # shellcheck source=lib.sh
-source .ci/lib.sh
-need_pkgs "${TOKCHRON_BASE_PKGS[@]}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tc_enter_root
 build=$TOKCHRON_ROOT/build/main
-mkdir -p "$build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_TESTS=OFF \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_CUDA=OFF >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log"; exit 1; }
-cmake --build "$build" -j "$(tc_jobs)" --target batching-executor >&2
+tc_release_build "$build" batching-executor
 exec "$build/examples/batching_executor/batching-executor" \
   --backend sim --hw a10g --model llama2-7b --users 50 \
   --prompt-len normal:300,90 --output-len uniform:75,225 --duration 600 --warmup 60 --seed 1 \

@@ -3,12 +3,9 @@
 # stage in .ci/stages/ in order (g++/clang++ x C++17/C++20, packaging, and the stages later
 # components add). TOKCHRON_STAGES="10 20" runs only the stages whose names start so.
 set -euo pipefail
-TOKCHRON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export TOKCHRON_ROOT
-cd "$TOKCHRON_ROOT"
 # shellcheck source=lib.sh
-source .ci/lib.sh
-need_pkgs "${TOKCHRON_BASE_PKGS[@]}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tc_enter_root
 export TOKCHRON_CI_BUILD=${TOKCHRON_CI_BUILD:-$TOKCHRON_ROOT/build/ci}
 mkdir -p "$TOKCHRON_CI_BUILD"
 

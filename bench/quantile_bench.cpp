@@ -5,8 +5,8 @@
 // benchmarks also report each estimator's worst relative error at P50 / P99 / P99.9 over 10^6
 // samples of the same data shape (counters err_p50 / err_p99 / err_p999, in percent), so speed
 // and accuracy sit side by side. `tokchron_v0::log_histogram` is the log_histogram of commit
-// 9fd5ae2 (bench/baseline/), timed next to today's so that every change is a ratio in one run
-// (bench/ratios.py prints them).
+// 9fd5ae2 (generated from git by bench/baseline_v0.cmake), timed next to today's so that every
+// change is a ratio in one run (bench/ratios.py prints them).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -16,7 +16,9 @@
 #include <random>
 #include <vector>
 
+#if TOKCHRON_BENCH_HAS_V0
 #include "baseline/log_histogram_v0.hpp"
+#endif
 #include "bench_data.hpp"
 #include "tokchron/clock.hpp"
 #include "tokchron/quantile/exact.hpp"
@@ -33,7 +35,9 @@ using tokchron_bench::pareto;
 using tokchron_bench::ring;
 using tokchron_bench::shape_name;
 using tokchron_bench::sorted;
+#if TOKCHRON_BENCH_HAS_V0
 using v0_histogram = tokchron_v0::log_histogram;
+#endif
 
 template <class E>
 E make_estimator() {
@@ -87,7 +91,9 @@ BENCHMARK_TEMPLATE(BM_insert, tokchron::log_histogram)
     ->Arg(sorted)
     ->Arg(bimodal)
     ->Arg(pareto);
+#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_insert, v0_histogram)->Arg(lognormal)->Arg(sorted)->Arg(bimodal)->Arg(pareto);
+#endif
 BENCHMARK_TEMPLATE(BM_insert, tokchron::exact_quantiles<>)->Arg(lognormal)->Arg(sorted);
 BENCHMARK_TEMPLATE(BM_insert, tokchron::p2_quantiles)->Arg(lognormal)->Arg(sorted);
 
@@ -114,11 +120,13 @@ BENCHMARK_TEMPLATE(BM_insert_batch256, tokchron::log_histogram)
     ->Arg(sorted)
     ->Arg(bimodal)
     ->Arg(pareto);
+#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_insert_batch256, v0_histogram)
     ->Arg(lognormal)
     ->Arg(sorted)
     ->Arg(bimodal)
     ->Arg(pareto);
+#endif
 
 template <class E>
 void BM_query_p99(benchmark::State& state) {
@@ -128,7 +136,9 @@ void BM_query_p99(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::log_histogram);
+#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_query_p99, v0_histogram);
+#endif
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::p2_quantiles);
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::exact_quantiles<>);  // already sorted: O(1)
 
@@ -143,7 +153,9 @@ void BM_query(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK_TEMPLATE(BM_query, tokchron::log_histogram)->Arg(100)->Arg(5000)->Arg(9000)->Arg(9990);
+#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_query, v0_histogram)->Arg(100)->Arg(5000)->Arg(9000)->Arg(9990);
+#endif
 
 // Eight per-thread shards of 10^5 lognormal samples each, merged into a fresh histogram.
 template <class E>
@@ -159,7 +171,9 @@ void BM_log_histogram_merge8(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 8);
 }
 BENCHMARK_TEMPLATE(BM_log_histogram_merge8, tokchron::log_histogram)->Unit(benchmark::kMicrosecond);
+#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_log_histogram_merge8, v0_histogram)->Unit(benchmark::kMicrosecond);
+#endif
 
 // What a histogram of 10^6 samples of each shape holds, before (v0) and after: bytes of the
 // object and its counters (memory_bytes(), heap included), serialised bytes, and the error
@@ -179,7 +193,9 @@ BENCHMARK_TEMPLATE(BM_footprint, tokchron::log_histogram)
     ->Arg(lognormal)
     ->Arg(bimodal)
     ->Arg(pareto);
+#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_footprint, v0_histogram)->Arg(lognormal)->Arg(bimodal)->Arg(pareto);
+#endif
 
 template <class E>
 void BM_log_histogram_serialize(benchmark::State& state) {
@@ -192,7 +208,9 @@ void BM_log_histogram_serialize(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_log_histogram_serialize, tokchron::log_histogram)
     ->Unit(benchmark::kMicrosecond);
+#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_log_histogram_serialize, v0_histogram)->Unit(benchmark::kMicrosecond);
+#endif
 
 template <class E>
 void BM_log_histogram_deserialize(benchmark::State& state) {
@@ -204,7 +222,9 @@ void BM_log_histogram_deserialize(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_log_histogram_deserialize, tokchron::log_histogram)
     ->Unit(benchmark::kMicrosecond);
+#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_log_histogram_deserialize, v0_histogram)->Unit(benchmark::kMicrosecond);
+#endif
 
 // windowed<log_histogram>: 60 s as 6 x 10 s, timestamps already read (1 ms apart), so slices
 // roll over during the loop.

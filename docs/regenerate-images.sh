@@ -6,18 +6,11 @@
 # fonts-dejavu-core besides the build's). Deterministic: the sweep is seeded.
 #   docs/regenerate-images.sh          (from anywhere in the repository)
 set -euo pipefail
-TOKCHRON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export TOKCHRON_ROOT
-cd "$TOKCHRON_ROOT"
 # shellcheck source=../.ci/lib.sh
-source .ci/lib.sh
-need_pkgs "${TOKCHRON_BASE_PKGS[@]}" gnuplot-nox fonts-dejavu-core
+source "$(dirname "${BASH_SOURCE[0]}")/../.ci/lib.sh"
+tc_enter_root gnuplot-nox fonts-dejavu-core
 build=$TOKCHRON_ROOT/build/images
-mkdir -p "$build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_TESTS=OFF \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_CUDA=OFF >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log"; exit 1; }
-cmake --build "$build" -j "$(tc_jobs)" --target tokchron-report >&2
+tc_release_build "$build" tokchron-report
 out=$build/plots
 rm -rf "$out"
 mkdir -p "$out"

@@ -286,6 +286,14 @@ struct tool_result {
   std::vector<double> ttft, tpot, itl, e2el;
   double duration = 0;
   double completed = 0, output_tokens = 0;
+
+  /// One completed request with its TTFT, E2E and output tokens (TPOT and ITL are each tool's).
+  void add(double request_ttft, double request_e2el, double tokens) {
+    ttft.push_back(request_ttft);
+    e2el.push_back(request_e2el);
+    completed += 1;
+    output_tokens += tokens;
+  }
 };
 
 double chunk_sum(const tc::trace_record& r) {
@@ -329,10 +337,7 @@ tool_result vllm_tool(const std::vector<tc::trace_record>& rs) {
     if (n == 0) n = chunk_sum(r);  // stand-in for the tokenizer re-encode
     if (n > 1) t.tpot.push_back((latency - ttft) / (n - 1));
     t.itl.insert(t.itl.end(), itl.begin(), itl.end());
-    t.ttft.push_back(ttft);
-    t.e2el.push_back(latency);
-    t.completed += 1;
-    t.output_tokens += n;
+    t.add(ttft, latency, n);
   }
   return t;
 }
@@ -360,10 +365,7 @@ tool_result sglang_native_tool(const std::vector<tc::trace_record>& rs) {
         r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
     if (n > 1) t.tpot.push_back((latency - ttft) / (n - 1));
     t.itl.insert(t.itl.end(), itl.begin(), itl.end());
-    t.ttft.push_back(ttft);
-    t.e2el.push_back(latency);
-    t.completed += 1;
-    t.output_tokens += n;
+    t.add(ttft, latency, n);
   }
   return t;
 }
@@ -389,10 +391,7 @@ tool_result genai_tool(const std::vector<tc::trace_record>& rs) {
       t.tpot.push_back(v);
       t.itl.push_back(v);
     }
-    t.ttft.push_back(static_cast<double>(ttft) * 1e-9);
-    t.e2el.push_back(static_cast<double>(lat) * 1e-9);
-    t.completed += 1;
-    t.output_tokens += n;
+    t.add(static_cast<double>(ttft) * 1e-9, static_cast<double>(lat) * 1e-9, n);
   }
   t.duration = static_cast<double>(max_res - min_req) * 1e-9;
   return t;
@@ -423,10 +422,7 @@ tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
     double itl = 0;
     for (double g : time_to_next_token) itl += g;
     t.itl.push_back(n != 0.0 ? itl / chunks : 0);
-    t.ttft.push_back(ttft);
-    t.e2el.push_back(end_of(r) - r.send);
-    t.completed += 1;
-    t.output_tokens += n;
+    t.add(ttft, end_of(r) - r.send, n);
   }
   return t;
 }
@@ -443,10 +439,7 @@ tool_result trtllm_tool(const std::vector<tc::trace_record>& rs) {
     if (!first) continue;
     const double n = chunk_sum(r), end = end_of(r);
     t.tpot.push_back(n <= 1 ? 0.0 : (end - *first) / (n - 1));
-    t.ttft.push_back(*first - r.send);
-    t.e2el.push_back(end - r.send);
-    t.completed += 1;
-    t.output_tokens += n;
+    t.add(*first - r.send, end - r.send, n);
   }
   return t;
 }

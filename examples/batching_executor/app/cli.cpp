@@ -73,7 +73,8 @@ auto named(std::string_view opt, std::string_view v, F&& f) {
   }
 }
 
-using setter = std::function<void(run_config&, std::string_view)>;
+// Sets an option from its value; gets the option's name for its error messages.
+using setter = std::function<void(run_config&, std::string_view opt, std::string_view value)>;
 struct option_def {
   option_info info;
   setter set;
@@ -85,172 +86,172 @@ const std::vector<option_def>& defs() {
     auto add = [&](std::string name, std::string value, std::string help, setter s) {
       d.push_back({{std::move(name), std::move(value), std::move(help)}, std::move(s)});
     };
+    // An option whose value (one of `parse`'s names) `parse` turns into the member `*field(c)`;
+    // a value it refuses is reported under the option's name.
+    auto add_choice = [&](const std::string& name, std::string value, std::string help, auto field,
+                          auto parse) {
+      add(name, std::move(value), std::move(help),
+          [field, parse](run_config& c, std::string_view opt, std::string_view v) {
+            *field(c) = named(opt, v, [&] { return parse(v); });
+          });
+    };
     // backend
     add("backend", "sim",
         "what runs the steps (sim: the roofline model on a virtual clock; cpu: a real model on "
         "OpenBLAS; cuda: on cuBLAS, exit 77 without a GPU)",
-        [](run_config& c, std::string_view v) { c.backend = std::string(v); });
+        [](run_config& c, std::string_view, std::string_view v) { c.backend = std::string(v); });
     add("compute", "KEY=VALUE",
         "cpu/cuda backend setting: model layers, hidden, heads, ffn, vocab, seed; kv_memory "
         "(bytes); cpu threads (OpenBLAS, default 1); cuda device; repeatable",
-        [](run_config& c, std::string_view v) {
+        [](run_config& c, std::string_view opt, std::string_view v) {
           const auto eq = v.find('=');
-          if (eq == std::string_view::npos) bad_value("compute", v, "expected KEY=VALUE");
+          if (eq == std::string_view::npos) bad_value(opt, v, "expected KEY=VALUE");
           c.compute.emplace_back(std::string(v.substr(0, eq)), std::string(v.substr(eq + 1)));
         });
-    add("hw", "NAME", "sim hardware: a10g (default), a100-80g, h100, h200",
-        [](run_config& c, std::string_view v) {
-          c.sim.hw = named("hw", v, [&] { return hardware_preset(v); });
-        });
-    add("model", "NAME", "sim model: llama2-7b (default), llama3-8b",
-        [](run_config& c, std::string_view v) {
-          c.sim.model = named("model", v, [&] { return model_preset(v); });
-        });
+    add_choice(
+        "hw", "NAME", "sim hardware: a10g (default), a100-80g, h100, h200",
+        [](run_config& c) { return &c.sim.hw; }, hardware_preset);
+    add_choice(
+        "model", "NAME", "sim model: llama2-7b (default), llama3-8b",
+        [](run_config& c) { return &c.sim.model; }, model_preset);
     add("sim", "KEY=VALUE",
         "override a sim constant (bandwidth, flops, memory, params, weight_bytes, "
         "kv_bytes_per_token, layers, hidden, eta_bw, eta_compute, t_fixed, jitter, mem_util, "
         "activation_reserve), base units; repeatable",
-        [](run_config& c, std::string_view v) {
+        [](run_config& c, std::string_view opt, std::string_view v) {
           const auto eq = v.find('=');
-          if (eq == std::string_view::npos) bad_value("sim", v, "expected KEY=VALUE");
-          const double x = to_number("sim", v.substr(eq + 1));
-          named("sim", v, [&] {
+          if (eq == std::string_view::npos) bad_value(opt, v, "expected KEY=VALUE");
+          const double x = to_number(opt, v.substr(eq + 1));
+          named(opt, v, [&] {
             c.sim.set(v.substr(0, eq), x);
             return 0;
           });
         });
     add("seed", "N", "seed of the workload and of the sim's step jitter (default 1)",
-        [](run_config& c, std::string_view v) {
-          c.load.seed = c.sim.seed =
-              to_count("seed", v, 0, std::numeric_limits<std::uint32_t>::max());
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.seed = c.sim.seed = to_count(opt, v, 0, std::numeric_limits<std::uint32_t>::max());
         });
     // workload
     add("users", "N", "closed loop: concurrent users, each waiting for its response (default 50)",
-        [](run_config& c, std::string_view v) {
-          c.load.users = to_u32("users", v, 1);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.users = to_u32(opt, v, 1);
           c.load.mode = arrival_mode::closed;
         });
     add("think_time", "DIST", "closed loop: pause after each response (default none; e.g. exp:25)",
-        [](run_config& c, std::string_view v) {
-          c.load.think =
-              named("think_time", v, [&] { return distribution::parse(v, quantity::seconds); });
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.think = named(opt, v, [&] { return distribution::parse(v, quantity::seconds); });
         });
     add("rate", "R", "open loop: mean requests per second (switches to open loop)",
-        [](run_config& c, std::string_view v) {
-          c.load.rate = to_number("rate", v);
-          if (!(c.load.rate > 0)) bad_value("rate", v, "must be > 0");
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.rate = to_number(opt, v);
+          if (!(c.load.rate > 0)) bad_value(opt, v, "must be > 0");
           c.load.mode = arrival_mode::open;
         });
     add("burstiness", "K", "open loop: gamma shape of the gaps (1 = Poisson, < 1 burstier)",
-        [](run_config& c, std::string_view v) {
-          c.load.burstiness = to_number("burstiness", v);
-          if (!(c.load.burstiness > 0)) bad_value("burstiness", v, "must be > 0");
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.burstiness = to_number(opt, v);
+          if (!(c.load.burstiness > 0)) bad_value(opt, v, "must be > 0");
         });
     add("prompt_len", "DIST", "prompt lengths (default normal:300,90)",
-        [](run_config& c, std::string_view v) {
-          c.load.prompt = named("prompt_len", v,
-                                [&] { return distribution::parse(v, quantity::prompt_length); });
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.prompt =
+              named(opt, v, [&] { return distribution::parse(v, quantity::prompt_length); });
         });
     add("output_len", "DIST", "output lengths (default uniform:75,225)",
-        [](run_config& c, std::string_view v) {
-          c.load.output = named("output_len", v,
-                                [&] { return distribution::parse(v, quantity::output_length); });
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.output =
+              named(opt, v, [&] { return distribution::parse(v, quantity::output_length); });
         });
     add("duration", "SECONDS",
         "requests arriving within this many seconds are the run; the load continues until they "
         "finish (default 600)",
-        [](run_config& c, std::string_view v) {
-          c.load.duration_s = tokchron::to_seconds(to_duration("duration", v));
-          if (!(c.load.duration_s > 0)) bad_value("duration", v, "must be > 0");
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.duration_s = tokchron::to_seconds(to_duration(opt, v));
+          if (!(c.load.duration_s > 0)) bad_value(opt, v, "must be > 0");
         });
     add("ramp_up", "SECONDS", "closed loop: spread the first requests over this long",
-        [](run_config& c, std::string_view v) {
-          c.load.ramp_up_s = tokchron::to_seconds(to_duration("ramp_up", v));
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.ramp_up_s = tokchron::to_seconds(to_duration(opt, v));
         });
     add("warmup", "SECONDS",
         "requests arriving earlier run but are not summarised or traced (default 0)",
-        [](run_config& c, std::string_view v) {
-          c.warmup_s = tokchron::to_seconds(to_duration("warmup", v));
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.warmup_s = tokchron::to_seconds(to_duration(opt, v));
         });
     add("priority_levels", "N", "priorities drawn uniformly from [0, N) (priority policy)",
-        [](run_config& c, std::string_view v) {
-          c.load.priority_levels = to_u32("priority_levels", v, 1);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.priority_levels = to_u32(opt, v, 1);
         });
     add("predict_noise", "SIGMA", "sd of log(predicted/true output length) for sjf_key predicted",
-        [](run_config& c, std::string_view v) {
-          c.load.predict_noise = to_number("predict_noise", v);
-          if (!(c.load.predict_noise >= 0)) bad_value("predict_noise", v, "must be >= 0");
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.predict_noise = to_number(opt, v);
+          if (!(c.load.predict_noise >= 0)) bad_value(opt, v, "must be >= 0");
         });
     add("max_requests", "N", "stop issuing after N requests (0: no limit)",
-        [](run_config& c, std::string_view v) {
-          c.load.max_requests = to_count("max_requests", v, 0, std::uint64_t(1) << 40);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.max_requests = to_count(opt, v, 0, std::uint64_t(1) << 40);
         });
     // scheduler
     add("max_batch_size", "N", "running sequences at most (default 16)",
-        [](run_config& c, std::string_view v) {
-          c.sched.max_batch_size = to_u32("max_batch_size", v, 1);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.max_batch_size = to_u32(opt, v, 1);
         });
     add("max_num_batched_tokens", "N", "tokens a step at most (default 2048)",
-        [](run_config& c, std::string_view v) {
-          c.sched.max_num_batched_tokens = to_u32("max_num_batched_tokens", v, 1);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.max_num_batched_tokens = to_u32(opt, v, 1);
         });
     add("chunked_prefill", "on|off", "cut prompts to fit the token budget (default on)",
-        [](run_config& c, std::string_view v) {
-          c.sched.chunked_prefill = to_bool("chunked_prefill", v);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.chunked_prefill = to_bool(opt, v);
         });
     add("prefill_priority", "off|always|slo_aware",
         "off: decode-first, stall-free (default); always (or on): prefill-first; slo_aware: "
         "prefill-first when the oldest waiter would miss the TTFT target",
-        [](run_config& c, std::string_view v) {
-          c.sched.prefill =
-              v == "on" ? prefill_priority::always
-                        : named("prefill_priority", v, [&] { return parse_prefill_priority(v); });
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.prefill = v == "on" ? prefill_priority::always
+                                      : named(opt, v, [&] { return parse_prefill_priority(v); });
         });
-    add("policy", "fcfs|priority|sjf", "waiting-queue order (default fcfs)",
-        [](run_config& c, std::string_view v) {
-          c.sched.order = named("policy", v, [&] { return parse_policy(v); });
-        });
-    add("sjf_key", "prompt|output|predicted", "what sjf sorts by (default prompt)",
-        [](run_config& c, std::string_view v) {
-          c.sched.sjf = named("sjf_key", v, [&] { return parse_sjf_key(v); });
-        });
+    add_choice(
+        "policy", "fcfs|priority|sjf", "waiting-queue order (default fcfs)",
+        [](run_config& c) { return &c.sched.order; }, parse_policy);
+    add_choice(
+        "sjf_key", "prompt|output|predicted", "what sjf sorts by (default prompt)",
+        [](run_config& c) { return &c.sched.sjf; }, parse_sjf_key);
     add("starvation_steps", "N", "sjf/priority: promote a request waiting N steps (0: never; 256)",
-        [](run_config& c, std::string_view v) {
-          c.sched.starvation_steps = to_u32("starvation_steps", v);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.starvation_steps = to_u32(opt, v);
         });
     add("max_queue_time", "SECONDS|none",
         "a request not scheduled within this is rejected or promoted (the seed's max_waiting_time)",
-        [](run_config& c, std::string_view v) {
+        [](run_config& c, std::string_view opt, std::string_view v) {
           if (v == "none")
             c.sched.max_queue_time.reset();
           else
-            c.sched.max_queue_time = to_duration("max_queue_time", v);
+            c.sched.max_queue_time = to_duration(opt, v);
         });
-    add("on_queue_timeout", "reject|promote", "what max_queue_time does (default reject)",
-        [](run_config& c, std::string_view v) {
-          c.sched.on_queue_timeout =
-              named("on_queue_timeout", v, [&] { return parse_queue_timeout_action(v); });
-        });
+    add_choice(
+        "on_queue_timeout", "reject|promote", "what max_queue_time does (default reject)",
+        [](run_config& c) { return &c.sched.on_queue_timeout; }, parse_queue_timeout_action);
     add("max_batch_delay", "SECONDS", "hold admissions to form a batch (Triton's queue delay; 0)",
-        [](run_config& c, std::string_view v) {
-          c.sched.max_batch_delay = to_duration("max_batch_delay", v);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.max_batch_delay = to_duration(opt, v);
         });
     add("block_size", "N", "tokens per KV block (default 16)",
-        [](run_config& c, std::string_view v) { c.sched.block_size = to_u32("block_size", v, 1); });
-    add("kv_policy", "max_utilization|guaranteed_no_evict",
-        "allocate as needed and preempt (default), or reserve prompt + output at admission",
-        [](run_config& c, std::string_view v) {
-          c.sched.kv = named("kv_policy", v, [&] { return parse_kv_policy(v); });
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.block_size = to_u32(opt, v, 1);
         });
+    add_choice(
+        "kv_policy", "max_utilization|guaranteed_no_evict",
+        "allocate as needed and preempt (default), or reserve prompt + output at admission",
+        [](run_config& c) { return &c.sched.kv; }, parse_kv_policy);
     add("ttft_target", "SECONDS", "slo_aware's TTFT target (default: the --slo on ttft)",
-        [](run_config& c, std::string_view v) {
-          c.sched.ttft_target = to_duration("ttft_target", v);
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.ttft_target = to_duration(opt, v);
         });
     add("prefill_tokens_per_s", "R", "prefill speed assumed when the backend cannot predict",
-        [](run_config& c, std::string_view v) {
-          c.sched.prefill_tokens_per_s = to_number("prefill_tokens_per_s", v);
-          if (!(c.sched.prefill_tokens_per_s > 0))
-            bad_value("prefill_tokens_per_s", v, "must be > 0");
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.prefill_tokens_per_s = to_number(opt, v);
+          if (!(c.sched.prefill_tokens_per_s > 0)) bad_value(opt, v, "must be > 0");
         });
     return d;
   }();
@@ -294,7 +295,7 @@ const std::vector<option_info>& run_options() {
 void set_option(run_config& c, std::string_view name, std::string_view value) {
   const option_def* d = find_def(name);
   if (!d) throw std::invalid_argument("unknown option '" + canonical_name(name) + "'");
-  d->set(c, value);
+  d->set(c, d->info.name, value);
 }
 
 std::string usage() {

@@ -150,6 +150,18 @@ inline trace run(const forward_fn& fwd, const model_config& c, const trace* teac
   return t;
 }
 
+/// Runs the protocol on the CPU model with weights `w`: in fp32, or with `fp16` the CPU's
+/// emulation of the GPU's fp16 storage. Both halves take their reference from it.
+inline trace cpu_run(const model_weights& w, bool fp16) {
+  paged_kv_cache kv(w.cfg, num_blocks, block_size);
+  cpu_forward_options opt;
+  opt.fp16_activations = fp16;
+  cpu_model m(w, kv, opt);
+  return run([&](const forward_batch& b, std::vector<std::int32_t>& next,
+                 std::vector<float>* logits) { m.forward(b, next, logits); },
+             w.cfg);
+}
+
 /// The outcome of comparing a run with a reference run.
 struct comparison {
   double max_rel_l2 = 0;  ///< over compared steps; +inf when `non_finite` > 0

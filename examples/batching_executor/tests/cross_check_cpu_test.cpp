@@ -12,29 +12,15 @@
 
 using namespace batching::compute;
 
-namespace {
-
-cross_check::trace cpu_run(const model_weights& w, bool fp16) {
-  paged_kv_cache kv(w.cfg, cross_check::num_blocks, cross_check::block_size);
-  cpu_forward_options opt;
-  opt.fp16_activations = fp16;
-  cpu_model m(w, kv, opt);
-  return cross_check::run([&](const forward_batch& b, std::vector<std::int32_t>& next,
-                              std::vector<float>* logits) { m.forward(b, next, logits); },
-                          w.cfg);
-}
-
-}  // namespace
-
 TEST_CASE("cross-check, cpu half: fp16 emulation within the fp16 tolerance, same greedy tokens") {
   const model_config c = cross_check::config();
   const auto w = model_weights::random(c);
-  const auto ref = cpu_run(w, false);
-  const auto again = cpu_run(w, false);
+  const auto ref = cross_check::cpu_run(w, false);
+  const auto again = cross_check::cpu_run(w, false);
   CHECK(again.tokens == ref.tokens);  // deterministic, bit for bit
   CHECK(again.logits == ref.logits);
 
-  const auto half = cpu_run(w, true);
+  const auto half = cross_check::cpu_run(w, true);
   const double tol = cross_check::fp16_tolerance(c);
   const auto cmp = cross_check::compare(half, ref, tol, c);
   std::printf(
@@ -58,7 +44,7 @@ TEST_CASE("cross-check, cpu half: fp16 emulation within the fp16 tolerance, same
 TEST_CASE("cross-check: a NaN or an infinity in either run's logits fails the comparison") {
   const model_config c = cross_check::config();
   const auto w = model_weights::random(c);
-  const auto ref = cpu_run(w, false);
+  const auto ref = cross_check::cpu_run(w, false);
   const double tol = cross_check::fp16_tolerance(c);
   const auto same = cross_check::compare(ref, ref, tol, c);
   REQUIRE(same.max_rel_l2 == 0);
@@ -92,7 +78,7 @@ TEST_CASE("cross-check: a NaN or an infinity in either run's logits fails the co
 TEST_CASE("cross-check: tokens agree outside the near-tie margin, either is fine inside it") {
   const model_config c = cross_check::config();
   const auto w = model_weights::random(c);
-  const auto ref = cpu_run(w, false);
+  const auto ref = cross_check::cpu_run(w, false);
   const double tol = cross_check::fp16_tolerance(c);
   const std::size_t prompt = 2, step = 5;
   const auto& logits = ref.logits[prompt][step];
@@ -150,7 +136,7 @@ TEST_CASE("cross-check: tokens agree outside the near-tie margin, either is fine
 TEST_CASE("cross-check: a teacher-forced run is fed the teacher's tokens") {
   const model_config c = cross_check::config();
   const auto w = model_weights::random(c);
-  const auto ref = cpu_run(w, false);
+  const auto ref = cross_check::cpu_run(w, false);
   paged_kv_cache kv(w.cfg, cross_check::num_blocks, cross_check::block_size);
   cpu_model m(w, kv);
   // A teacher whose tokens are shifted by one: the forced run's inputs are the teacher's, and

@@ -29,16 +29,6 @@ using namespace batching::compute;
 
 namespace {
 
-cross_check::trace cpu_run(const model_weights& w, bool fp16) {
-  paged_kv_cache kv(w.cfg, cross_check::num_blocks, cross_check::block_size);
-  cpu_forward_options opt;
-  opt.fp16_activations = fp16;
-  cpu_model m(w, kv, opt);
-  return cross_check::run([&](const forward_batch& b, std::vector<std::int32_t>& next,
-                              std::vector<float>* logits) { m.forward(b, next, logits); },
-                          w.cfg);
-}
-
 void report(const char* what, const cross_check::comparison& c, double tol) {
   std::printf(
       "cross-check cuda half: %s: max rel L2 %.3g (tolerance %.3g), %zu steps, %zu near "
@@ -60,7 +50,7 @@ TEST_CASE("cross-check, cuda half: the GPU's tokens and logits match the cpu bac
       [&](const forward_batch& b, std::vector<std::int32_t>& next, std::vector<float>* logits) {
         gpu.forward(b, next, logits);
       };
-  const auto fp32 = cpu_run(w, false), emul = cpu_run(w, true);
+  const auto fp32 = cross_check::cpu_run(w, false), emul = cross_check::cpu_run(w, true);
   // The CPU's two runs pick the same tokens (the cpu half asserts it), so forcing the GPU with
   // the fp32 run's tokens gives it the inputs of both.
   REQUIRE(emul.tokens == fp32.tokens);

@@ -7,12 +7,14 @@
 /// ITL, E2E, output tokens, duration, throughput, percentiles and goodput, stated as data; the
 /// engine that applies them (`evaluate`) and the choices are in metrics/profile.hpp.
 ///
-/// Each profile constant sets every field of `profile` by name. Adding a tool is adding one
-/// constant (and listing it in `profiles::all`), never editing the engine. The choices and their
-/// sources are in docs/definitions.md; each profile's `description` says, in one paragraph, what
-/// the tool does and where tokchron has to use a stand-in (tokchron has timestamps and token
-/// counts, not text: a tool that re-encodes the output text to count tokens gets the reported
-/// usage count when the timeline has one, else the sum of the chunks' token counts).
+/// Each profile constant sets every field of `profile` by name, except a variant of another
+/// tool's profile (its description starts "As X, but"): that one starts from X and sets what
+/// differs. Adding a tool is adding one constant (and listing it in `profiles::all`), never editing
+/// the engine. The choices and their sources are in docs/definitions.md; each profile's
+/// `description` says, in one paragraph, what the tool does and where tokchron has to use a
+/// stand-in (tokchron has timestamps and token counts, not text: a tool that re-encodes the output
+/// text to count tokens gets the reported usage count when the timeline has one, else the sum of
+/// the chunks' token counts).
 ///
 /// Thread safety: profiles are immutable constants.
 
@@ -90,30 +92,18 @@ inline constexpr profile vllm = [] {
 
 /// vLLM's `benchmarks/benchmark_serving.py` before early 2025 (backend_request_func.py).
 inline constexpr profile vllm_legacy = [] {
-  profile p{};
+  profile p = vllm;  // the fields not set below are vllm's
   p.name = "vllm_legacy";
   p.tool = "vLLM legacy benchmarks/benchmark_serving.py (backend_request_func.py)";
   p.description =
       "As vllm, but chunks with empty text are skipped, `ttft == 0.0` means unmeasured, E2E ends "
       "at the `[DONE]` line (stand-in when the trace has none: the finish), and N is a tokenizer "
       "re-encode (stand-in: usage when reported, else the chunk token sum).";
-  p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = true;
   p.needs_first_response = false;
   p.end = e2e_end::done_chunk;
   p.output_tokens = token_source::usage_else_chunks;
-  p.tpot_numerator = tpot_span::e2e_minus_ttft;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
-  p.itl = itl_grain::per_chunk;
-  p.percentile_method = quantile_method::linear;
-  p.std_ddof = profile::population_std;
-  p.duration = duration_rule::origin_to_finish;
-  p.request_rate = rps_rule::completed;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
-  p.goodput = goodput_rule::all_met_missing_zero;
-  p.default_percentiles = "99";
   return p;
 }();
 
@@ -150,30 +140,15 @@ inline constexpr profile sglang_openai = [] {
 
 /// SGLang `bench_serving` against the native `/generate` endpoint.
 inline constexpr profile sglang_native = [] {
-  profile p{};
+  profile p = sglang_openai;  // the fields not set below are sglang_openai's
   p.name = "sglang_native";
   p.tool = "SGLang bench_serving, native /generate (python/sglang/benchmark/)";
   p.description =
       "As sglang_openai, but a chunk counts when completion_tokens grew (it carries tokens), and "
       "each gap is split evenly over the chunk's new tokens: k samples of gap/k (the first chunk's "
       "extra tokens give none).";
-  p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::tokens;
-  p.zero_ttft_is_unset = true;
-  p.needs_first_response = false;
-  p.end = e2e_end::last_chunk;
-  p.output_tokens = token_source::usage_else_chunks;
-  p.tpot_numerator = tpot_span::e2e_minus_ttft;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::per_token_split;
-  p.percentile_method = quantile_method::linear;
-  p.std_ddof = profile::population_std;
-  p.duration = duration_rule::origin_to_finish;
-  p.request_rate = rps_rule::completed;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
-  p.goodput = goodput_rule::none;
-  p.default_percentiles = "99";
   return p;
 }();
 

@@ -94,6 +94,14 @@ struct is_estimator_impl<
                          std::optional<typename E::value_type>> &&
           std::is_same_v<decltype(std::declval<const E&>().mean()), std::optional<double>>> {};
 
+/// An estimator's min or max: `value` once `count` samples were accepted, empty before (the
+/// contract above: an empty estimator has no min, max or mean).
+[[nodiscard]] constexpr std::optional<double> when_sampled(std::uint64_t count,
+                                                           double value) noexcept {
+  if (count == 0) return std::nullopt;
+  return value;
+}
+
 template <class E, class = void>
 struct is_mergeable_impl : std::false_type {};
 template <class E>

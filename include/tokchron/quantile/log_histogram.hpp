@@ -182,12 +182,10 @@ class log_histogram {
     return sum() / static_cast<double>(count_);
   }
   [[nodiscard]] std::optional<double> min() const noexcept {
-    if (count_ == 0) return std::nullopt;
-    return min_;
+    return detail::when_sampled(count_, min_);
   }
   [[nodiscard]] std::optional<double> max() const noexcept {
-    if (count_ == 0) return std::nullopt;
-    return max_;
+    return detail::when_sampled(count_, max_);
   }
 
   /// The q-quantile (q in [0, 1], std::invalid_argument otherwise) by numpy's linear method,

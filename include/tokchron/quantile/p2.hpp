@@ -91,12 +91,10 @@ class p2_quantiles {
     return sum_ / static_cast<double>(count_);
   }
   [[nodiscard]] std::optional<double> min() const noexcept {
-    if (count_ == 0) return std::nullopt;
-    return min_;
+    return detail::when_sampled(count_, min_);
   }
   [[nodiscard]] std::optional<double> max() const noexcept {
-    if (count_ == 0) return std::nullopt;
-    return max_;
+    return detail::when_sampled(count_, max_);
   }
   /// The estimate for declared probability `q` (std::invalid_argument for any other q);
   /// exact (linear method) below 2m + 3 samples; empty when there are none.
