@@ -46,34 +46,34 @@ std::vector<row> rows_of(const std::vector<tc::run_summary>& all) {
   add("mean_concurrency", false, [](const S& s) { return s.mean_concurrency; });
   add("time_weighted_concurrency", false, [](const S& s) { return s.time_weighted_concurrency; });
   add("peak_concurrency", false, [&](const S& s) { return u(s.peak_concurrency); });
-  auto dist = [&](const std::string& metric, bool latency, tc::distribution S::*field,
-                  bool only_when_present) {
+  auto dist = [&](const std::string& metric, bool latency, auto get, bool only_when_present) {
     if (only_when_present &&
-        std::none_of(all.begin(), all.end(), [&](const S& s) { return (s.*field).count > 0; }))
+        std::none_of(all.begin(), all.end(), [&](const S& s) { return get(s).count > 0; }))
       return;
-    add(metric + ".count", false, [&](const S& s) { return u((s.*field).count); });
-    if (std::any_of(all.begin(), all.end(), [&](const S& s) { return (s.*field).invalid > 0; }))
-      add(metric + ".invalid", false, [&](const S& s) { return u((s.*field).invalid); });
-    add(metric + ".mean", latency, [&](const S& s) { return (s.*field).mean; });
-    add(metric + ".median", latency, [&](const S& s) { return (s.*field).median; });
-    add(metric + ".std", latency, [&](const S& s) { return (s.*field).stddev; });
-    add(metric + ".min", latency, [&](const S& s) { return (s.*field).min; });
-    add(metric + ".max", latency, [&](const S& s) { return (s.*field).max; });
+    add(metric + ".count", false, [&](const S& s) { return u(get(s).count); });
+    if (std::any_of(all.begin(), all.end(), [&](const S& s) { return get(s).invalid > 0; }))
+      add(metric + ".invalid", false, [&](const S& s) { return u(get(s).invalid); });
+    add(metric + ".mean", latency, [&](const S& s) { return get(s).mean; });
+    add(metric + ".median", latency, [&](const S& s) { return get(s).median; });
+    add(metric + ".std", latency, [&](const S& s) { return get(s).stddev; });
+    add(metric + ".min", latency, [&](const S& s) { return get(s).min; });
+    add(metric + ".max", latency, [&](const S& s) { return get(s).max; });
     if (all.empty()) return;
-    for (std::size_t i = 0; i < (all.front().*field).percentiles.size(); ++i)
-      add(metric + "." + tc::percentile_key((all.front().*field).percentiles[i].percent), latency,
-          [&](const S& s) { return (s.*field).percentiles[i].value; });
+    for (std::size_t i = 0; i < get(all.front()).percentiles.size(); ++i)
+      add(metric + "." + tc::percentile_key(get(all.front()).percentiles[i].percent), latency,
+          [&](const S& s) { return get(s).percentiles[i].value; });
   };
-  dist("ttft", true, &S::ttft, false);
-  dist("tpot", true, &S::tpot, false);
-  dist("itl", true, &S::itl, false);
-  dist("e2e", true, &S::e2e, false);
-  dist("queue_time", true, &S::queue_time, true);
-  dist("prefill_time", true, &S::prefill_time, true);
-  dist("decode_time", true, &S::decode_time, true);
-  dist("output_rate", false, &S::output_rate, false);
-  dist("prompt_len", false, &S::prompt_lengths, true);
-  dist("output_len", false, &S::output_lengths, false);
+  for (const tc::metric_id id : S::kept)  // the metric table's names
+    dist(
+        std::string(tc::to_string(id)), tc::is_time_metric(id),
+        [id](const S& s) -> const tc::distribution& { return *s.of(id); },
+        S::needs_server_events(id));
+  dist(
+      "prompt_len", false, [](const S& s) -> const tc::distribution& { return s.prompt_lengths; },
+      true);
+  dist(
+      "output_len", false, [](const S& s) -> const tc::distribution& { return s.output_lengths; },
+      false);
   for (std::size_t i = 0; !all.empty() && i < all.front().extra.size(); ++i)
     add(all.front().extra[i].first, false, [&](const S& s) {
       return i < s.extra.size() ? s.extra[i].second : std::optional<double>();

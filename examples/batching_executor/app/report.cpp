@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "tokchron/io/trace.hpp"
 #include "tokchron/io/trace_json.hpp"
@@ -241,20 +242,15 @@ void write_run_table(std::ostream& out, const outcome& o) {
   for (const auto& p : s.ttft.percentiles) head.push_back(tokchron::percentile_key(p.percent));
   head.push_back("max");
   rows.push_back(head);
-  auto add = [&](const char* name, const tokchron::distribution& d) {
-    std::vector<std::string> r{name, std::to_string(d.count), opt("%.1f", d.mean, 1e3),
+  auto add = [&](std::string_view name, const tokchron::distribution& d) {
+    std::vector<std::string> r{std::string(name), std::to_string(d.count), opt("%.1f", d.mean, 1e3),
                                opt("%.1f", d.median, 1e3)};
     for (const auto& p : d.percentiles) r.push_back(opt("%.1f", p.value, 1e3));
     r.push_back(opt("%.1f", d.max, 1e3));
     rows.push_back(r);
   };
-  add("ttft", s.ttft);
-  add("tpot", s.tpot);
-  add("itl", s.itl);
-  add("e2e", s.e2e);
-  add("queue_time", s.queue_time);
-  add("prefill_time", s.prefill_time);
-  add("decode_time", s.decode_time);
+  for (const tokchron::metric_id id : tokchron::run_summary::kept)  // the table's time metrics
+    if (tokchron::is_time_metric(id)) add(tokchron::to_string(id), *s.of(id));
   write_table(out, rows);
   out << "\nengine: " << e.steps << " steps, busy " << fmt("%.0f%%", e.busy_fraction() * 100)
       << ", mean batch " << fmt("%.1f", e.mean_batch()) << ", KV mean "

@@ -231,7 +231,10 @@ TEST_CASE("X6: length traces take decimal integers only, naming the file, line a
                                                      {"inf", "'inf'"},
                                                      {"4294967296", "'4294967296'"},
                                                      {"1000000001", "'1000000001'"}};
-  for (const auto& [value, shown] : bad) {
+  for (const auto& item : bad) {
+    // Not a structured binding: a C++17 lambda (CAPTURE, the checks below) cannot capture one.
+    const char* const value = item.first;
+    const char* const shown = item.second;
     CAPTURE(value);
     const temp_file f("bx_lengths.txt", std::string("# lengths\n300\n") + value + "\n");
     for (const quantity q : {quantity::prompt_length, quantity::output_length}) {

@@ -6,7 +6,13 @@ want=$1
 text=$2
 mem=$3
 shift 3
-if [ "$mem" -gt 0 ]; then ulimit -v "$mem" || exit 1; fi
+# The limit bounds what the run allocates: the shared libraries the program maps (the cuda
+# backend's cuBLAS alone is over 500 MB of address space) come on top of it.
+if [ "$mem" -gt 0 ]; then
+  libs_kb=$(ldd "$1" 2>/dev/null | awk '$3 ~ /^\// {print $3}' | xargs -r stat -L -c %s |
+    awk '{s += $1} END {printf "%d", s / 1024 + 1}')
+  ulimit -v "$((mem + ${libs_kb:-0}))" || exit 1
+fi
 out=$("$@" 2>&1)
 rc=$?
 printf '%s\n' "$out" | tail -n 4

@@ -76,9 +76,8 @@ namespace detail {
   nlohmann::ordered_json m;
   for (const metric_id id : run_summary::kept) {  // keys: the metric table's names
     const distribution& d = *s.of(id);
-    const bool server_side = id == metric_id::queue_time || id == metric_id::prefill_time ||
-                             id == metric_id::decode_time;  // only when the trace recorded them
-    if (!server_side || d.count) m[std::string(to_string(id))] = distribution_json(d);
+    if (!run_summary::needs_server_events(id) || d.count)
+      m[std::string(to_string(id))] = distribution_json(d);
   }
   j["metrics"] = std::move(m);
   j["requests"] = s.requests;

@@ -115,6 +115,12 @@ struct run_summary {
       default: return nullptr;
     }
   }
+  /// True for the metrics that need server-side events (queued, scheduled) in the trace: reports
+  /// show them only when some request recorded them.
+  [[nodiscard]] static constexpr bool needs_server_events(metric_id m) noexcept {
+    return m == metric_id::queue_time || m == metric_id::prefill_time ||
+           m == metric_id::decode_time;
+  }
   /// The metrics a run summary keeps, in output order.
   static constexpr metric_id kept[] = {metric_id::ttft,        metric_id::tpot,
                                        metric_id::itl,         metric_id::e2e,
