@@ -106,7 +106,7 @@ std::string script(const std::string& name, int w, int h, const std::string& bod
 
 bool has_samples(const std::vector<run_series>& runs, const metric_desc& m) {
   for (const auto& r : runs)
-    if ((r.summary.*m.member).count > 0) return true;
+    if (m.of(r.summary).count > 0) return true;
   return false;
 }
 

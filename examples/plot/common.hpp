@@ -37,19 +37,22 @@ namespace fs = std::filesystem;
 /// Writes `text` to `p`. Throws std::runtime_error when it cannot.
 void write_file(const fs::path& p, const std::string& text);
 
-/// The four latency metrics the distribution pictures draw.
+/// A metric a picture draws: its id in the metric table and the axis label.
 struct metric_desc {
-  const char* key;    ///< file name part and run_summary key
-  const char* title;  ///< axis label
-  tokchron::slo_metric slo;
-  tokchron::distribution tokchron::run_summary::*member;
+  tokchron::metric_id slo;  ///< the metric (its SLOs are drawn with it)
+  const char* title;        ///< axis label
+  /// File name part and summary key: the metric table's name.
+  [[nodiscard]] std::string key() const { return std::string(tokchron::to_string(slo)); }
+  /// The run summary's distribution of this metric.
+  [[nodiscard]] const tokchron::distribution& of(const tokchron::run_summary& s) const {
+    return *s.of(slo);
+  }
 };
-inline constexpr metric_desc latency_metrics[] = {
-    {"ttft", "TTFT", tokchron::slo_metric::ttft, &tokchron::run_summary::ttft},
-    {"tpot", "TPOT", tokchron::slo_metric::tpot, &tokchron::run_summary::tpot},
-    {"itl", "ITL", tokchron::slo_metric::itl, &tokchron::run_summary::itl},
-    {"e2e", "E2E latency", tokchron::slo_metric::e2e, &tokchron::run_summary::e2e},
-};
+/// The four latency metrics the distribution pictures draw.
+inline constexpr metric_desc latency_metrics[] = {{tokchron::metric_id::ttft, "TTFT"},
+                                                  {tokchron::metric_id::tpot, "TPOT"},
+                                                  {tokchron::metric_id::itl, "ITL"},
+                                                  {tokchron::metric_id::e2e, "E2E latency"}};
 
 /// Seconds are drawn in ms when every value is below 1 s.
 struct time_unit {

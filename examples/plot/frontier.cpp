@@ -100,10 +100,10 @@ picture frontier_picture(const plot_input& in, const fs::path& dir) {
       if (on_frontier[k][i]) f.push_back(i);
     const auto& m = *axes[k].metric;
     auto lat = [&](std::size_t i) {
-      return (in.runs[i].summary.*m.member).at(axes[k].percentile).value_or(0);
+      return m.of(in.runs[i].summary).at(axes[k].percentile).value_or(0);
     };
     std::sort(f.begin(), f.end(), [&](std::size_t a, std::size_t b) { return lat(a) < lat(b); });
-    d << "\n\n# frontier on the " << m.key << " axis\n";
+    d << "\n\n# frontier on the " << m.key() << " axis\n";
     for (std::size_t i : f) d << num(lat(i)) << ' ' << num(sw.points[i].throughput) << '\n';
     if (f.empty()) d << "- -\n";
   }

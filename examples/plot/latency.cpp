@@ -14,7 +14,7 @@ namespace {
 std::vector<double> percent_rows(const std::vector<run_series>& runs, const metric_desc& m) {
   std::vector<double> rows;
   for (const auto& r : runs)
-    for (const auto& p : (r.summary.*m.member).percentiles) rows.push_back(p.percent);
+    for (const auto& p : m.of(r.summary).percentiles) rows.push_back(p.percent);
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   return rows;
@@ -24,7 +24,7 @@ std::vector<double> percent_rows(const std::vector<run_series>& runs, const metr
 std::pair<double, double> drawn_range(const plot_input& in, const metric_desc& m) {
   double lo = HUGE_VAL, hi = 0;
   for (std::size_t i : drawn_runs(in)) {
-    const auto& d = in.runs[i].summary.*m.member;
+    const auto& d = m.of(in.runs[i].summary);
     for (const auto& p : d.percentiles) {
       if (!p.value || p.percent > 99.99) continue;  // the pictures end at P99.99
       hi = std::max(hi, *p.value);
@@ -82,7 +82,7 @@ const char* const spectrum_axis =
 
 picture latency_picture(const plot_input& in, const metric_desc& m, const fs::path& dir) {
   picture pic;
-  pic.name = std::string("latency_") + m.key;
+  pic.name = std::string("latency_") + m.key();
   const std::string data = pic.name + ".dat";
   pic.data.push_back(data);
 
@@ -94,7 +94,7 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
   d << "\n";
   for (double pc : percent_rows(in.runs, m)) {
     d << num(pc) << ' ' << (pc < 100 ? num(spectrum_x(pc)) : std::string("-"));
-    for (const auto& r : in.runs) d << ' ' << num((r.summary.*m.member).at(pc));
+    for (const auto& r : in.runs) d << ' ' << num(m.of(r.summary).at(pc));
     d << '\n';
   }
   write_file(dir / data, d.str());
@@ -171,7 +171,7 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
     << "  set grid\n"
     << spectrum_axis << "  set key top left box opaque font ',9'\n";
   for (const auto& m : latency_metrics) {
-    const std::string data = std::string("latency_") + m.key + ".dat";
+    const std::string data = std::string("latency_") + m.key() + ".dat";
     if (!has_samples(in.runs, m)) continue;
     pic.data.push_back(data);
     const auto slos = drawable(in.sla, m.slo);

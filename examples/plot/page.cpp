@@ -60,17 +60,11 @@ std::string summary_table(const plot_input& in, const std::vector<double>& print
   }
   t << "</table>\n";
   // Latencies: one row per metric and run, the printed statistics as columns (ms).
-  struct m_row {
-    const char* name;
-    tokchron::distribution tokchron::run_summary::*member;
-  };
-  const m_row metrics[] = {{"TTFT", &tokchron::run_summary::ttft},
-                           {"TPOT", &tokchron::run_summary::tpot},
-                           {"ITL", &tokchron::run_summary::itl},
-                           {"E2E", &tokchron::run_summary::e2e},
-                           {"queue", &tokchron::run_summary::queue_time},
-                           {"prefill", &tokchron::run_summary::prefill_time},
-                           {"decode", &tokchron::run_summary::decode_time}};
+  const metric_desc metrics[] = {
+      {tokchron::metric_id::ttft, "TTFT"},         {tokchron::metric_id::tpot, "TPOT"},
+      {tokchron::metric_id::itl, "ITL"},           {tokchron::metric_id::e2e, "E2E"},
+      {tokchron::metric_id::queue_time, "queue"},  {tokchron::metric_id::prefill_time, "prefill"},
+      {tokchron::metric_id::decode_time, "decode"}};
   t << "<table class=\"latency\">\n<tr><th>ms</th><th>run</th><th>count</th><th>mean</th>";
   for (double pc : printed) {
     std::string key = tokchron::percentile_key(pc);
@@ -80,11 +74,11 @@ std::string summary_table(const plot_input& in, const std::vector<double>& print
   t << "<th>max</th></tr>\n";
   for (const auto& m : metrics) {
     bool any = false;
-    for (const auto& r : in.runs) any = any || (r.summary.*m.member).count > 0;
+    for (const auto& r : in.runs) any = any || m.of(r.summary).count > 0;
     if (!any) continue;
     for (std::size_t i = 0; i < in.runs.size(); ++i) {
-      const auto& d = S(i).*m.member;
-      t << "<tr><th>" << (i == 0 ? m.name : "") << "</th><td>" << html(in.runs[i].label)
+      const auto& d = m.of(S(i));
+      t << "<tr><th>" << (i == 0 ? m.title : "") << "</th><td>" << html(in.runs[i].label)
         << "</td><td>" << d.count << "</td><td>" << ms(d.mean) << "</td>";
       for (double pc : printed) t << "<td>" << ms(d.at(pc)) << "</td>";
       t << "<td>" << ms(d.max) << "</td></tr>\n";
