@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Bad input to the estimators, the window and the collector (README "Bad input and
-// concurrency", rows E1-E9): refused samples are counted and change nothing else; bad
+// Bad input to the estimators, the window and the collector (docs/bad-input.md,
+// rows E1-E9): refused samples are counted and change nothing else; bad
 // configuration throws std::invalid_argument; merges either succeed losslessly or change nothing.
 #include <doctest/doctest.h>
 

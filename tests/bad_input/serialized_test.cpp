@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Truncated or corrupted serialised estimator bytes (README "Bad input and concurrency", rows
+// Truncated or corrupted serialised estimator bytes (docs/bad-input.md, rows
 // B1-B4): log_histogram::deserialize never throws, never reads outside the bytes (ASan in CI),
 // refuses with the error kind, byte offset and field, and whatever it accepts is consistent.
 #include <doctest/doctest.h>

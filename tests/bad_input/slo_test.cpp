@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Bad input to the SLO parsers (README "Bad input and concurrency", rows S1-S4): an unparsable
+// Bad input to the SLO parsers (docs/bad-input.md, rows S1-S4): an unparsable
 // objective gives the offset and length of the offending part and a message (never throws); the
 // throwing forms throw std::invalid_argument quoting that part.
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Drives a request timeline with a sequence of recording calls decoded from bytes, and checks
-// the recording contract (README bad-input row T4): every refused call is counted and changes
+// the recording contract (docs/bad-input.md, row T4): every refused call is counted and changes
 // nothing; whatever the calls, every canonical metric and every profile's per-request values and
 // pooled ITL samples are non-negative. Shared by the fuzz target timeline_calls_fuzz.cpp and the
 // property test of random call sequences (tests/bad_input/timeline_test.cpp).

@@ -21,7 +21,7 @@ namespace {
 const std::string data_dir = std::string(TOKCHRON_SOURCE_DIR) + "/tests/data/traces/";
 }
 
-TEST_CASE("trace_json: the README example line parses and round-trips") {
+TEST_CASE("trace_json: the trace-format example line parses and round-trips") {
   const auto r = tc::parse_trace_line(
       R"({"id":"r1","arrival":12.000,"send":12.003,"scheduled":12.40,"prompt_tokens":300,)"
       R"("chunks":[[12.52,1],[12.56,0,"empty"],[12.61,2],[12.62,0,"usage"]],"end":12.62,)"

@@ -199,7 +199,7 @@ TEST_CASE("profiles: hand-computed values on requests that separate the tools") 
   }
 }
 
-TEST_CASE("profiles: canonical reproduces the README definitions") {
+TEST_CASE("profiles: canonical reproduces the docs/definitions.md table") {
   const auto tl = tc::testing::script()
                       .arrive(0ms)
                       .send(2ms)
@@ -226,7 +226,7 @@ TEST_CASE("profiles: canonical reproduces the README definitions") {
   CHECK(close(r.normalized_latency, m.normalized_latency));
   CHECK(close(r.output_rate, m.output_rate));
   CHECK(pooled == per_token);
-  CHECK(close(r.ttft, 0.120));  // the README table's example column
+  CHECK(close(r.ttft, 0.120));  // docs/definitions.md's example column
   CHECK(close(r.tpot, 0.0125));
 }
 
