@@ -32,16 +32,17 @@ TEST_CASE("report: command lines") {
   CHECK(*a.get("gpus") == "4");
   CHECK(a.files == std::vector<std::string>{"x.jsonl", "--y"});
   CHECK(tr::parse_arguments({"summary", "f"}).files == std::vector<std::string>{"f"});
-  CHECK_THROWS_AS(tr::parse_arguments({"--nope"}), tr::usage_error);
-  CHECK_THROWS_AS(tr::parse_arguments({"--gpus"}), tr::usage_error);
-  CHECK_THROWS_AS(tr::parse_arguments({"--quiet=1"}), tr::usage_error);
-  CHECK_THROWS_AS(tr::settings_from(tr::parse_arguments({"--gpus", "0"})), tr::usage_error);
-  CHECK_THROWS_AS(tr::settings_from(tr::parse_arguments({"--format", "xml"})), tr::usage_error);
-  CHECK_THROWS_AS(tr::settings_from(tr::parse_arguments({"--percentiles", "5,x"})),
+  CHECK_THROWS_AS((void)tr::parse_arguments({"--nope"}), tr::usage_error);
+  CHECK_THROWS_AS((void)tr::parse_arguments({"--gpus"}), tr::usage_error);
+  CHECK_THROWS_AS((void)tr::parse_arguments({"--quiet=1"}), tr::usage_error);
+  CHECK_THROWS_AS((void)tr::settings_from(tr::parse_arguments({"--gpus", "0"})), tr::usage_error);
+  CHECK_THROWS_AS((void)tr::settings_from(tr::parse_arguments({"--format", "xml"})),
+                  tr::usage_error);
+  CHECK_THROWS_AS((void)tr::settings_from(tr::parse_arguments({"--percentiles", "5,x"})),
                   tr::usage_error);
   CHECK(tr::select_profiles("all").size() == 11);
   CHECK(tr::select_profiles("vllm,mlperf").size() == 2);
-  CHECK_THROWS_AS(tr::select_profiles("vllm,nope"), tr::usage_error);
+  CHECK_THROWS_AS((void)tr::select_profiles("vllm,nope"), tr::usage_error);
 }
 
 TEST_CASE("report: JSON keys follow the documented schema, in order") {
@@ -135,17 +136,19 @@ TEST_CASE("report: the pipelined reader hands on what the plain reader does, in 
 
   // A file that cannot be read after a good one: the good one's requests first, then the error.
   std::size_t before_error = 0;
-  CHECK_THROWS_AS(tr::read_inputs_pipelined({big, data + "missing.jsonl"}, "auto",
-                                            [&](tokchron::trace_timeline&&) { ++before_error; }),
-                  tr::input_error);
+  CHECK_THROWS_AS(
+      (void)tr::read_inputs_pipelined({big, data + "missing.jsonl"}, "auto",
+                                      [&](tokchron::trace_timeline&&) { ++before_error; }),
+      tr::input_error);
   CHECK(before_error == n_plain);
 
   // The consumer fails part-way: the reader stops and the consumer's exception comes out.
   std::size_t taken = 0;
-  CHECK_THROWS_AS(tr::read_inputs_pipelined({big}, "auto",
-                                            [&](tokchron::trace_timeline&&) {
-                                              if (++taken == 1500) throw std::logic_error("x");
-                                            }),
+  CHECK_THROWS_AS((void)tr::read_inputs_pipelined({big}, "auto",
+                                                  [&](tokchron::trace_timeline&&) {
+                                                    if (++taken == 1500)
+                                                      throw std::logic_error("x");
+                                                  }),
                   std::logic_error);
   CHECK(taken == 1500);
   std::remove(big.c_str());

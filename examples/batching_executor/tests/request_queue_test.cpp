@@ -71,7 +71,9 @@ TEST_CASE("request_queue: sjf ranks by the key it is given") {
   p.make(2, 2, 0, 20, 20, 10);
   const std::pair<sjf_key, std::vector<std::uint64_t>> cases[] = {
       {sjf_key::prompt, {1, 2, 0}}, {sjf_key::output, {0, 2, 1}}, {sjf_key::predicted, {2, 0, 1}}};
-  for (const auto& [key, want] : cases) {
+  for (const auto& c : cases) {
+    const sjf_key key = c.first;  // not a structured binding: CAPTURE's lambda captures it
+    const std::vector<std::uint64_t>& want = c.second;
     CAPTURE(to_string(key));
     request_queue q(make_queue_order(policy::sjf, key));
     for (request& r : p.all) q.push(r);
