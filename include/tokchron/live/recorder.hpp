@@ -191,7 +191,7 @@ class basic_live_metrics {
     fresh.max_tokens_ = info.max_tokens;
     fresh.phase_ = request_type::waiting;
     r = fresh;
-    record([&](detail::live_side& d) noexcept {
+    in_shard([&](detail::live_side& d) noexcept {
       d.count(r.series_, detail::lc_waiting, 1);
       if (r.series_ == state_->overflow_index())
         d.count(r.series_, detail::lc_overflow_requests, 1);
@@ -224,7 +224,7 @@ class basic_live_metrics {
     if (record_status s = r.tl_.scheduled(t); s != record_status::ok) return misuse(s);
     if (r.phase_ == request_type::waiting) {
       r.phase_ = request_type::running;
-      record([&](detail::live_side& d) noexcept {
+      in_shard([&](detail::live_side& d) noexcept {
         d.count(r.series_, detail::lc_waiting, ~std::uint64_t{0});
         d.count(r.series_, detail::lc_running, 1);
       });
@@ -240,7 +240,7 @@ class basic_live_metrics {
     if (record_status s = r.tl_.preempted(t); s != record_status::ok) return misuse(s);
     const bool was_running = r.phase_ == request_type::running;
     r.phase_ = request_type::waiting;
-    record([&](detail::live_side& d) noexcept {
+    in_shard([&](detail::live_side& d) noexcept {
       d.count(r.series_, detail::lc_preemptions, 1);
       if (was_running) {
         d.count(r.series_, detail::lc_running, ~std::uint64_t{0});
@@ -265,7 +265,7 @@ class basic_live_metrics {
     if (record_status s = r.tl_.chunk(t, tokens, kind); s != record_status::ok) return misuse(s);
     if (tokens == 0) return record_status::ok;
     const bool streaming = state_->options.inclusion != live_inclusion::completed;
-    record([&](detail::live_side& d) noexcept {
+    in_shard([&](detail::live_side& d) noexcept {
       const std::uint32_t s = r.series_;
       if (prev) {
         observe_itl(d, s, seconds(t - *prev), tokens);
@@ -294,7 +294,7 @@ class basic_live_metrics {
     if (record_status s = r.tl_.finish(t, reason); s != record_status::ok) return misuse(s);
     const auto was = r.phase_;
     r.phase_ = request_type::done;
-    record([&](detail::live_side& d) noexcept {
+    in_shard([&](detail::live_side& d) noexcept {
       const std::uint32_t s = r.series_;
       d.count(s, was == request_type::running ? detail::lc_running : detail::lc_waiting,
               ~std::uint64_t{0});
@@ -303,14 +303,20 @@ class basic_live_metrics {
     return record_status::ok;
   }
   /// `finish(r, t, finish_reason::rejected)`: refused before scheduling (queue full, ...).
+  record_status reject(request_type& r) noexcept { return reject(r, clock_.now()); }
+  /// `reject` at time `t`.
   record_status reject(request_type& r, time_point t) noexcept {
     return finish(r, t, finish_reason::rejected);
   }
   /// `finish(r, t, finish_reason::aborted)`: the client went away or cancelled.
+  record_status abort(request_type& r) noexcept { return abort(r, clock_.now()); }
+  /// `abort` at time `t`.
   record_status abort(request_type& r, time_point t) noexcept {
     return finish(r, t, finish_reason::aborted);
   }
   /// `finish(r, t, finish_reason::error)`: the server failed the request.
+  record_status fail(request_type& r) noexcept { return fail(r, clock_.now()); }
+  /// `fail` at time `t`.
   record_status fail(request_type& r, time_point t) noexcept {
     return finish(r, t, finish_reason::error);
   }
@@ -327,7 +333,7 @@ class basic_live_metrics {
         series.index < state_->layout.series ? series.index : state_->overflow_index();
     const bool streaming = state_->options.inclusion != live_inclusion::completed;
     bool counted_prompt = false;
-    record([&](detail::live_side& d) noexcept {
+    in_shard([&](detail::live_side& d) noexcept {
       if (s == state_->overflow_index()) d.count(s, detail::lc_overflow_requests, 1);
       d.count(s, detail::lc_preemptions, tl.preemptions());
       if (tl.first_token_time()) {
@@ -366,7 +372,7 @@ class basic_live_metrics {
     if (!state_->prefix_cache_used.load(std::memory_order_relaxed))
       state_->prefix_cache_used.store(true, std::memory_order_relaxed);
     const std::uint32_t i = s.index < state_->layout.series ? s.index : state_->overflow_index();
-    record([&](detail::live_side& d) noexcept {
+    in_shard([&](detail::live_side& d) noexcept {
       d.count(i, detail::lc_prefix_queries, queries);
       d.count(i, detail::lc_prefix_hits, hits);
     });
@@ -433,12 +439,12 @@ class basic_live_metrics {
   }
   void count_misuse() noexcept {
     misuse_.fetch_add(1, std::memory_order_relaxed);
-    record([](detail::live_side& d) noexcept { ++d.misuse; });
+    in_shard([](detail::live_side& d) noexcept { ++d.misuse; });
   }
 
   /// Runs `f(side)` on the calling thread's active side, inside the shard's hand-over bracket.
   template <class F>
-  void record(F&& f) noexcept {
+  void in_shard(F&& f) noexcept {
     detail::live_shard* sh = detail::live_this_thread().get(*state_);
     if (TOKCHRON_UNLIKELY(sh == nullptr)) {
       state_->lost_shards.fetch_add(1, std::memory_order_relaxed);
