@@ -6,8 +6,8 @@
 /// `basic_live_metrics`: a server's live metrics. Any number of threads record request events
 /// (arrival, scheduling, each streamed chunk, preemption, finish) without a lock; a scrape
 /// (live/scrape.hpp) may run at any time and sees every event recorded before it exactly once.
-/// This is the recording header for a server's hot files: standard library only, no <thread>,
-/// <mutex>, <sstream>, <map> or <functional>.
+/// This is the recording header for a server's hot files: standard library only, no `<thread>`,
+/// `<mutex>`, `<sstream>`, `<map>` or `<functional>`.
 ///
 /// \code
 ///   // once, where the server sets up its metrics (that file includes live/presets.hpp):
