@@ -25,6 +25,7 @@
 #include "tokchron/export/buckets.hpp"
 #include "tokchron/export/conversions.hpp"
 #include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/live/options.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/metric.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
@@ -44,9 +45,11 @@ struct serving_metric_names {
   /// The histogram family of each served metric (indexed by `metric_id`; the others unused):
   /// by default "tokchron_" + its Prometheus stem + "_seconds" (`prometheus_name`).
   std::array<std::string, metric_count> histograms = prometheus_names("tokchron_");
-  std::string requests = "tokchron_requests", output_tokens = "tokchron_output_tokens",
-              prompt_tokens = "tokchron_prompt_tokens", preemptions = "tokchron_preemptions";
-  std::string outcome_label = "outcome";
+  std::string requests = name(&live_names::requests, false),
+              output_tokens = name(&live_names::generation_tokens, false),
+              prompt_tokens = name(&live_names::prompt_tokens, false),
+              preemptions = name(&live_names::preemptions, false);
+  std::string outcome_label = name(&live_names::reason_label, false);
 
   /// The histogram family name of metric `m`.
   [[nodiscard]] std::string& operator[](metric_id m) noexcept {
@@ -65,15 +68,20 @@ struct serving_metric_names {
     serving_metric_names n;
     for (const auto& m : metric_table)
       if (m.served) n[m.id] = std::string(m.vllm_name);
-    n.requests = "vllm:request_success";
-    n.output_tokens = "vllm:generation_tokens";
-    n.prompt_tokens = "vllm:prompt_tokens";
-    n.preemptions = "vllm:num_preemptions";
-    n.outcome_label = "finished_reason";
+    n.requests = name(&live_names::requests, true);
+    n.output_tokens = name(&live_names::generation_tokens, true);
+    n.prompt_tokens = name(&live_names::prompt_tokens, true);
+    n.preemptions = name(&live_names::preemptions, true);
+    n.outcome_label = name(&live_names::reason_label, true);
     return n;
   }
 
  private:
+  // The one list of these spellings: live/options.hpp's `live_family_names`.
+  static std::string name(std::string live_names::*member, bool vllm) {
+    const live_family_name& f = live_family_name_of(member);
+    return std::string(vllm ? f.vllm : f.tokchron);
+  }
   static std::array<std::string, metric_count> prometheus_names(std::string_view prefix) {
     std::array<std::string, metric_count> a;
     for (const auto& m : metric_table)
