@@ -372,3 +372,28 @@ TEST_CASE("live: bad options throw std::invalid_argument") {
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
   CHECK_THROWS_AS((void)tokchron::tokchron_live_options({"a"}, {}), std::invalid_argument);
 }
+
+TEST_CASE("live: a server that never reports scheduling: tokens mean running, and included") {
+  metrics m(tokchron::tokchron_live_options());
+  request r;
+  REQUIRE(m.arrive(r, ms(0), {tokchron::live_series{}, 4, 0}) == record_status::ok);
+  REQUIRE(m.chunk(r, ms(30), 1) == record_status::ok);
+  auto s = scrape(m);
+  CHECK(value(s, "tokchron_requests_waiting") == 0);
+  CHECK(value(s, "tokchron_requests_running") == 1);
+  REQUIRE(m.chunk(r, ms(40), 1) == record_status::ok);
+  REQUIRE(m.finish(r, ms(40)) == record_status::ok);
+  s = scrape(m);
+  CHECK(value(s, "tokchron_requests_running") == 0);
+  CHECK(hist(s, "tokchron_e2e_seconds").count == 1);
+  CHECK(hist(s, "tokchron_queue_seconds").count == 0);  // undefined without scheduling
+  CHECK(hist(s, "tokchron_ttft_seconds").sum == doctest::Approx(0.030));
+
+  // A client-side timeline (no scheduling event) recorded in one call is included too.
+  tokchron::basic_request_timeline<tokchron::manual_clock> tl;
+  REQUIRE(tl.arrive(ms(0)) == record_status::ok);
+  REQUIRE(tl.chunk(ms(10), 2) == record_status::ok);
+  REQUIRE(tl.finish(ms(10)) == record_status::ok);
+  REQUIRE(m.record(tl) == record_status::ok);
+  CHECK(hist(scrape(m), "tokchron_e2e_seconds").count == 2);
+}

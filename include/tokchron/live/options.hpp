@@ -40,7 +40,8 @@ enum class live_inclusion : std::uint8_t {
   /// request finishes instead of as its chunks arrive. Per-step ITL still streams (a sample,
   /// once exported, cannot be taken back).
   completed,
-  /// The default: every request that was scheduled (reached the engine), whatever its
+  /// The default: every request that was scheduled (reached the engine; a request that
+  /// produced tokens counts as scheduled even if the server never reported it), whatever its
   /// outcome: completed, and aborted, failed or timed out after scheduling. A request rejected
   /// or abandoned while queued enters no latency histogram and no token counter. TTFT, ITL and
   /// the token counters move as chunks arrive (prompt tokens with the first token, as vLLM
