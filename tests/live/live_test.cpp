@@ -236,7 +236,8 @@ TEST_CASE("live: the inclusion policy") {
   }
 }
 
-TEST_CASE("live: label values are interned up to max_series, then the overflow series") {
+TEST_CASE(
+    "bad input L2: live: label values are interned up to max_series, then the overflow series") {
   auto o = tokchron::tokchron_live_options({"model"}, {"a"});
   o.max_series = 2;
   metrics m(o);
@@ -267,7 +268,7 @@ TEST_CASE("live: label values are interned up to max_series, then the overflow s
   CHECK(live_test::family(s, "tokchron_e2e_seconds")->points.size() == 3);
 }
 
-TEST_CASE("live: misuse is refused, counted and changes nothing else") {
+TEST_CASE("bad input L1: live: misuse is refused, counted and changes nothing else") {
   metrics m(tokchron::vllm_live_options("m", 100));
   metrics other(tokchron::vllm_live_options("m", 100));
   request r, stranger, foreign;
@@ -309,7 +310,9 @@ TEST_CASE("live: misuse is refused, counted and changes nothing else") {
   CHECK(text == clean);
 }
 
-TEST_CASE("live: record(timeline) gives what the same events recorded one by one give") {
+TEST_CASE(
+    "bad input L4: live: record(timeline) gives what the same events one by one give; an "
+    "unfinished timeline is refused") {
   for (const bool vllm : {true, false}) {
     CAPTURE(vllm);
     auto opts = [&] {
@@ -356,7 +359,7 @@ TEST_CASE("live: server-fed gauges and counters appear once fed") {
   CHECK(value(s, "vllm:prefix_cache_hits") == 50);
 }
 
-TEST_CASE("live: bad options throw std::invalid_argument") {
+TEST_CASE("bad input L3: live: bad options throw std::invalid_argument") {
   auto o = tokchron::tokchron_live_options({"model"}, {"a"});
   o.max_series = 0;
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
