@@ -55,23 +55,22 @@ locked_serving_metrics& shared_locked() {
 }
 }  // namespace
 
-static void BM_live_vllm_stream_request_64_tokens(benchmark::State& state) {
-  auto& m = shared_vllm();
+static void BM_live_stream_request_64_tokens(benchmark::State& state,
+                                             tokchron::basic_live_metrics<mclock>& (*metrics)()) {
+  auto& m = metrics();
   tokchron::basic_live_request<mclock> r;
   std::int64_t t0 = 0;
   for (auto _ : state) stream_one(m, r, t0 += 10000000);
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_live_vllm_stream_request_64_tokens)->Threads(1)->Threads(2)->UseRealTime();
-
-static void BM_live_tokchron_stream_request_64_tokens(benchmark::State& state) {
-  auto& m = shared_tokchron();
-  tokchron::basic_live_request<mclock> r;
-  std::int64_t t0 = 0;
-  for (auto _ : state) stream_one(m, r, t0 += 10000000);
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_live_tokchron_stream_request_64_tokens)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK_CAPTURE(BM_live_stream_request_64_tokens, vllm, &shared_vllm)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_live_stream_request_64_tokens, tokchron, &shared_tokchron)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 
 // Baseline: the same request's timeline recorded by the thread, then serving_metrics::record
 // under one mutex (the adaptor's path before live metrics).
