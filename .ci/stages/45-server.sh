@@ -1,0 +1,78 @@
+# The server integration against a real Prometheus (Debian's prometheus, prometheus-cpp-dev,
+# nlohmann-json3-dev): docs/server-integration.md's code blocks are the example's code; then
+# examples/server_integration's fake engine serves its live metrics through prometheus-cpp's
+# Exposer on 127.0.0.1 while a real Prometheus (temporary config and data dir, 200 ms scrapes)
+# scrapes it, and check_dashboard.py runs every query of vLLM's example Grafana dashboard
+# (tests/data/vllm_dashboard/) and compares the answers with tokchron-report on the run's
+# trace. Once with --names vllm (the whole dashboard), once, smaller, with --names tokchron.
+# Everything started here is stopped on exit, failure included.
+need_pkgs prometheus prometheus-cpp-dev nlohmann-json3-dev python3
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ex=$TOKCHRON_ROOT/examples/server_integration
+
+echo "--- docs/server-integration.md quotes the example's code"
+python3 "$ex/check_doc_quotes.py" --root "$TOKCHRON_ROOT" docs/server-integration.md
+
+# Stage 40's build directory (same flags: Release, no benchmarks); only the two programs.
+dir=$TOKCHRON_CI_BUILD/prometheus
+mkdir -p "$dir"
+cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DTOKCHRON_BUILD_BENCHMARKS=OFF >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+cmake --build "$dir" -j "$(tc_jobs)" --target server-integration tokchron-report
+server=$dir/examples/server_integration/server-integration
+report=$dir/examples/trace_report/tokchron-report
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# run_case NAME ARGS...: the server with ARGS, a Prometheus scraping it, then the checker.
+run_case() {
+  local name=$1 names=$2 requests=$3; shift 3
+  local d=$work/$name
+  mkdir -p "$d"
+  echo "--- $name: server-integration --names $names --requests $requests and Prometheus"
+  "$server" --port 0 --port-file "$d/port" --names "$names" --model "tokchron/$name" \
+    --requests "$requests" --threads 4 --seed 7 --wait-scrapes 3 --linger 600 \
+    --trace-out "$d/trace.jsonl" >"$d/server.log" 2>&1 &
+  pids+=($!)
+  local spid=$!
+  for _ in $(seq 100); do [ -s "$d/port" ] && break; sleep 0.1; done
+  [ -s "$d/port" ] || { cat "$d/server.log"; exit 1; }
+  local prom_port
+  prom_port=$(free_port)
+  cat >"$d/prometheus.yml" <<YAML
+global:
+  scrape_interval: 200ms
+  scrape_timeout: 200ms
+scrape_configs:
+  - job_name: server
+    static_configs:
+      - targets: ['127.0.0.1:$(cat "$d/port")']
+YAML
+  prometheus --config.file="$d/prometheus.yml" --storage.tsdb.path="$d/data" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$d/prometheus.log" 2>&1 &
+  pids+=($!)
+  local ppid=$!
+  if ! python3 "$ex/check_dashboard.py" --prometheus "127.0.0.1:$prom_port" --names "$names" \
+      --model "tokchron/$name" --trace "$d/trace.jsonl" --report "$report" \
+      --server-log "$d/server.log" --queries "$TOKCHRON_ROOT/tests/data/vllm_dashboard/queries.jsonl" \
+      --timeout 180 "$@"; then
+    echo "--- $name failed; logs:"
+    tail -n 20 "$d/server.log" "$d/prometheus.log"
+    exit 1
+  fi
+  kill "$spid" "$ppid" 2>/dev/null || true
+  wait "$spid" "$ppid" 2>/dev/null || true
+}
+
+run_case vllm vllm 3000
+run_case tokchron tokchron 600
