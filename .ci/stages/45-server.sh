@@ -34,15 +34,16 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# run_case NAME ARGS...: the server with ARGS, a Prometheus scraping it, then the checker.
+# run_case NAMES THREADS ARGS...: the server (--names NAMES, THREADS workers of 16 requests,
+# ARGS), a Prometheus scraping it, then the checker.
 run_case() {
-  local name=$1 names=$2 requests=$3; shift 3
-  local d=$work/$name
+  local names=$1 threads=$2; shift 2
+  local d=$work/$names
   mkdir -p "$d"
-  echo "--- $name: server-integration --names $names --requests $requests and Prometheus"
-  "$server" --port 0 --port-file "$d/port" --names "$names" --model "tokchron/$name" \
-    --requests "$requests" --threads 4 --seed 7 --wait-scrapes 3 --linger 600 \
-    --trace-out "$d/trace.jsonl" >"$d/server.log" 2>&1 &
+  echo "--- server-integration --names $names --threads $threads $* and Prometheus"
+  "$server" --port 0 --port-file "$d/port" --names "$names" --model "tokchron/$names" \
+    --threads "$threads" --max-batch 16 --seed 7 --wait-scrapes 3 --linger 600 \
+    --trace-out "$d/trace.jsonl" "$@" >"$d/server.log" 2>&1 &
   pids+=($!)
   local spid=$!
   for _ in $(seq 100); do [ -s "$d/port" ] && break; sleep 0.1; done
@@ -63,10 +64,10 @@ YAML
   pids+=($!)
   local ppid=$!
   if ! python3 "$ex/check_dashboard.py" --prometheus "127.0.0.1:$prom_port" --names "$names" \
-      --model "tokchron/$name" --trace "$d/trace.jsonl" --report "$report" \
+      --model "tokchron/$names" --trace "$d/trace.jsonl" --report "$report" \
       --server-log "$d/server.log" --queries "$TOKCHRON_ROOT/tests/data/vllm_dashboard/queries.jsonl" \
-      --timeout 180 "$@"; then
-    echo "--- $name failed; logs:"
+      --timeout 180 --capacity $((threads * 16)); then
+    echo "--- --names $names failed; logs:"
     tail -n 20 "$d/server.log" "$d/prometheus.log"
     exit 1
   fi
@@ -74,5 +75,7 @@ YAML
   wait "$spid" "$ppid" 2>/dev/null || true
 }
 
-run_case vllm vllm 3000
-run_case tokchron tokchron 600
+# vLLM's names: 1500 requests, 10 ms steps (inter-token latencies across vLLM's ITL buckets, which
+# start at 10 ms), 8 workers: about 10 s of serving. tokchron's names: a smaller run.
+run_case vllm 8 --requests 1500 --step-ms 10
+run_case tokchron 4 --requests 600 --step-ms 2

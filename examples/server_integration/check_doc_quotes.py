@@ -10,8 +10,9 @@ Block and region must be equal after removing their common indentation. Also che
 marker is paired, names are unique per file, and every region of the quoted files is quoted at
 least once (so the page covers each recording call the example marks).
 
-    check_doc_quotes.py [--root DIR] PAGE.md...
+    check_doc_quotes.py [--root DIR] [--update] PAGE.md...
 Exit status 0 when everything agrees, 1 otherwise (each problem printed with file and line).
+--update rewrites each quoting block with its region first (after an intended code change).
 """
 import argparse
 import os
@@ -73,11 +74,40 @@ def quotes(page, problems):
     return out
 
 
+def update(page, root):
+    """Rewrites every quoting block of `page` with the region it names."""
+    lines = open(page, encoding="utf-8").read().splitlines(keepends=True)
+    out, i = [], 0
+    while i < len(lines):
+        out.append(lines[i])
+        m = QUOTE.match(lines[i])
+        fence = re.match(r"^\s*(```|~~~)", lines[i + 1]) if m and i + 1 < len(lines) else None
+        if not fence:
+            i += 1
+            continue
+        j = i + 2
+        while j < len(lines) and not lines[j].lstrip().startswith(fence.group(1)):
+            j += 1
+        regs = regions(os.path.join(root, m.group(1)), [])
+        body = regs[m.group(2)][1] if m.group(2) in regs else "".join(lines[i + 2:j])
+        out.append(lines[i + 1])
+        out.append(body)
+        if j < len(lines):
+            out.append(lines[j])
+        i = j + 1
+    with open(page, "w", encoding="utf-8") as f:
+        f.write("".join(out))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=".", help="the repository root (paths are relative to it)")
+    ap.add_argument("--update", action="store_true", help="rewrite the blocks from the sources")
     ap.add_argument("pages", nargs="+")
     args = ap.parse_args()
+    if args.update:
+        for page in args.pages:
+            update(os.path.join(args.root, page), args.root)
     problems, files, used, count = [], {}, set(), 0
     for page in args.pages:
         for n, path, name, text in quotes(os.path.join(args.root, page), problems):

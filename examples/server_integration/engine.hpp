@@ -26,9 +26,11 @@
 #include <utility>
 #include <vector>
 
-#include <tokchron/io/trace_json_writer.hpp>
-#include <tokchron/live/recorder.hpp>
-#include <tokchron/timeline/request_timeline.hpp>
+// [doc:includes]
+#include <tokchron/io/trace_json_writer.hpp>       // the trace (needs nlohmann-json)
+#include <tokchron/live/recorder.hpp>              // live metrics: the recording calls
+#include <tokchron/timeline/request_timeline.hpp>  // the trace's timeline
+// [/doc:includes]
 
 #include "plan.hpp"
 
@@ -36,6 +38,7 @@ namespace server_integration {
 
 namespace tc = tokchron;
 
+// [doc:request]
 // One request as the engine holds it. Exactly one thread owns it at a time (the front end,
 // the queue, one worker), handed over under the queue's lock.
 struct request {
@@ -49,6 +52,7 @@ struct request {
   std::string error;
   explicit request(const request_plan& p) : plan(p), steps(p.step_seed) {}
 };
+// [/doc:request]
 
 // Writes one JSON line per finished request (tokchron's trace format), from any thread.
 class trace_sink {

@@ -6,14 +6,16 @@
 // real Prometheus and checks every query of vLLM's example dashboard against tokchron-report.
 //
 //   server-integration [--port 0] [--threads 4] [--max-batch 16] [--requests 2000]
-//                      [--linger 0] [--seed 1] [--rate 800] [--names vllm|tokchron]
+//                      [--linger 0] [--seed 1] [--rate 800] [--step-ms 1] [--names vllm|tokchron]
 //                      [--model NAME] [--trace-out FILE] [--port-file FILE]
 //                      [--wait-scrapes K] [--dump-metrics FILE]
 //
 // --port 0 picks a free port and prints it (and writes it to --port-file). --wait-scrapes K
 // waits for K scrapes of /metrics before the run starts, and for K more after it ends (so a
 // scraper has seen the final values) before it prints "run done" and lingers --linger seconds.
-// --dump-metrics FILE writes the final metrics in the Prometheus text format (no HTTP).
+// --step-ms is one engine step's duration with an empty batch (a full batch takes 1.25 times
+// as long); --rate the mean arrival rate (Poisson arrivals). --dump-metrics FILE writes the final
+// metrics in the Prometheus text format (no HTTP).
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -48,7 +50,7 @@ void on_signal(int) { stop_requested = true; }
   std::fprintf(stderr,
                "server-integration: %s\n"
                "usage: server-integration [--port P] [--threads T] [--max-batch B]\n"
-               "         [--requests N] [--linger S] [--seed N] [--rate R]\n"
+               "         [--requests N] [--linger S] [--seed N] [--rate R] [--step-ms MS]\n"
                "         [--names vllm|tokchron] [--model NAME] [--trace-out FILE]\n"
                "         [--port-file FILE] [--wait-scrapes K] [--dump-metrics FILE]\n",
                msg.c_str());
@@ -63,6 +65,7 @@ struct options {
   double linger = 0;
   std::uint64_t seed = 1;
   double rate = 800;
+  double step_ms = 1;
   std::string names = "vllm";
   std::string model = "tokchron-fake-model";
   std::string trace_out, port_file, dump_metrics;
@@ -106,6 +109,8 @@ options parse(int argc, char** argv) {
       o.seed = number<std::uint64_t>(a, v, 0, 9e15);
     else if (a == "--rate")
       o.rate = number<double>(a, v, 1e-3, 1e6);
+    else if (a == "--step-ms")
+      o.step_ms = number<double>(a, v, 0, 1000);
     else if (a == "--wait-scrapes")
       o.wait_scrapes = number<int>(a, v, 0, 1000);
     else if (a == "--names") {
@@ -190,6 +195,7 @@ int main(int argc, char** argv) {
   eo.threads = o.threads;
   eo.max_batch = o.max_batch;
   eo.rate = o.rate;
+  eo.step = std::chrono::microseconds(static_cast<long long>(o.step_ms * 1000));
   si::engine e(eo, *metrics, series, trace.get());
   const std::vector<si::request_plan> plans = si::make_plans(o.requests, o.seed);
   const si::run_counts counts = e.run(plans, o.seed);
