@@ -17,6 +17,7 @@
 /// \endcode
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,8 @@
 #include "tokchron/config.hpp"
 #include "tokchron/export/serving_metrics.hpp"
 #include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/live/recorder.hpp"
+#include "tokchron/live/scrape.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
@@ -91,6 +94,29 @@ class prometheus_collectable : public prometheus::Collectable {
  private:
   std::function<metrics_snapshot()> source_;
 };
+
+/// Live server metrics (live/recorder.hpp) that are also a prometheus-cpp `Collectable`: any
+/// number of threads record without a lock, the Exposer's thread scrapes (`scrape`,
+/// live/scrape.hpp) on each collection.
+///
+/// \code
+///   auto m = std::make_shared<tokchron::prometheus_live_metrics>(
+///       tokchron::vllm_live_options("llama-3-8b", 8192));
+///   exposer.RegisterCollectable(m);
+///   tokchron::live_request r;         // per request; then m->arrive(r), m->chunk(r, n), ...
+/// \endcode
+template <class Clock = std::chrono::steady_clock>
+class basic_prometheus_live_metrics : public basic_live_metrics<Clock>,
+                                      public prometheus::Collectable {
+ public:
+  using basic_live_metrics<Clock>::basic_live_metrics;
+  /// The families of `scrape(*this)`, converted by `to_prometheus_cpp`.
+  [[nodiscard]] std::vector<prometheus::MetricFamily> Collect() const override {
+    return to_prometheus_cpp(scrape(*this));
+  }
+};
+/// Live metrics on the steady clock, as a prometheus-cpp `Collectable`.
+using prometheus_live_metrics = basic_prometheus_live_metrics<>;
 
 /// `serving_metrics` behind a mutex, published as a prometheus-cpp `Collectable`: any thread
 /// records, the Exposer's thread collects. A scrape holds the lock only while it snapshots
