@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// tokchron-requires: nlohmann-json
 // A fake multi-threaded inference engine, shaped like a real one: an HTTP front end accepts
 // requests and puts them on the scheduler's waiting queue; worker threads each run a batch in
 // steps (prefill, then decode; a decode step can yield several tokens, as speculative decoding
