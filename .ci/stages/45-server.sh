@@ -7,15 +7,7 @@
 # trace. Once with --names vllm (the whole dashboard), once, smaller, with --names tokchron.
 # Everything started here is stopped on exit, failure included.
 need_pkgs prometheus prometheus-cpp-dev nlohmann-json3-dev python3
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+tc_scratch  # $work, and $pids: stopped on exit
 ex=$TOKCHRON_ROOT/examples/server_integration
 
 echo "--- docs/server-integration.md quotes the example's code"
@@ -73,6 +65,7 @@ YAML
   fi
   kill "$spid" "$ppid" 2>/dev/null || true
   wait "$spid" "$ppid" 2>/dev/null || true
+  pids=()  # both stopped: nothing for the exit trap to kill
 }
 
 # vLLM's names: 1500 requests, 10 ms steps (inter-token latencies across vLLM's ITL buckets, which
