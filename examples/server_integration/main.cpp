@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <prometheus/collectable.h>
@@ -82,10 +83,13 @@ T number(const std::string& opt, const std::string& text, double lo, double hi) 
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || !(v >= lo && v <= hi) ||
-      (std::is_integral_v<T> && v != static_cast<double>(static_cast<long long>(v))))
-    usage(opt + ": '" + text + "' is not a number in [" + std::to_string(lo) + ", " +
-          std::to_string(hi) + "]");
+  if (used == 0 || used != text.size() || !(v >= lo && v <= hi) ||
+      (std::is_integral_v<T> && v != static_cast<double>(static_cast<long long>(v)))) {
+    char range[64];
+    std::snprintf(range, sizeof range, "[%.15g, %.15g]", lo, hi);
+    usage(opt + ": '" + text + "' must be " + (std::is_integral_v<T> ? "an integer" : "a number") +
+          " in " + range);
+  }
   return static_cast<T>(v);
 }
 
@@ -152,13 +156,8 @@ void wait_for_scrapes(const counting_collectable& c, int n) {
   while (!stop_requested && c.scrapes() < target)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  const options o = parse(argc, argv);
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGINT, on_signal);
-
+int serve(const options& o) {
   // [doc:setup]
   // One metrics object for the server's life, which is also the Exposer's Collectable: vLLM's
   // names and semantics (labels model_name and engine), or tokchron's (label model_name).
@@ -232,4 +231,17 @@ int main(int argc, char** argv) {
   while (!stop_requested && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   return metrics->misuse() == 0 ? 0 : 1;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const options o = parse(argc, argv);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+  try {
+    return serve(o);
+  } catch (const std::exception& e) {  // e.g. the port is taken (prometheus-cpp throws)
+    std::fprintf(stderr, "server-integration: %s\n", e.what());
+    return 1;
+  }
 }
