@@ -236,7 +236,8 @@ TEST_CASE("live: the inclusion policy") {
   }
 }
 
-TEST_CASE("live: label values are interned up to max_series, then the overflow series") {
+TEST_CASE(
+    "bad input L2: live: label values are interned up to max_series, then the overflow series") {
   auto o = tokchron::tokchron_live_options({"model"}, {"a"});
   o.max_series = 2;
   metrics m(o);
@@ -267,7 +268,7 @@ TEST_CASE("live: label values are interned up to max_series, then the overflow s
   CHECK(live_test::family(s, "tokchron_e2e_seconds")->points.size() == 3);
 }
 
-TEST_CASE("live: misuse is refused, counted and changes nothing else") {
+TEST_CASE("bad input L1: live: misuse is refused, counted and changes nothing else") {
   metrics m(tokchron::vllm_live_options("m", 100));
   metrics other(tokchron::vllm_live_options("m", 100));
   request r, stranger, foreign;
@@ -309,7 +310,9 @@ TEST_CASE("live: misuse is refused, counted and changes nothing else") {
   CHECK(text == clean);
 }
 
-TEST_CASE("live: record(timeline) gives what the same events recorded one by one give") {
+TEST_CASE(
+    "bad input L4: live: record(timeline) gives what the same events one by one give; an "
+    "unfinished timeline is refused") {
   for (const bool vllm : {true, false}) {
     CAPTURE(vllm);
     auto opts = [&] {
@@ -356,7 +359,7 @@ TEST_CASE("live: server-fed gauges and counters appear once fed") {
   CHECK(value(s, "vllm:prefix_cache_hits") == 50);
 }
 
-TEST_CASE("live: bad options throw std::invalid_argument") {
+TEST_CASE("bad input L3: live: bad options throw std::invalid_argument") {
   auto o = tokchron::tokchron_live_options({"model"}, {"a"});
   o.max_series = 0;
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
@@ -371,4 +374,29 @@ TEST_CASE("live: bad options throw std::invalid_argument") {
   o.buckets[0] = {1.0, 1.0};
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
   CHECK_THROWS_AS((void)tokchron::tokchron_live_options({"a"}, {}), std::invalid_argument);
+}
+
+TEST_CASE("live: a server that never reports scheduling: tokens mean running, and included") {
+  metrics m(tokchron::tokchron_live_options());
+  request r;
+  REQUIRE(m.arrive(r, ms(0), {tokchron::live_series{}, 4, 0}) == record_status::ok);
+  REQUIRE(m.chunk(r, ms(30), 1) == record_status::ok);
+  auto s = scrape(m);
+  CHECK(value(s, "tokchron_requests_waiting") == 0);
+  CHECK(value(s, "tokchron_requests_running") == 1);
+  REQUIRE(m.chunk(r, ms(40), 1) == record_status::ok);
+  REQUIRE(m.finish(r, ms(40)) == record_status::ok);
+  s = scrape(m);
+  CHECK(value(s, "tokchron_requests_running") == 0);
+  CHECK(hist(s, "tokchron_e2e_seconds").count == 1);
+  CHECK(hist(s, "tokchron_queue_seconds").count == 0);  // undefined without scheduling
+  CHECK(hist(s, "tokchron_ttft_seconds").sum == doctest::Approx(0.030));
+
+  // A client-side timeline (no scheduling event) recorded in one call is included too.
+  tokchron::basic_request_timeline<tokchron::manual_clock> tl;
+  REQUIRE(tl.arrive(ms(0)) == record_status::ok);
+  REQUIRE(tl.chunk(ms(10), 2) == record_status::ok);
+  REQUIRE(tl.finish(ms(10)) == record_status::ok);
+  REQUIRE(m.record(tl) == record_status::ok);
+  CHECK(hist(scrape(m), "tokchron_e2e_seconds").count == 2);
 }

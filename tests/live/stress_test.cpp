@@ -165,8 +165,11 @@ TEST_CASE("live stress: many writers, a scraper scraping continually, exact fina
       ++scrapes;
     }
   });
-  const int waves = 3, threads = 6, per_thread = 150 * scale();
-  for (int w = 0; w < waves; ++w) {
+  // Waves of writer threads until at least `min_scrapes` scrapes ran concurrently with them
+  // (a slow machine or a sanitizer gets more waves, never fewer scrapes).
+  const int min_waves = 3, max_waves = 200, min_scrapes = 30, threads = 6,
+            per_thread = 150 * scale();
+  for (int w = 0; w < max_waves && (w < min_waves || scrapes.load() < min_scrapes); ++w) {
     std::vector<std::thread> ts;
     for (int i = 0; i < threads; ++i)
       ts.emplace_back([&, w, i] {
@@ -181,7 +184,7 @@ TEST_CASE("live stress: many writers, a scraper scraping continually, exact fina
   CHECK(bad == 0);
   CHECK(ea.failed_calls == 0);
   CHECK(eb.failed_calls == 0);
-  CHECK(scrapes > 0);
+  CHECK(scrapes >= min_scrapes);
   MESSAGE("scrapes during the run: " << scrapes.load());
 
   using live_test::hist;

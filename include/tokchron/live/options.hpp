@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tokchron/config.hpp"
@@ -39,7 +40,8 @@ enum class live_inclusion : std::uint8_t {
   /// request finishes instead of as its chunks arrive. Per-step ITL still streams (a sample,
   /// once exported, cannot be taken back).
   completed,
-  /// The default: every request that was scheduled (reached the engine), whatever its
+  /// The default: every request that was scheduled (reached the engine; a request that
+  /// produced tokens counts as scheduled even if the server never reported it), whatever its
   /// outcome: completed, and aborted, failed or timed out after scheduling. A request rejected
   /// or abandoned while queued enters no latency histogram and no token counter. TTFT, ITL and
   /// the token counters move as chunks arrive (prompt tokens with the first token, as vLLM
@@ -66,6 +68,14 @@ enum class live_histogram : std::uint8_t {
 };
 /// The number of `live_histogram`s.
 inline constexpr std::size_t live_histogram_count = 11;
+
+namespace detail {
+/// True for the histograms of times (seconds); the others count tokens.
+[[nodiscard]] constexpr bool live_is_time(live_histogram h) noexcept {
+  return h != live_histogram::prompt_tokens && h != live_histogram::generation_tokens &&
+         h != live_histogram::max_tokens;
+}
+}  // namespace detail
 
 /// Family base names (writers add `_total`, `_bucket`, ...). An empty name leaves that family
 /// out of the exposition.
@@ -94,6 +104,61 @@ struct live_names {
   std::string misuse;          ///< counter of refused recording calls
   std::string label_overflow;  ///< counter of requests recorded into the overflow series
   std::string dropped;         ///< counter of samples lost to memory exhaustion
+};
+
+/// A family's base name in tokchron's naming and in vLLM's (empty: that scheme has none).
+struct live_family_name {
+  std::string live_names::*member;  ///< the `live_names` field it fills
+  std::string_view tokchron;        ///< `tokchron_live_options`
+  std::string_view vllm;            ///< `vllm_live_options` (vllm/v1/metrics/loggers.py)
+};
+
+/// The names of every family that is not a histogram of a `metric_table` metric (those take
+/// the table's `prometheus_name` and `vllm_name`). The one list of these spellings:
+/// `serving_metric_names` reads its counter names from here too.
+inline constexpr live_family_name live_family_names[] = {
+    {&live_names::itl_alias, "", "vllm:time_per_output_token_seconds"},
+    {&live_names::max_tokens_alias, "", "vllm:request_params_max_tokens"},
+    {&live_names::requests, "tokchron_requests", "vllm:request_success"},
+    {&live_names::reason_label, "outcome", "finished_reason"},
+    {&live_names::prompt_tokens, "tokchron_prompt_tokens", "vllm:prompt_tokens"},
+    {&live_names::generation_tokens, "tokchron_output_tokens", "vllm:generation_tokens"},
+    {&live_names::preemptions, "tokchron_preemptions", "vllm:num_preemptions"},
+    {&live_names::running, "tokchron_requests_running", "vllm:num_requests_running"},
+    {&live_names::waiting, "tokchron_requests_waiting", "vllm:num_requests_waiting"},
+    {&live_names::kv_cache_usage, "tokchron_kv_cache_usage_ratio", "vllm:kv_cache_usage_perc"},
+    {&live_names::kv_cache_usage_alias, "", "vllm:gpu_cache_usage_perc"},
+    {&live_names::prefix_cache_queries, "tokchron_prefix_cache_queries",
+     "vllm:prefix_cache_queries"},
+    {&live_names::prefix_cache_hits, "tokchron_prefix_cache_hits", "vllm:prefix_cache_hits"},
+    {&live_names::rejected, "", "tokchron_rejected_requests"},
+    {&live_names::misuse, "tokchron_misuse", "tokchron_misuse"},
+    {&live_names::label_overflow, "tokchron_label_overflow", "tokchron_label_overflow"},
+    {&live_names::dropped, "tokchron_dropped_samples", "tokchron_dropped_samples"},
+};
+
+/// The row of `live_family_names` for field `member`.
+[[nodiscard]] inline const live_family_name& live_family_name_of(
+    std::string live_names::*member) noexcept {
+  for (const auto& f : live_family_names)
+    if (f.member == member) return f;
+  return live_family_names[0];  // unreachable for the fields listed above
+}
+
+/// The histograms that are not `metric_table` metrics, with their names in each scheme.
+struct live_histogram_name {
+  live_histogram histogram;
+  std::string_view tokchron, vllm;
+};
+/// See `live_histogram_name`.
+inline constexpr live_histogram_name live_histogram_names[] = {
+    {live_histogram::inference_time, "tokchron_inference_seconds",
+     "vllm:request_inference_time_seconds"},
+    {live_histogram::prompt_tokens, "tokchron_request_prompt_tokens", "vllm:request_prompt_tokens"},
+    {live_histogram::generation_tokens, "tokchron_request_output_tokens",
+     "vllm:request_generation_tokens"},
+    {live_histogram::max_tokens, "tokchron_request_max_tokens",
+     "vllm:request_max_num_generation_tokens"},
 };
 
 /// Configuration of a `basic_live_metrics`. Use the presets of live/presets.hpp and adjust.

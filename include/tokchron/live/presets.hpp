@@ -14,7 +14,9 @@
 ///                                                            {"llama-3-8b", ""}));
 /// \endcode
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -41,12 +43,40 @@ TOKCHRON_BEGIN_NAMESPACE
   }
 }
 
-/// tokchron's names (`tokchron_*`, histogram stems from metric_table) and canonical
-/// definitions; every latency histogram on `exponential_buckets(4, 1 ms, 1000 s)`, so PromQL
-/// quantiles over any sum of replicas err by at most 4.43 % inside that range; lengths on
-/// 1-2-5 buckets up to `max_tokens_bound`. Labels: `label_names`, default series
-/// `default_label_values` (one per name). Throws std::invalid_argument when they differ in
-/// size.
+/// The metric of `metric_table` that live histogram `h` records, if it is one.
+[[nodiscard]] constexpr std::optional<metric_id> live_metric(live_histogram h) noexcept {
+  switch (h) {
+    case live_histogram::ttft: return metric_id::ttft;
+    case live_histogram::itl: return metric_id::itl;
+    case live_histogram::tpot: return metric_id::tpot;
+    case live_histogram::e2e: return metric_id::e2e;
+    case live_histogram::queue_time: return metric_id::queue_time;
+    case live_histogram::prefill_time: return metric_id::prefill_time;
+    case live_histogram::decode_time: return metric_id::decode_time;
+    default: return std::nullopt;
+  }
+}
+
+/// Every family name in scheme `s`: histograms of `metric_table` metrics from the table
+/// (`prometheus_name(m, "tokchron_")` or `vllm_name`), the others from `live_histogram_names`
+/// and `live_family_names`.
+[[nodiscard]] inline live_names live_names_for(live_semantics s) {
+  const bool vllm = s == live_semantics::vllm;
+  live_names n;
+  for (std::size_t h = 0; h < live_histogram_count; ++h)
+    if (const auto m = live_metric(static_cast<live_histogram>(h)))
+      n.histograms[h] = vllm ? std::string(info(*m).vllm_name) : prometheus_name(*m, "tokchron_");
+  for (const auto& r : live_histogram_names)
+    n.histograms[static_cast<std::size_t>(r.histogram)] = std::string(vllm ? r.vllm : r.tokchron);
+  for (const auto& f : live_family_names) n.*(f.member) = std::string(vllm ? f.vllm : f.tokchron);
+  return n;
+}
+
+/// tokchron's names (`live_names_for(live_semantics::tokchron)`) and canonical definitions;
+/// every latency histogram on `exponential_buckets(4, 1 ms, 1000 s)`, so PromQL quantiles over
+/// any sum of replicas err by at most 4.43 % inside that range; lengths on 1-2-5 buckets up to
+/// `max_tokens_bound`. Labels: `label_names`, default series `default_label_values` (one per
+/// name). Throws std::invalid_argument when they differ in size.
 [[nodiscard]] inline live_options tokchron_live_options(
     std::vector<std::string> label_names = {}, std::vector<std::string> default_label_values = {},
     std::uint64_t max_tokens_bound = 1000000) {
@@ -57,47 +87,21 @@ TOKCHRON_BEGIN_NAMESPACE
   o.semantics = live_semantics::tokchron;
   o.label_names = std::move(label_names);
   o.default_label_values = std::move(default_label_values);
+  o.names = live_names_for(o.semantics);
   const std::vector<double> lat = bucket_layout::exponential().request;
   const std::vector<double> len = one_two_five_buckets(max_tokens_bound);
-  auto& n = o.names.histograms;
-  auto set = [&](live_histogram h, std::string name, const std::vector<double>& b) {
-    n[static_cast<std::size_t>(h)] = std::move(name);
-    o.buckets[static_cast<std::size_t>(h)] = b;
-  };
-  set(live_histogram::ttft, prometheus_name(metric_id::ttft, "tokchron_"), lat);
-  set(live_histogram::itl, prometheus_name(metric_id::itl, "tokchron_"), lat);
-  set(live_histogram::tpot, prometheus_name(metric_id::tpot, "tokchron_"), lat);
-  set(live_histogram::e2e, prometheus_name(metric_id::e2e, "tokchron_"), lat);
-  set(live_histogram::queue_time, prometheus_name(metric_id::queue_time, "tokchron_"), lat);
-  set(live_histogram::prefill_time, prometheus_name(metric_id::prefill_time, "tokchron_"), lat);
-  set(live_histogram::decode_time, prometheus_name(metric_id::decode_time, "tokchron_"), lat);
-  set(live_histogram::inference_time, "tokchron_inference_seconds", lat);
-  set(live_histogram::prompt_tokens, "tokchron_request_prompt_tokens", len);
-  set(live_histogram::generation_tokens, "tokchron_request_output_tokens", len);
-  set(live_histogram::max_tokens, "tokchron_request_max_tokens", len);
-  live_names& m = o.names;
-  m.requests = "tokchron_requests";
-  m.reason_label = "outcome";
-  m.prompt_tokens = "tokchron_prompt_tokens";
-  m.generation_tokens = "tokchron_output_tokens";
-  m.preemptions = "tokchron_preemptions";
-  m.running = "tokchron_requests_running";
-  m.waiting = "tokchron_requests_waiting";
-  m.kv_cache_usage = "tokchron_kv_cache_usage_ratio";
-  m.prefix_cache_queries = "tokchron_prefix_cache_queries";
-  m.prefix_cache_hits = "tokchron_prefix_cache_hits";
-  m.misuse = "tokchron_misuse";
-  m.label_overflow = "tokchron_label_overflow";
-  m.dropped = "tokchron_dropped_samples";
+  for (std::size_t h = 0; h < live_histogram_count; ++h)
+    o.buckets[h] = detail::live_is_time(static_cast<live_histogram>(h)) ? lat : len;
   return o;
 }
 
 /// vLLM's `/metrics` (vllm/v1/metrics/loggers.py, PrometheusStatLogger): labels `model_name`
-/// and `engine` (default series: `model_name`, `engine`), vLLM's names, bucket lists (lengths
-/// on `one_two_five_buckets(max_model_len)`), per-step ITL, per-request TPOT with 0 for
-/// one-token answers, finished_reason values, and the deprecated
-/// `vllm:time_per_output_token_seconds` / `vllm:gpu_cache_usage_perc` that vLLM's example
-/// Grafana dashboard still queries. See docs/live-metrics.md for what tokchron cannot know.
+/// and `engine` (default series: `model_name`, `engine`), vLLM's names
+/// (`live_names_for(live_semantics::vllm)`), bucket lists (lengths on
+/// `one_two_five_buckets(max_model_len)`), per-step ITL, per-request TPOT with 0 for one-token
+/// answers, finished_reason values, and the deprecated `vllm:time_per_output_token_seconds` /
+/// `vllm:gpu_cache_usage_perc` that vLLM's earlier example Grafana dashboard queries. See
+/// docs/live-metrics.md for what tokchron cannot know.
 [[nodiscard]] inline live_options vllm_live_options(std::string model_name,
                                                     std::uint64_t max_model_len,
                                                     std::string engine = "0") {
@@ -105,47 +109,18 @@ TOKCHRON_BEGIN_NAMESPACE
   o.semantics = live_semantics::vllm;
   o.label_names = {"model_name", "engine"};
   o.default_label_values = {std::move(model_name), std::move(engine)};
-  const std::vector<double> len = one_two_five_buckets(max_model_len);
-  auto& n = o.names.histograms;
-  auto set = [&](live_histogram h, std::string name, std::vector<double> b) {
-    n[static_cast<std::size_t>(h)] = std::move(name);
-    o.buckets[static_cast<std::size_t>(h)] = std::move(b);
-  };
-  // The table's vLLM names for the metrics it holds; the others are not tokchron metrics.
-  set(live_histogram::ttft, std::string(info(metric_id::ttft).vllm_name), vllm_ttft_buckets());
-  set(live_histogram::itl, std::string(info(metric_id::itl).vllm_name), vllm_itl_buckets());
-  set(live_histogram::tpot, std::string(info(metric_id::tpot).vllm_name), vllm_itl_buckets());
-  set(live_histogram::e2e, std::string(info(metric_id::e2e).vllm_name),
-      vllm_request_latency_buckets());
-  set(live_histogram::queue_time, std::string(info(metric_id::queue_time).vllm_name),
-      vllm_request_latency_buckets());
-  set(live_histogram::prefill_time, std::string(info(metric_id::prefill_time).vllm_name),
-      vllm_request_latency_buckets());
-  set(live_histogram::decode_time, std::string(info(metric_id::decode_time).vllm_name),
-      vllm_request_latency_buckets());
-  set(live_histogram::inference_time, "vllm:request_inference_time_seconds",
-      vllm_request_latency_buckets());
-  set(live_histogram::prompt_tokens, "vllm:request_prompt_tokens", len);
-  set(live_histogram::generation_tokens, "vllm:request_generation_tokens", len);
-  set(live_histogram::max_tokens, "vllm:request_max_num_generation_tokens", len);
-  live_names& m = o.names;
-  m.itl_alias = "vllm:time_per_output_token_seconds";
-  m.max_tokens_alias = "vllm:request_params_max_tokens";
-  m.requests = "vllm:request_success";
-  m.reason_label = "finished_reason";
-  m.prompt_tokens = "vllm:prompt_tokens";
-  m.generation_tokens = "vllm:generation_tokens";
-  m.preemptions = "vllm:num_preemptions";
-  m.running = "vllm:num_requests_running";
-  m.waiting = "vllm:num_requests_waiting";
-  m.kv_cache_usage = "vllm:kv_cache_usage_perc";
-  m.kv_cache_usage_alias = "vllm:gpu_cache_usage_perc";
-  m.prefix_cache_queries = "vllm:prefix_cache_queries";
-  m.prefix_cache_hits = "vllm:prefix_cache_hits";
-  m.rejected = "tokchron_rejected_requests";
-  m.misuse = "tokchron_misuse";
-  m.label_overflow = "tokchron_label_overflow";
-  m.dropped = "tokchron_dropped_samples";
+  o.names = live_names_for(o.semantics);
+  for (std::size_t h = 0; h < live_histogram_count; ++h) {
+    switch (static_cast<live_histogram>(h)) {
+      case live_histogram::ttft: o.buckets[h] = vllm_ttft_buckets(); break;
+      case live_histogram::itl:
+      case live_histogram::tpot: o.buckets[h] = vllm_itl_buckets(); break;
+      default:
+        o.buckets[h] = detail::live_is_time(static_cast<live_histogram>(h))
+                           ? vllm_request_latency_buckets()
+                           : one_two_five_buckets(max_model_len);
+    }
+  }
   return o;
 }
 

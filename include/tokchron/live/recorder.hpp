@@ -6,8 +6,8 @@
 /// `basic_live_metrics`: a server's live metrics. Any number of threads record request events
 /// (arrival, scheduling, each streamed chunk, preemption, finish) without a lock; a scrape
 /// (live/scrape.hpp) may run at any time and sees every event recorded before it exactly once.
-/// This is the recording header for a server's hot files: standard library only, no <thread>,
-/// <mutex>, <sstream>, <map> or <functional>.
+/// This is the recording header for a server's hot files: standard library only, no `<thread>`,
+/// `<mutex>`, `<sstream>`, `<map>` or `<functional>`.
 ///
 /// \code
 ///   // once, where the server sets up its metrics (that file includes live/presets.hpp):
@@ -249,7 +249,9 @@ class basic_live_metrics {
     });
     return record_status::ok;
   }
-  /// A streamed chunk carrying `tokens` output tokens arrived. Generation tokens count now;
+  /// A streamed chunk carrying `tokens` output tokens arrived (a request still waiting, e.g.
+  /// one whose scheduling the server does not report, moves to running). Generation tokens
+  /// count now;
   /// the first chunk with tokens also counts the prompt tokens and records TTFT; every later
   /// chunk with tokens records ITL (per step or per token, see `live_semantics`). Under
   /// `live_inclusion::completed` counters and TTFT wait for the finish.
@@ -265,8 +267,15 @@ class basic_live_metrics {
     if (record_status s = r.tl_.chunk(t, tokens, kind); s != record_status::ok) return misuse(s);
     if (tokens == 0) return record_status::ok;
     const bool streaming = state_->options.inclusion != live_inclusion::completed;
+    // Tokens mean the engine runs it, whether or not the server reported the scheduling.
+    const bool implicit_schedule = r.phase_ == request_type::waiting;
+    r.phase_ = request_type::running;
     in_shard([&](detail::live_side& d) noexcept {
       const std::uint32_t s = r.series_;
+      if (implicit_schedule) {
+        d.count(s, detail::lc_waiting, ~std::uint64_t{0});
+        d.count(s, detail::lc_running, 1);
+      }
       if (prev) {
         observe_itl(d, s, seconds(t - *prev), tokens);
       } else {
@@ -471,7 +480,8 @@ class basic_live_metrics {
     d.count(s, detail::lc_requests + static_cast<std::uint32_t>(reason), 1);
     const live_inclusion inc = state_->options.inclusion;
     const bool included = inc == live_inclusion::completed   ? is_success(reason)
-                          : inc == live_inclusion::scheduled ? tl.first_scheduled().has_value()
+                          : inc == live_inclusion::scheduled ? tl.first_scheduled().has_value() ||
+                                                                   tl.first_token_time().has_value()
                                                              : true;
     if (!included) return;
     const bool vllm = state_->options.semantics == live_semantics::vllm;

@@ -112,11 +112,6 @@ struct live_scrape_lock {
   return "";
 }
 
-[[nodiscard]] inline bool live_is_time(live_histogram h) noexcept {
-  return h != live_histogram::prompt_tokens && h != live_histogram::generation_tokens &&
-         h != live_histogram::max_tokens;
-}
-
 }  // namespace detail
 
 /// The cumulative metrics of `m` since construction, as plain snapshot data. Families, in

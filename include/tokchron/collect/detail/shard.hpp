@@ -5,7 +5,7 @@
 /// \file
 /// Internals of `collect/` and `live/`: one writer's shard of two buffers and the hand-over
 /// protocol between the writer and a snapshot (see collector.hpp for the design). Light:
-/// standard <atomic> and <cstdint> only, so recording headers can use it. Not part of the API.
+/// standard `<atomic>` and `<cstdint>` only, so recording headers can use it. Not part of the API.
 
 #include <atomic>
 #include <cstddef>
@@ -59,7 +59,7 @@ struct alignas(cache_line) collector_shard {
   /// Waits until the owner is not inside a recording call that may have chosen the side that was
   /// active before the latest flip (snapshot only; after the flip and the heavy barrier).
   /// `yield()` is called between polls once spinning has lasted a while (the caller passes
-  /// `std::this_thread::yield`, so this header needs no <thread>).
+  /// `std::this_thread::yield`, so this header needs no `<thread>`).
   template <class Yield>
   void wait_quiescent(Yield&& yield) const noexcept {
     const std::uint64_t s =

@@ -5,8 +5,8 @@
 /// \file
 /// Internals of `live/`: the per-series blocks of counters and fixed-bucket histograms, a side
 /// of a shard (what one writer records between two scrapes), the lock-free label-value table,
-/// the shared state and the thread-local shard cache. Light (no <thread>, <mutex>, <map>,
-/// <functional>, <algorithm>): the recording header includes it. Not part of the API.
+/// the shared state and the thread-local shard cache. Light (no `<thread>`, `<mutex>`, `<map>`,
+/// `<functional>`, `<algorithm>`): the recording header includes it. Not part of the API.
 
 #include <array>
 #include <atomic>
