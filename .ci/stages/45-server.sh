@@ -34,7 +34,7 @@ run_case() {
   mkdir -p "$d"
   echo "--- server-integration --names $names --threads $threads $* and Prometheus"
   "$server" --port 0 --port-file "$d/port" --names "$names" --model "tokchron/$names" \
-    --threads "$threads" --max-batch 16 --seed 7 --wait-scrapes 3 --linger 600 \
+    --threads "$threads" --max-batch 16 --seed 7 --wait-scrapes 5 --linger 600 \
     --trace-out "$d/trace.jsonl" "$@" >"$d/server.log" 2>&1 &
   pids+=($!)
   local spid=$!

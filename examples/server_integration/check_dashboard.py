@@ -8,8 +8,9 @@ reports of the same run's trace.
                      [--server-log LOG] [--timeout S] [--capacity N]
 
 It waits until the server's log says "run done" (the server has then been scraped after its
-last request), finds the first and the last scrape of the job in Prometheus, and evaluates every
-query at the time T of the last scrape with a range w that reaches back past the first scrape:
+last request), finds the first and the last successful scrape of the job in Prometheus, and
+evaluates every query at the time T of the last one with a range w that reaches back past the
+first one:
 
   * with --names vllm, every query of vLLM's example Grafana dashboard (--queries, extracted in
     tests/data/vllm_dashboard/), `$model_name` replaced by --model and `$__rate_interval` by w;
@@ -238,7 +239,11 @@ def main():
     if len(up) != 1 or not up[0]["values"]:
         print(f"no scrapes of job {args.job} in Prometheus: {up}")
         return 2
-    stamps = [float(t) for t, _ in up[0]["values"]]
+    # Successful scrapes only (up == 1): a timed-out scrape stored no samples.
+    stamps = [float(t) for t, v in up[0]["values"] if v == "1"]
+    if not stamps:
+        print(f"no successful scrape of job {args.job}")
+        return 2
     first, last = stamps[0], stamps[-1]
     prom.time = last
     window_ms = int(math.ceil((last - first) * 1000)) + 1000
