@@ -10,7 +10,6 @@ preemptions, the counts of the TTFT, ITL (one per step after the first) and E2E 
 E2E's sum within 1e-6 relative (the trace prints times in seconds, the server sums
 nanosecond differences); the running and waiting gauges back at 0. Exit status 0 or 1.
 """
-import json
 import os
 import re
 import subprocess
@@ -18,8 +17,7 @@ import sys
 import time
 import urllib.request
 
-VLLM_REASON = {"stop": "stop", "length": "length", "aborted": "abort", "timed_out": "abort",
-               "error": "error"}
+from check_dashboard import VLLM_REASON, read_trace, reason_of
 
 
 def parse_exposition(text):
@@ -65,7 +63,7 @@ def main():
         server.terminate()
         server.wait(timeout=30)
 
-    records = [json.loads(line) for line in open(trace) if line.strip()]
+    records = read_trace(trace)
     tag = {("model_name", "m"), ("engine", "0")}
 
     def get(name, **extra):
@@ -75,7 +73,7 @@ def main():
     reasons = {}
     rejected = 0
     for r in records:
-        why = r.get("finish_reason") or ("stop" if r.get("ok", True) else "error")
+        why = reason_of(r)
         if why == "rejected":
             rejected += 1
         else:
