@@ -35,6 +35,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -122,7 +123,6 @@ def report(binary, records, workdir, name):
 class Checker:
     def __init__(self):
         self.failures = 0
-        self.lines = []
 
     def ok(self, cond, what):
         print(("ok   " if cond else "FAIL ") + what)
@@ -296,7 +296,6 @@ def translate(expr, names):
 
 def server_tally(log):
     """The engine's own tally of max_tokens (the trace does not hold it): (sum, count)."""
-    import re
     m = re.search(r"max_tokens of scheduled requests: sum (\d+), count (\d+)", log)
     if not m:
         raise Failure("the server log has no max_tokens tally")
