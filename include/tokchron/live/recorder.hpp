@@ -181,16 +181,17 @@ class basic_live_metrics {
   /// `arrive` at time `t`.
   record_status arrive(request_type& r, time_point t, const live_request_info& info = {}) noexcept {
     if (r.active()) return misuse(record_status::already_started);
-    request_type fresh;
-    const record_status s = fresh.tl_.arrive(t);
+    typename request_type::timeline_type tl(clock_);  // shares the clock: no allocation
+    const record_status s = tl.arrive(t);
     if (s != record_status::ok) return misuse(s);
-    fresh.owner_ = state_->id;
-    fresh.series_ =
+    if (info.prompt_tokens) tl.set_prompt_tokens(*info.prompt_tokens);
+    r.tl_ = std::move(tl);
+    r.owner_ = state_->id;
+    r.series_ =
         info.series.index < state_->layout.series ? info.series.index : state_->overflow_index();
-    if (info.prompt_tokens) fresh.tl_.set_prompt_tokens(*info.prompt_tokens);
-    fresh.max_tokens_ = info.max_tokens;
-    fresh.phase_ = request_type::waiting;
-    r = fresh;
+    r.max_tokens_ = info.max_tokens;
+    r.counted_prompt_ = false;
+    r.phase_ = request_type::waiting;
     in_shard([&](detail::live_side& d) noexcept {
       d.count(r.series_, detail::lc_waiting, 1);
       if (r.series_ == state_->overflow_index())
