@@ -37,6 +37,21 @@ fi
 
 tc_jobs() { nproc 2>/dev/null || echo 2; }
 
+# tc_scratch: for a stage that starts servers. Sets `work` to a new temporary directory and
+# `pids` to an empty array; on exit, failure included, kills and reaps every process whose id
+# the stage appended to `pids`, then removes `work`.
+tc_scratch() {
+  work=$(mktemp -d)
+  pids=()
+  trap tc_scratch_cleanup EXIT
+}
+tc_scratch_cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+
 # tc_enter_root PKG...: what a script run from anywhere does first: sets and exports
 # TOKCHRON_ROOT (the repository this lib.sh is in), changes to it and installs the base packages
 # and PKG... where missing.

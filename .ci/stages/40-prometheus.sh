@@ -5,15 +5,7 @@
 # dir, and examples/fleet's checker compares PromQL's histogram_quantile with tokchron's merged
 # P95. Everything started here is stopped on exit, failure included.
 need_pkgs prometheus prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+tc_scratch  # $work, and $pids: stopped on exit
 dir=$TOKCHRON_CI_BUILD/prometheus
 # Stage 10 ran the exporter tests and checked the golden files; this stage builds only what
 # needs the packages installed above (stage 10 may have run before they were).

@@ -1,0 +1,82 @@
+# The server integration against a real Prometheus (Debian's prometheus, prometheus-cpp-dev,
+# nlohmann-json3-dev): docs/server-integration.md's code blocks are the example's code; then
+# examples/server_integration's fake engine serves its live metrics through prometheus-cpp's
+# Exposer on 127.0.0.1 while a real Prometheus (temporary config and data dir, 200 ms scrapes)
+# scrapes it, and check_dashboard.py runs every query of vLLM's example Grafana dashboard
+# (tests/data/vllm_dashboard/) and compares the answers with tokchron-report on the run's
+# trace. Once with --names vllm (the whole dashboard), once, smaller, with --names tokchron.
+# Everything started here is stopped on exit, failure included.
+need_pkgs prometheus prometheus-cpp-dev nlohmann-json3-dev python3
+tc_scratch  # $work, and $pids: stopped on exit
+ex=$TOKCHRON_ROOT/examples/server_integration
+
+echo "--- docs/server-integration.md quotes the example's code"
+python3 "$ex/check_doc_quotes.py" --root "$TOKCHRON_ROOT" docs/server-integration.md
+
+# server-integration in stage 40's build directory (same flags: Release, no benchmarks; it has
+# found prometheus-cpp). tokchron-report where stage 10's optimised build has it already (an
+# up-to-date check there), else here too.
+dir=$TOKCHRON_CI_BUILD/prometheus
+mkdir -p "$dir"
+cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DTOKCHRON_BUILD_BENCHMARKS=OFF >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+server=$dir/examples/server_integration/server-integration
+report=$TOKCHRON_CI_BUILD/g++-c++17/examples/trace_report/tokchron-report
+if [ -f "$TOKCHRON_CI_BUILD/g++-c++17/build.ninja" ] &&
+    cmake --build "$TOKCHRON_CI_BUILD/g++-c++17" -j "$(tc_jobs)" --target tokchron-report; then
+  cmake --build "$dir" -j "$(tc_jobs)" --target server-integration
+else
+  cmake --build "$dir" -j "$(tc_jobs)" --target server-integration tokchron-report
+  report=$dir/examples/trace_report/tokchron-report
+fi
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# run_case NAMES THREADS ARGS...: the server (--names NAMES, THREADS workers of 16 requests,
+# ARGS), a Prometheus scraping it, then the checker.
+run_case() {
+  local names=$1 threads=$2; shift 2
+  local d=$work/$names
+  mkdir -p "$d"
+  echo "--- server-integration --names $names --threads $threads $* and Prometheus"
+  "$server" --port 0 --port-file "$d/port" --names "$names" --model "tokchron/$names" \
+    --threads "$threads" --max-batch 16 --seed 7 --wait-scrapes 5 --linger 600 \
+    --trace-out "$d/trace.jsonl" "$@" >"$d/server.log" 2>&1 &
+  pids+=($!)
+  local spid=$!
+  for _ in $(seq 100); do [ -s "$d/port" ] && break; sleep 0.1; done
+  [ -s "$d/port" ] || { cat "$d/server.log"; exit 1; }
+  local prom_port
+  prom_port=$(free_port)
+  cat >"$d/prometheus.yml" <<YAML
+global:
+  scrape_interval: 200ms
+  scrape_timeout: 200ms
+scrape_configs:
+  - job_name: server
+    static_configs:
+      - targets: ['127.0.0.1:$(cat "$d/port")']
+YAML
+  prometheus --config.file="$d/prometheus.yml" --storage.tsdb.path="$d/data" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$d/prometheus.log" 2>&1 &
+  pids+=($!)
+  local ppid=$!
+  if ! python3 "$ex/check_dashboard.py" --prometheus "127.0.0.1:$prom_port" --names "$names" \
+      --model "tokchron/$names" --trace "$d/trace.jsonl" --report "$report" \
+      --server-log "$d/server.log" --queries "$TOKCHRON_ROOT/tests/data/vllm_dashboard/queries.jsonl" \
+      --timeout 180 --capacity $((threads * 16)); then
+    echo "--- --names $names failed; logs:"
+    tail -n 20 "$d/server.log" "$d/prometheus.log"
+    exit 1
+  fi
+  kill "$spid" "$ppid" 2>/dev/null || true
+  wait "$spid" "$ppid" 2>/dev/null || true
+  pids=()  # both stopped: nothing for the exit trap to kill
+}
+
+# vLLM's names: 1500 requests, 10 ms steps (inter-token latencies across vLLM's ITL buckets, which
+# start at 10 ms), 8 workers: about 10 s of serving. tokchron's names: a smaller run.
+run_case vllm 8 --requests 1500 --step-ms 10
+run_case tokchron 4 --requests 600 --step-ms 2
