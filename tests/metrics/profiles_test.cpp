@@ -774,3 +774,325 @@ TEST_CASE("profiles: each tool's published formula, on a random trace, within 1e
     CHECK(together[i].output_throughput == alone.output_throughput);
   }
 }
+
+// --- issue 20: one test per quirk, on records that show it -----------------------------------
+
+namespace {
+namespace P = tc::profiles;
+
+tc::trace_record rec(double send, std::vector<tc::trace_chunk> chunks, double end,
+                     std::optional<std::uint64_t> usage = std::nullopt, bool ok = true) {
+  tc::trace_record r;
+  r.arrival = send;
+  r.send = send;
+  r.chunks = std::move(chunks);
+  r.end = end;
+  r.usage_output_tokens = usage;
+  r.ok = ok;
+  return r;
+}
+
+tc::run_summary run(const tc::profile& p, const std::vector<tc::trace_record>& recs,
+                    std::optional<double> benchmark_start = std::nullopt) {
+  tc::summary_options o;
+  o.percentiles = {50};
+  tc::run_summarizer<tc::trace_timeline> s(p, o);
+  for (const auto& r : recs) s.add(tc::to_timeline(r));
+  if (benchmark_start) s.set_benchmark_start(tc::detail::trace_time(*benchmark_start));
+  return s.take_summary();
+}
+
+/// The count of warning `quirk` in `s` (0: not warned), checking that its message names the
+/// profile and the count.
+std::uint64_t warned(const tc::run_summary& s, const std::string& quirk) {
+  for (const auto& w : tc::profile_warnings(s))
+    if (w.quirk == quirk) {
+      CHECK(w.message.rfind(s.profile + ": ", 0) == 0);
+      return w.count;
+    }
+  return 0;
+}
+
+std::vector<double> pooled_itl(const tc::profile& p, const tc::trace_record& r) {
+  std::vector<double> v;
+  (void)tc::evaluate(p, tc::to_timeline(r), [&](double g) noexcept { v.push_back(g); });
+  return v;
+}
+}  // namespace
+
+TEST_CASE("issue 20 item 1: legacy vLLM prints the median E2E as the mean and the mean as median") {
+  auto ending = [](double e) { return rec(0, {{0.05, 1}, {e, 1}, {e, 0, K::done}}, e); };
+  const std::vector<tc::trace_record> recs = {ending(0.1), ending(0.2), ending(0.6)};
+  const auto legacy = run(P::vllm_legacy, recs);
+  CHECK(close(legacy.e2e.mean, 0.2));    // np.median
+  CHECK(close(legacy.e2e.median, 0.3));  // np.mean
+  CHECK(warned(legacy, "mean_median_swapped") == 1);
+  const auto chat = run(P::vllm_legacy_chat, recs);
+  CHECK(close(chat.e2e.mean, 0.2));
+  CHECK(warned(chat, "mean_median_swapped") == 1);
+  const auto current = run(P::vllm, recs);  // `vllm bench serve`: fixed
+  CHECK(close(current.e2e.mean, 0.3));
+  CHECK(warned(current, "mean_median_swapped") == 0);
+  // Equal mean and median: the swap changes nothing, and nothing is said.
+  const auto same = run(P::vllm_legacy, {recs[1], recs[1]});
+  CHECK(warned(same, "mean_median_swapped") == 0);
+}
+
+TEST_CASE("issue 20 item 2: legacy vLLM never reads usage: N is the re-encoded text") {
+  const auto zero = rec(0, {{0.1, 1}, {0.2, 1}, {0.3, 1}, {0.31, 0, K::done}}, 0.31, 0);
+  CHECK(tc::evaluate(P::vllm_legacy, tc::to_timeline(zero)).output_tokens == 3);
+  CHECK(warned(run(P::vllm_legacy, {zero}), "usage_not_read") == 1);
+  auto agreeing = zero;
+  agreeing.usage_output_tokens = 3;
+  CHECK(warned(run(P::vllm_legacy, {agreeing}), "usage_not_read") == 0);
+  for (const tc::profile* p :
+       {&P::vllm_legacy, &P::vllm_legacy_chat, &P::genai_perf, &P::aiperf, &P::llmperf}) {
+    CAPTURE(p->name);
+    CHECK_FALSE(p->requests_usage);
+    CHECK(tc::evaluate(*p, tc::to_timeline(zero)).output_tokens == 3);
+  }
+}
+
+TEST_CASE("issue 20 items 3 and 15: a completed answer without a response keeps TTFT 0") {
+  // Role chunk, [DONE], no text: success with the default ttft = 0.0.
+  const auto empty = rec(1.0, {{1.2, 0, K::empty}, {1.3, 0, K::done}}, 1.3);
+  const auto text = rec(2.0, {{2.1, 1}, {2.2, 1}, {2.3, 0, K::done}}, 2.3);
+  for (const tc::profile* p : {&P::vllm_legacy, &P::vllm_legacy_chat, &P::sglang_openai,
+                               &P::sglang_native, &P::llmperf, &P::trtllm_bench}) {
+    CAPTURE(p->name);
+    const auto s = run(*p, {empty, text});
+    CHECK(s.ttft.count == 2);
+    CHECK(*s.ttft.min == 0.0);
+    CHECK(warned(s, "ttft_defaulted") == 1);
+    CHECK(warned(run(*p, {text}), "ttft_defaulted") == 0);
+  }
+  // trtllm-bench: TPOT 0 too (item 15); tokchron leaves both out.
+  const auto trt = tc::evaluate(P::trtllm_bench, tc::to_timeline(empty));
+  CHECK(trt.ttft == 0.0);
+  CHECK(trt.tpot == 0.0);
+  const auto canon = tc::evaluate(P::canonical, tc::to_timeline(empty));
+  CHECK_FALSE(canon.ttft);
+  CHECK_FALSE(canon.tpot);
+  CHECK(warned(run(P::canonical, {empty, text}), "ttft_defaulted") == 0);
+  // The engine-side tools that would read an unset first-token time: no TTFT, and said so.
+  for (const tc::profile* p : {&P::gpt_manager_benchmark, &P::mlperf}) {
+    CAPTURE(p->name);
+    const auto s = run(*p, {empty, text});
+    CHECK(s.ttft.count == 1);
+    CHECK(warned(s, "no_first_token") == 1);
+    CHECK(warned(run(*p, {text}), "no_first_token") == 0);
+  }
+}
+
+TEST_CASE("issue 20 item 4: the legacy chat loop restarts the gap at an empty chunk") {
+  const auto r = rec(0, {{0.1, 1}, {0.15, 0, K::empty}, {0.2, 1}, {0.3, 1}}, 0.3);
+  const auto chat = pooled_itl(P::vllm_legacy_chat, r);
+  REQUIRE(chat.size() == 2);
+  CHECK(close(chat[0], 0.05));  // 0.2 - 0.15: the empty chunk split the gap
+  CHECK(close(chat[1], 0.1));
+  const auto completions = pooled_itl(P::vllm_legacy, r);
+  REQUIRE(completions.size() == 2);
+  CHECK(close(completions[0], 0.1));
+  CHECK(warned(run(P::vllm_legacy_chat, {r}), "gaps_split") == 1);
+  CHECK(warned(run(P::vllm_legacy, {r}), "gaps_split") == 0);
+  // A role chunk before the first token splits nothing.
+  const auto role = rec(0, {{0.05, 0, K::empty}, {0.1, 1}, {0.2, 1}}, 0.2);
+  CHECK(warned(run(P::vllm_legacy_chat, {role}), "gaps_split") == 0);
+}
+
+TEST_CASE("issue 20 item 5: GenAI-Perf gives no ITL/TPOT when all tokens came in one response") {
+  const auto one = rec(0, {{0.1, 3}}, 0.1);
+  const auto r = tc::evaluate(P::genai_perf, tc::to_timeline(one));
+  CHECK_FALSE(r.tpot);
+  CHECK_FALSE(r.itl);
+  const auto s = run(P::genai_perf, {one});
+  CHECK(s.tpot.count == 0);
+  CHECK(s.itl.count == 0);
+  CHECK(warned(s, "one_response") == 1);
+  const auto two = rec(0, {{0.1, 2}, {0.2, 1}}, 0.2);
+  CHECK(tc::evaluate(P::genai_perf, tc::to_timeline(two)).tpot);
+  CHECK(warned(run(P::genai_perf, {two}), "one_response") == 0);
+  // AIPerf has no such condition: osl >= 2 is enough.
+  CHECK(tc::evaluate(P::aiperf, tc::to_timeline(one)).tpot == 0.0);
+}
+
+TEST_CASE("issue 20 item 6: AIPerf skips chunks with empty content") {
+  const auto r = rec(0, {{0.1, 0, K::empty}, {0.2, 1}, {0.3, 1}, {0.35, 0, K::empty}}, 0.4);
+  const auto a = tc::evaluate(P::aiperf, tc::to_timeline(r));
+  CHECK(close(a.ttft, 0.2));
+  CHECK(close(a.e2e, 0.3));
+  CHECK(close(a.tpot, 0.1));
+}
+
+TEST_CASE("issue 20 items 7 and 8: a tool that never asks for usage never sees a usage chunk") {
+  // Role chunk, two text chunks, a usage-only chunk, [DONE].
+  const auto r =
+      rec(0, {{0.1, 0, K::empty}, {0.2, 1}, {0.3, 1}, {0.35, 0, K::usage}, {0.36, 0, K::done}},
+          0.36, 2);
+  // llmperf: tokens_received = 3 (role chunk included, usage chunk absent): ITL = 0.3 / 3.
+  CHECK(close(tc::evaluate(P::llmperf, tc::to_timeline(r)).itl, 0.1));
+  // AIPerf: the last response is the last text chunk, whatever follows.
+  CHECK(close(tc::evaluate(P::aiperf, tc::to_timeline(r)).e2e, 0.3));
+  for (const tc::profile* p :
+       {&P::vllm_legacy, &P::vllm_legacy_chat, &P::genai_perf, &P::aiperf, &P::llmperf}) {
+    CAPTURE(p->name);
+    CHECK(warned(run(*p, {r}), "usage_chunks_ignored") == 1);
+    auto no_usage = r;
+    no_usage.chunks.erase(no_usage.chunks.begin() + 3);
+    CHECK(warned(run(*p, {no_usage}), "usage_chunks_ignored") == 0);
+  }
+  // The tools that ask for usage (vllm, SGLang) and the engine-side ones: nothing to say.
+  for (const tc::profile* p : {&P::vllm, &P::sglang_openai, &P::trtllm_bench, &P::mlperf}) {
+    CAPTURE(p->name);
+    CHECK(warned(run(*p, {r}), "usage_chunks_ignored") == 0);
+  }
+  CHECK(P::vllm.requests_usage);
+  CHECK(P::sglang_openai.requests_usage);
+}
+
+TEST_CASE("issue 20 item 9: trtllm-bench's duration counts completed requests only") {
+  const auto good = rec(0, {{0.1, 1}, {0.2, 1}}, 0.2);
+  const auto failed = rec(0.1, {{0.3, 1}}, 5.0, std::nullopt, false);
+  const auto s = run(P::trtllm_bench, {good, failed});
+  CHECK(close(s.duration, 0.2));
+  CHECK(warned(s, "failed_left_out") == 1);
+  CHECK(close(run(P::canonical, {good, failed}).duration, 5.0));
+  CHECK(warned(run(P::trtllm_bench, {good}), "failed_left_out") == 0);
+}
+
+TEST_CASE("issue 20 item 10: gptManagerBenchmark computes in float ms, no TPOT for N = 1") {
+  const auto one = rec(0, {{0.123456789, 1}}, 0.2);
+  const auto two = rec(0, {{0.2, 1}, {0.2345678911, 1}}, 0.3);
+  const auto three = rec(0, {{0.3000000007, 1}, {0.31, 2}}, 0.4);
+  const auto r1 = tc::evaluate(P::gpt_manager_benchmark, tc::to_timeline(one));
+  CHECK_FALSE(r1.tpot);  // the tool's avgGenT2TLatency stays empty: its intent
+  const auto s = run(P::gpt_manager_benchmark, {one, two, three});
+  CHECK(s.tpot.count == 2);
+  // Hand computation in float: duration<float, milli> per request, a float sum / float(3).
+  const float t1 = 123456789.F / 1e6F, t2 = 200000000.F / 1e6F, t3 = 300000001.F / 1e6F;
+  const float want = (0.F + t1 + t2 + t3) / 3.F;
+  CHECK(static_cast<float>(*s.ttft.mean * 1e3) == want);
+  CHECK(*s.ttft.mean != (0.123456789 + 0.2 + 0.300000001) / 3);
+  CHECK(warned(s, "mean_by_tool") >= 1);
+  // Exact double arithmetic (canonical) says nothing.
+  CHECK(warned(run(P::canonical, {one, two, three}), "mean_by_tool") == 0);
+  // Whole milliseconds are exact in float: nothing changes, nothing is said.
+  const auto whole = rec(0, {{0.1, 1}, {0.2, 1}}, 0.2);
+  CHECK(warned(run(P::gpt_manager_benchmark, {whole, whole}), "mean_by_tool") == 0);
+}
+
+TEST_CASE("issue 20 item 11: MLPerf's means are int64 ns sums over size_t, truncated") {
+  const auto a = rec(0, {{1e-9, 2}}, 1e-9), b = rec(0, {{2e-9, 2}}, 2e-9);
+  const auto s = run(P::mlperf, {a, b});
+  CHECK(std::llround(*s.ttft.mean * 1e9) == 1);  // (1 + 2) / 2 = 1 in integer ns
+  CHECK(close(run(P::canonical, {a, b}).ttft.mean, 1.5e-9));
+  CHECK(warned(s, "mean_by_tool") >= 1);
+  CHECK(warned(run(P::mlperf, {a, a}), "mean_by_tool") == 0);
+}
+
+TEST_CASE("issue 20 item 12: MLPerf's duration ends at the last issued query's completion") {
+  const auto early_long = rec(0, {{1, 1}, {10, 1}}, 10);
+  const auto late_short = rec(1, {{2, 1}, {5, 1}}, 5);
+  const auto s = run(P::mlperf, {early_long, late_short});
+  CHECK(close(s.duration, 5.0));
+  CHECK(close(s.output_throughput, 4.0 / 5.0));
+  CHECK(close(s.request_throughput, 1.0 / 5.0));  // (n - 1) / duration
+  CHECK(warned(s, "ended_after_last_issued") == 1);
+  CHECK(close(run(P::canonical, {early_long, late_short}).duration, 10.0));
+  const auto in_order = run(P::mlperf, {late_short, rec(2, {{3, 1}, {6, 1}}, 6)});
+  CHECK(warned(in_order, "ended_after_last_issued") == 0);
+}
+
+TEST_CASE("issue 20 item 13: MLPerf keeps a negative TPOT for fewer than 2 tokens") {
+  // N = 1: n_tokens is set to 0, TPOT = (latency - TTFT) / -1, kept; its token is not counted.
+  // With the final response at the token (item 16) that TPOT is -0.
+  const auto one = rec(0, {{0.1, 1}}, 0.3);
+  const auto r = tc::evaluate(P::mlperf, tc::to_timeline(one));
+  REQUIRE(r.tpot);
+  CHECK(*r.tpot == 0.0);
+  CHECK(r.output_tokens == 0);
+  const auto two = rec(0, {{0.1, 1}, {0.3, 1}}, 0.3);
+  const auto s = run(P::mlperf, {one, two});
+  CHECK(s.tpot.count == 2);
+  CHECK(s.output_tokens == 2);
+  CHECK(warned(s, "negative_tpot") == 1);
+  CHECK(warned(run(P::mlperf, {two}), "negative_tpot") == 0);
+  // A negative int64 sum goes through the unsigned division: -3 ns over 3 samples.
+  const auto d = tc::make_distribution({-5e-9, 1e-9, 1e-9}, P::mlperf, {50}, true);
+  const std::uint64_t wrapped = (~std::uint64_t{0} - 2) / 3;  // (2^64 - 3) / 3
+  CHECK(*d.mean == static_cast<double>(static_cast<std::int64_t>(wrapped)) / 1e9);
+  CHECK(d.mean_by_tool);
+}
+
+TEST_CASE("issue 20 item 14: SGLang's N is the usage count only when a chunk carried it") {
+  const auto no_chunk = rec(0, {{0.1, 1}, {0.2, 1}, {0.3, 1}}, 0.3, 0);
+  CHECK(tc::evaluate(P::sglang_openai, tc::to_timeline(no_chunk)).output_tokens == 3);
+  CHECK(tc::evaluate(P::sglang_native, tc::to_timeline(no_chunk)).output_tokens == 3);
+  auto with_chunk = no_chunk;
+  with_chunk.chunks.push_back({0.31, 0, K::usage});
+  with_chunk.end = 0.31;
+  CHECK(tc::evaluate(P::sglang_openai, tc::to_timeline(with_chunk)).output_tokens == 0);
+}
+
+TEST_CASE("issue 20 item 16: an end after the last token does not move engine-side tools") {
+  const auto base = rec(0, {{0.1, 1}, {0.2, 2}}, 0.2);
+  auto trailing = base;
+  trailing.chunks.push_back({0.25, 0, K::usage});
+  trailing.chunks.push_back({0.26, 0, K::done});
+  trailing.end = 0.9;
+  for (const tc::profile* p : {&P::trtllm_bench, &P::gpt_manager_benchmark, &P::mlperf}) {
+    CAPTURE(p->name);
+    const auto a = tc::evaluate(*p, tc::to_timeline(base));
+    const auto b = tc::evaluate(*p, tc::to_timeline(trailing));
+    CHECK(a.e2e == b.e2e);
+    CHECK(a.ttft == b.ttft);
+    CHECK(a.tpot == b.tpot);
+    CHECK(a.output_tokens == b.output_tokens);
+    CHECK(run(*p, {base}).duration == run(*p, {trailing}).duration);
+    CHECK(tc::profile_warnings(run(*p, {trailing}, 0.0)).empty());
+  }
+}
+
+TEST_CASE("issue 20 item 17: the benchmark start begins every profile's duration but two") {
+  auto a = rec(1.0, {{1.1, 1}, {1.2, 1}}, 2.0);
+  a.arrival = 0.8;
+  const auto b = rec(1.5, {{1.6, 1}, {1.7, 1}}, 3.0);
+  for (const tc::profile* p : tc::all_profiles()) {
+    CAPTURE(p->name);
+    const auto with = run(*p, {a, b}, 0.5);
+    const auto without = run(*p, {a, b});
+    CHECK(warned(with, "no_benchmark_start") == 0);
+    if (!p->uses_benchmark_start()) {  // GenAI-Perf, AIPerf: first request to last response
+      CHECK(with.duration == without.duration);
+      CHECK(warned(without, "no_benchmark_start") == 0);
+      CHECK(close(with.duration, 1.7 - 1.0));
+      continue;
+    }
+    const double end = p->end == tc::e2e_end::last_token_chunk ? 1.7 : 3.0;
+    CHECK(close(with.duration, end - 0.5));
+    CHECK(close(without.duration, end - 0.8));  // the earliest intended arrival
+    CHECK(warned(without, "no_benchmark_start") == 1);
+  }
+  // A known duration (a result file's) needs no start.
+  tc::summary_options o;
+  o.duration = 10;
+  tc::run_summarizer<tc::trace_timeline> s(P::vllm, o);
+  s.add(tc::to_timeline(a));
+  CHECK(warned(s.take_summary(), "no_benchmark_start") == 0);
+}
+
+TEST_CASE("issue 20: no warning on a trace where no quirk applies") {
+  // One text chunk per token, no role / usage / [DONE] chunk, N >= 2 everywhere, whole ms,
+  // equal E2Es (legacy vLLM's swap changes nothing), the last issued request ends last.
+  std::vector<tc::trace_record> recs;
+  for (int i = 0; i < 4; ++i) {
+    const double t = i;
+    recs.push_back(rec(t, {{t + 0.1, 1}, {t + 0.2, 1}, {t + 0.3, 1}}, t + 0.3, 3));
+  }
+  for (const tc::profile* p : tc::all_profiles()) {
+    CAPTURE(p->name);
+    const auto w = tc::profile_warnings(run(*p, recs, 0.0));
+    for (const auto& x : w) CAPTURE(x.message);
+    CHECK(w.empty());
+  }
+}

@@ -143,8 +143,9 @@ struct selected_ranks {
       return q->at_rank(static_cast<std::uint64_t>(i));
     }
   };
-  distribution d = detail::distribution_from(q.count(), q.mean(), sd, by_rank{&q}, p, percentiles);
+  // The tool's mean sums in insertion order: before the order statistics sort the samples.
   const auto m = latency ? detail::tool_mean_of(q.samples(), p.arithmetic) : std::nullopt;
+  distribution d = detail::distribution_from(q.count(), q.mean(), sd, by_rank{&q}, p, percentiles);
   if (m && d.mean && *m != *d.mean) {
     d.mean = m;
     d.mean_by_tool = true;
