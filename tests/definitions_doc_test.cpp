@@ -12,6 +12,7 @@
 
 #include "export/golden.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/testing.hpp"
 
 namespace {
@@ -82,4 +83,22 @@ TEST_CASE("docs/definitions.md: the definitions table matches the code") {
       CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
     }
   }
+}
+
+TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile, once") {
+  std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/docs/definitions.md");
+  REQUIRE(in.good());
+  std::vector<std::string> rows;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("profiles-table:begin") != std::string::npos)
+      inside = true;
+    else if (line.find("profiles-table:end") != std::string::npos)
+      inside = false;
+    else if (inside && line.rfind("| `", 0) == 0)
+      rows.push_back(trim(split(line, '|')[1]));
+  }
+  std::vector<std::string> names;
+  for (const tokchron::profile* p : tokchron::all_profiles()) names.emplace_back(p->name);
+  CHECK(rows == names);  // the same profiles, in all_profiles() order
 }

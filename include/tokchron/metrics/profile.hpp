@@ -185,10 +185,11 @@ struct profile {
   goodput_rule goodput;
   /// The percentiles the tool prints by default, in percent, comma-separated.
   std::string_view default_percentiles;
-  /// The tool sets `stream_options.include_usage`. When false, a server sends it no usage-only
-  /// chunk, so such chunks in a trace (recorded by another client) are treated as absent (the
-  /// tool's evident intent: fed one, AIPerf's parser raises and llmperf errors the request), and
-  /// the usage count is never read. Engine-side tools see no usage chunk either.
+  /// The tool reads usage-only chunks: it sets `stream_options.include_usage` (vLLM), or handles
+  /// one a server sends (SGLang). When false the tool never asks for usage, so a server sends it
+  /// no usage-only chunk: such chunks in a trace (recorded by another client) are treated as
+  /// absent (the tool's evident intent: fed one, AIPerf's parser raises and llmperf errors the
+  /// request), and the usage count is never read. Engine-side tools see no usage chunk either.
   bool requests_usage;
   /// A completed request with no counted chunk keeps the tool's default TTFT of 0, which enters
   /// the TTFT statistics (legacy vLLM, SGLang, trtllm-bench).

@@ -78,7 +78,7 @@ inline constexpr profile vllm = [] {
       "percentiles, population std; failed requests left out; goodput counts TPOT as 0 for N <= 1; "
       "sets stream_options.include_usage; duration from the benchmark start (else the earliest "
       "intended arrival) to the last finish. Checked against vllm/benchmarks/serve.py and "
-      "lib/endpoint_request_func.py as of vllm-project/vllm 0.10.";
+      "lib/endpoint_request_func.py, vllm-project/vllm@02cfb534df56.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::choices;
   p.zero_ttft_is_unset = false;
@@ -145,20 +145,23 @@ inline constexpr profile vllm_legacy_chat = [] {
   return p;
 }();
 
-/// SGLang `bench_serving` against an OpenAI-compatible endpoint (python/sglang/benchmark/).
+/// SGLang `bench_serving` against an OpenAI-compatible endpoint (python/sglang/benchmark/), current
+/// version (backends/oai_chat_client.py, oai_client.py).
 inline constexpr profile sglang_openai = [] {
   profile p{};
   p.name = "sglang_openai";
-  p.tool = "SGLang bench_serving, OpenAI backends (python/sglang/benchmark/metrics.py)";
+  p.tool = "SGLang bench_serving, OpenAI backends (python/sglang/benchmark/backends/, metrics.py)";
   p.description =
       "From the send; chunks with non-empty text count, `ttft == 0.0` means unmeasured; E2E ends "
-      "at the last non-empty SSE line, usage and `[DONE]` included; N = the requested length "
-      "overwritten by usage (stand-in: usage when reported, else the chunk token sum); TPOT = (E2E "
-      "- TTFT)/(N - 1) for N > 1; ITL per chunk; linear percentiles, population std; concurrency = "
-      "sum E2E / duration. N is the usage count only when a chunk carried usage (it sets "
-      "stream_options.include_usage); otherwise the requested output length, for which a trace "
-      "stands in with the chunk token sum; a successful request without text keeps TTFT 0.0 in "
-      "the TTFT list (python/sglang/bench_serving.py, sgl-project/sglang 0.4/0.5).";
+      "at the last non-empty SSE line, usage and `[DONE]` included; TPOT = (E2E - TTFT)/(N - 1) "
+      "for N > 1; ITL per chunk; linear percentiles, population std; concurrency = sum E2E / "
+      "duration. N is the usage count only when a chunk carried usage; otherwise the "
+      "requested output length, for which a trace stands in with the chunk token sum; a "
+      "successful request without text keeps TTFT 0.0 in the TTFT list. It sets no "
+      "stream_options.include_usage itself but reads a usage-only chunk (choices=[]) a server "
+      "sends (python/sglang/benchmark/backends/oai_chat_client.py, sgl-project/sglang@"
+      "55c7579cc538; the older python/sglang/bench_serving.py@0033168f0f58 raised on one, "
+      "`data[\"choices\"][0]`).";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = true;
