@@ -379,7 +379,8 @@ inline constexpr profile gpt_manager_benchmark = [] {
       "N = engine output length (the chunk token sum); every latency is "
       "duration<float, milli>, TPOT = that of (end - first token) / float(N - 1) for N > 1, and a "
       "mean is std::accumulate(..., 0.F) / size() in float, summed in trace order (the tool's "
-      "unordered_map order is undefined); N = 1 gives no TPOT (versions that call "
+      "unordered_map order is undefined); the duration is float ms too, and seq and token "
+      "throughput count / (ms / 1000) in float; N = 1 gives no TPOT (versions that call "
       "avgGenT2TLatency.value() on the empty optional crash: the profile follows the intent); no "
       "ITL; nearest-rank percentiles sorted[ceil(p n) - 1]; no std; user tokens/s = 1 / TPOT. "
       "benchmarks/cpp/gptManagerBenchmark.cpp (NVIDIA/TensorRT-LLM 0.10-0.16).";

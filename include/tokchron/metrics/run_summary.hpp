@@ -389,7 +389,7 @@ class run_summarizer {
     if (o_.duration)
       s.duration = *o_.duration;
     else if (start && end && *end > *start)
-      s.duration = to_seconds(*end - *start);
+      s.duration = detail::tool_seconds(*end - *start, p.arithmetic);
     if (s.duration) {
       const double dur = *s.duration;
       double n = static_cast<double>(completed_);
@@ -398,6 +398,14 @@ class run_summarizer {
         n = completed_ > 0 ? static_cast<double>(completed_ - 1) : 0.0;
       s.request_throughput = n / dur;
       s.output_throughput = static_cast<double>(output_tokens_) / dur;
+      if (p.arithmetic == tool_arithmetic::float_ms) {  // count / (float ms / 1000) in float
+        const auto per_s = [&](double count) {
+          return static_cast<double>(static_cast<float>(count) /
+                                     (static_cast<float>(dur * 1e3) / 1000.F));
+        };
+        s.request_throughput = per_s(n);
+        s.output_throughput = per_s(static_cast<double>(output_tokens_));
+      }
       s.total_token_throughput = static_cast<double>(input_tokens_ + output_tokens_) / dur;
       s.mean_concurrency = e2el_sum_ / dur;
       s.time_weighted_concurrency = in_flight_integral() / dur;
