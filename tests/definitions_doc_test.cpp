@@ -12,6 +12,7 @@
 
 #include "export/golden.hpp"
 #include "tokchron/metrics/canonical.hpp"
+#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/testing.hpp"
 
 namespace {
@@ -27,23 +28,30 @@ std::string trim(std::string s) {
   const auto e = s.find_last_not_of(" `");
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
+/// The cells of the rows of docs/definitions.md's table between `<!-- NAME:begin -->` and
+/// `<!-- NAME:end -->` (rows starting with a code name).
+std::vector<std::vector<std::string>> table_rows(const std::string& name) {
+  std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/docs/definitions.md");
+  REQUIRE(in.good());
+  std::vector<std::vector<std::string>> rows;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(name + ":begin") != std::string::npos)
+      inside = true;
+    else if (line.find(name + ":end") != std::string::npos)
+      inside = false;
+    else if (inside && line.rfind("| `", 0) == 0)
+      rows.push_back(split(line, '|'));
+  }
+  return rows;
+}
 }  // namespace
 
 TEST_CASE("docs/definitions.md: the definitions table matches the code") {
-  std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/docs/definitions.md");
-  REQUIRE(in.good());
   std::map<std::string, std::string> examples;
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("definitions-table:begin") != std::string::npos)
-      inside = true;
-    else if (line.find("definitions-table:end") != std::string::npos)
-      inside = false;
-    else if (inside && line.rfind("| `", 0) == 0) {
-      const auto cols = split(line, '|');  // "", metric, formula, unit, edge, example
-      REQUIRE(cols.size() >= 6);
-      examples[trim(cols[1])] = trim(cols[cols.size() - 1]);
-    }
+  for (const auto& cols : table_rows("definitions-table")) {
+    REQUIRE(cols.size() >= 6);  // "", metric, formula, unit, edge, example
+    examples[trim(cols[1])] = trim(cols[cols.size() - 1]);
   }
   // The table's timeline, shared with the exporters' golden tests (its 7 prompt tokens change
   // none of the metrics below).
@@ -82,4 +90,12 @@ TEST_CASE("docs/definitions.md: the definitions table matches the code") {
       CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
     }
   }
+}
+
+TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile, once") {
+  std::vector<std::string> rows;
+  for (const auto& cols : table_rows("profiles-table")) rows.push_back(trim(cols[1]));
+  std::vector<std::string> names;
+  for (const tokchron::profile* p : tokchron::all_profiles()) names.emplace_back(p->name);
+  CHECK(rows == names);  // the same profiles, in all_profiles() order
 }

@@ -68,7 +68,8 @@ int judge(std::vector<tc::run_summary>& summaries, std::vector<tc::sla_verdict>&
 
 /// The report with the verdicts: JSON puts `"slo"` (tokchron::sla_json) in each profile's
 /// object; the table adds each profile's verdicts below it; CSV has them as rows.
-void write_judged(std::ostream& out, const std::vector<tc::run_summary>& summaries,
+void write_judged(std::ostream& out, std::ostream& err,
+                  const std::vector<tc::run_summary>& summaries,
                   const std::vector<tc::sla_verdict>& verdicts, const report_settings& s,
                   bool judged) {
   if (s.format == "json") {
@@ -82,7 +83,7 @@ void write_judged(std::ostream& out, const std::vector<tc::run_summary>& summari
     out << j.dump(2) << '\n';
     return;
   }
-  write_report(out, summaries, s.format);
+  write_report(out, summaries, s.format, &err);
   if (s.format == "table" && judged)
     for (std::size_t i = 0; i < s.profiles.size(); ++i)
       out << "\nSLO (" << summaries[i].profile << "): " << tc::to_string(verdicts[i].overall())
@@ -118,7 +119,7 @@ int run_summary_command(const arguments& args, std::ostream& out, std::ostream& 
   }
   std::vector<tc::sla_verdict> verdicts;
   const int code = kept ? judge(summaries, verdicts, *kept, s, sla) : exit_ok;
-  write_judged(out, summaries, verdicts, s, !sla.objectives.objectives.empty());
+  write_judged(out, err, summaries, verdicts, s, !sla.objectives.objectives.empty());
   if (args.has("plot")) plot_report(*kept, s, sla, args, err);
   report_missing_rates(summaries, err);
   const int skipped = report_skipped(in, err, args.has("quiet"));

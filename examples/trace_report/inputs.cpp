@@ -125,6 +125,9 @@ input_stats read_inputs(const std::vector<std::string>& files, const read_option
         if (tc::parse_trace_line(std::string_view(pending).substr(pos, nl - pos), line_no, rec,
                                  err)) {
           ++st.requests;
+          if (rec.benchmark_start &&
+              (!st.benchmark_start || *rec.benchmark_start < *st.benchmark_start))
+            st.benchmark_start = rec.benchmark_start;
           if (opt.on_name)
             opt.on_name(rec.id.empty() ? f + " line " + std::to_string(line_no) : rec.id);
           on_timeline(tc::to_timeline(rec));

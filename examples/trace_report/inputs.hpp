@@ -41,6 +41,8 @@ struct input_stats {
   std::size_t lines = 0;                 ///< lines read (vLLM file: requests)
   std::size_t requests = 0;              ///< requests handed on
   std::optional<double> duration;        ///< from a vLLM result file
+  /// The earliest `benchmark_start` of the records that have one (seconds on the trace clock).
+  std::optional<double> benchmark_start;
   bool vllm = false;
 };
 

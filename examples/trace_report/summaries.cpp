@@ -26,13 +26,16 @@ std::vector<summarizer> make_summarizers(const report_settings& s) {
 }
 
 /// The summaries of `sums` (consumed); profiles agreeing on a metric's samples share one
-/// selection. A vLLM result file's duration applies unless --duration was given.
+/// selection. A vLLM result file's duration applies unless --duration was given; the traces'
+/// earliest `benchmark_start` starts every profile's duration that measures from it.
 std::vector<tc::run_summary> finish_summaries(std::vector<summarizer>& sums,
                                               const report_settings& s, const input_stats& stats) {
   std::vector<tc::run_summary> out(sums.size());
   std::vector<tc::detail::distribution_job> jobs;
   for (std::size_t i = 0; i < sums.size(); ++i) {
     if (!s.duration && stats.duration) sums[i].set_duration(*stats.duration);
+    if (stats.benchmark_start)
+      sums[i].set_benchmark_start(tc::detail::trace_time(*stats.benchmark_start));
     sums[i].collect_summary(out[i], jobs);
   }
   tc::detail::run_distribution_jobs(jobs, s.threads);

@@ -98,10 +98,24 @@ std::string format_number(double v, int significant = 6) {
 }  // namespace
 
 ojson to_json(const std::vector<tc::run_summary>& all) {
-  if (all.size() == 1) return tc::summary_json(all.front());
+  auto one = [](const tc::run_summary& s) {
+    ojson j = tc::summary_json(s);
+    ojson w = ojson::array();
+    for (const auto& x : tc::profile_warnings(s))
+      w.push_back(ojson{{"quirk", x.quirk}, {"count", x.count}, {"message", x.message}});
+    j["warnings"] = std::move(w);
+    return j;
+  };
+  if (all.size() == 1) return one(all.front());
   ojson a = ojson::array();
-  for (const auto& s : all) a.push_back(tc::summary_json(s));
+  for (const auto& s : all) a.push_back(one(s));
   return a;
+}
+
+void write_warnings(std::ostream& out, const std::vector<tc::run_summary>& all,
+                    const char* prefix) {
+  for (const auto& s : all)
+    for (const auto& w : tc::profile_warnings(s)) out << prefix << w.message << '\n';
 }
 
 void write_table(std::ostream& out, const std::vector<tc::run_summary>& all) {
@@ -145,13 +159,16 @@ void write_csv(std::ostream& out, const std::vector<tc::run_summary>& all) {
 }
 
 void write_report(std::ostream& out, const std::vector<tc::run_summary>& all,
-                  const std::string& format) {
-  if (format == "json")
+                  const std::string& format, std::ostream* err) {
+  if (format == "json") {
     out << to_json(all).dump(2) << '\n';
-  else if (format == "csv")
+  } else if (format == "csv") {
     write_csv(out, all);
-  else
+    if (err) write_warnings(*err, all, "tokchron-report: warning: ");
+  } else {
     write_table(out, all);
+    write_warnings(out, all, "warning: ");
+  }
 }
 
 int report_skipped(const input_stats& in, std::ostream& err, bool quiet) {

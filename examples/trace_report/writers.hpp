@@ -21,7 +21,8 @@ namespace tokchron_report {
 using ojson = nlohmann::ordered_json;
 
 /// The JSON document: one `tokchron::summary_json` object for one profile, an array for
-/// several.
+/// several; each object has `"warnings"`: the profile's quirks that affected its numbers
+/// (`tokchron::profile_warnings`), as `{"quirk", "count", "message"}` objects.
 [[nodiscard]] ojson to_json(const std::vector<tc::run_summary>& all);
 
 /// A table: one row per value, one column per profile; latencies in milliseconds.
@@ -31,9 +32,14 @@ void write_table(std::ostream& out, const std::vector<tc::run_summary>& all);
 /// reads back exactly; an empty cell when undefined).
 void write_csv(std::ostream& out, const std::vector<tc::run_summary>& all);
 
-/// Writes `all` in `format` (table, json or csv).
+/// Writes `all` in `format` (table, json or csv) with each profile's warnings
+/// (`tokchron::profile_warnings`): in the JSON, after the table ("warning: ..." lines), and for
+/// CSV on `err` when given.
 void write_report(std::ostream& out, const std::vector<tc::run_summary>& all,
-                  const std::string& format);
+                  const std::string& format, std::ostream* err = nullptr);
+
+/// Writes one line `prefix` + message per warning of every summary.
+void write_warnings(std::ostream& out, const std::vector<tc::run_summary>& all, const char* prefix);
 
 /// Prints the kept malformed lines (unless quiet), how many more were not listed, and the
 /// count to `err`; returns the exit code for a report that was written (1 when lines were

@@ -194,3 +194,41 @@ TEST_CASE("trace_json: the plain-decimal fast path converts exactly as std::from
   CHECK(tokchron::detail::plain_decimal(nz, nz + 4, v));
   CHECK(std::signbit(v));
 }
+
+TEST_CASE("trace_json: benchmark_start reads, writes, and is refused out of range or late") {
+  const auto r = tc::parse_trace_line(
+      R"({"benchmark_start":11.5,"arrival":12,"send":12.003,"chunks":[[12.5,1]]})");
+  REQUIRE(r.record);
+  CHECK(*r.record->benchmark_start == 11.5);
+  const auto again = tc::parse_trace_line(tc::to_json_line(*r.record));
+  REQUIRE(again.record);
+  CHECK(*again.record == *r.record);
+  CHECK(tc::to_json_line(*r.record).find("\"benchmark_start\":11.5") != std::string::npos);
+  // Without it, nothing is written and the record is unchanged.
+  const auto plain = tc::parse_trace_line(R"({"send":1,"chunks":[]})");
+  REQUIRE(plain.record);
+  CHECK_FALSE(plain.record->benchmark_start);
+  CHECK(tc::to_json_line(*plain.record).find("benchmark_start") == std::string::npos);
+  struct bad {
+    const char* line;
+    const char* message;
+  };
+  const bad cases[] = {
+      {R"({"benchmark_start":12.5,"arrival":12,"send":12.003,"chunks":[]})",
+       "is later than arrival"},
+      {R"({"benchmark_start":1.5,"send":1,"chunks":[]})", "is later than send"},
+      {R"({"benchmark_start":-5e9,"send":1,"chunks":[]})", "must be a finite time"},
+      {R"({"benchmark_start":"0","send":1,"chunks":[]})", ""},
+  };
+  for (const bad& b : cases) {
+    CAPTURE(b.line);
+    for (const bool fast : {true, false}) {
+      const auto e =
+          fast ? tc::parse_trace_line(b.line, 7) : tc::detail::parse_trace_line_json(b.line, 7);
+      REQUIRE(e.error);
+      CHECK(e.error->line == 7);
+      CHECK(e.error->field == "benchmark_start");
+      CHECK(e.error->message.find(b.message) != std::string::npos);
+    }
+  }
+}

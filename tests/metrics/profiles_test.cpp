@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The compatibility profiles: hand-computed expectations on requests that separate the tools,
-// and each tool's published formula re-implemented independently on a random trace.
+// each tool's published formula re-implemented independently on a random trace, and one test
+// per quirk of issue 20 (each tool's numbers, its warnings, and their absence when no quirk
+// applies).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -83,10 +85,16 @@ bool close(std::optional<double> a, std::optional<double> b) {
   if (!a || !b) return !a && !b;
   return std::fabs(*a - *b) <= 1e-12 * std::max(1.0, std::fabs(*b));
 }
+// A float-ms tool's value (gptManagerBenchmark) equals the float the tool computes from the
+// exact value: both round the same real number to float milliseconds.
+bool close_float_ms(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b) return !a && !b;
+  return static_cast<float>(*a * 1e3) == static_cast<float>(*b * 1e3);
+}
 }  // namespace
 
 TEST_CASE("profiles: every built-in profile is found by name and described") {
-  CHECK(tc::all_profiles().size() == 11);
+  CHECK(tc::all_profiles().size() == 12);
   for (const tc::profile* p : tc::all_profiles()) {
     REQUIRE(tc::find_profile(p->name) == p);
     CHECK(!p->description.empty());
@@ -116,60 +124,66 @@ TEST_CASE("profiles: hand-computed values on requests that separate the tools") 
         {0.0, 0.050, third, {0.03, 0.02}, none, 4},
         {},
         {0.050, 0.250, 0.100, {0.1, 0.1}, none, 3}}},
-      {"vllm_legacy",
+      {"vllm_legacy",  // N is the streamed tokens: usage is never read (usage-zero: N = 3)
        {{0.150, 0.165, none, {}, none, 1},
         {0.108, 0.170, 0.0155, {0.03, 0.02}, none, 5},
         {0.030, 0.050, two_thirds, {0.02}, none, 4},
         {},
-        {0.050, 0.260, none, {0.1, 0.1}, none, 0}}},
-      {"sglang_openai",
+        {0.050, 0.260, 0.105, {0.1, 0.1}, none, 3}}},
+      {"vllm_legacy_chat",  // no empty chunk in mid-stream here: as vllm_legacy
        {{0.150, 0.165, none, {}, none, 1},
         {0.108, 0.170, 0.0155, {0.03, 0.02}, none, 5},
         {0.030, 0.050, two_thirds, {0.02}, none, 4},
         {},
-        {0.050, 0.250, none, {0.1, 0.1}, none, 0}}},
+        {0.050, 0.260, 0.105, {0.1, 0.1}, none, 3}}},
+      {"sglang_openai",  // usage only when a usage chunk carried it (usage-zero has none: N = 3)
+       {{0.150, 0.165, none, {}, none, 1},
+        {0.108, 0.170, 0.0155, {0.03, 0.02}, none, 5},
+        {0.030, 0.050, two_thirds, {0.02}, none, 4},
+        {},
+        {0.050, 0.250, 0.100, {0.1, 0.1}, none, 3}}},
       {"sglang_native",
        {{0.150, 0.165, none, {}, none, 1},
         {0.108, 0.170, 0.0155, {0.01, 0.01, 0.01, 0.02}, none, 5},
         {0.030, 0.050, two_thirds, {0.01, 0.01}, none, 4},
         {},
-        {0.050, 0.250, none, {0.1, 0.1}, none, 0}}},
+        {0.050, 0.250, 0.100, {0.1, 0.1}, none, 3}}},
       {"genai_perf",
        {{0.150, 0.150, none, {}, none, 1},
         {0.108, 0.158, 0.0125, {}, 0.0125, 5},
         {0.0, 0.050, 16666667e-9, {}, 16666667e-9, 4},  // round() in integer ns
         {},
-        {0.050, 0.250, none, {}, none, 0}}},
-      {"aiperf",
-       {{0.100, 0.160, none, {}, none, 1},
-        {0.088, 0.168, 0.020, {}, 0.020, 5},
+        {0.050, 0.250, 0.100, {}, 0.100, 3}}},
+      {"aiperf",  // empty and usage chunks are no responses
+       {{0.150, 0.150, none, {}, none, 1},
+        {0.108, 0.158, 0.0125, {}, 0.0125, 5},
         {0.0, 0.050, third, {}, third, 4},
         {},
-        {0.050, 0.250, none, {}, none, 0}}},
-      {"llmperf",  // ITL = (last content chunk - start) / data chunks: TTFT included
-       {{0.150, 0.165, none, {}, 0.150 / 3, 1},
-        {0.108, 0.173, none, {}, 0.158 / 5, 5},
+        {0.050, 0.250, 0.100, {}, 0.100, 3}}},
+      {"llmperf",  // ITL = (last content chunk - start) / data chunks, usage-only ones absent
+       {{0.150, 0.165, none, {}, 0.150 / 2, 1},
+        {0.108, 0.173, none, {}, 0.158 / 4, 5},
         {0.030, 0.050, none, {}, 0.050 / 3, 4},
         {},
-        {0.050, 0.260, none, {}, 0.0, 0}}},
-      {"trtllm_bench",
-       {{0.150, 0.165, 0.0, {}, none, 1},
-        {0.108, 0.173, 0.01625, {}, none, 5},
+        {0.050, 0.260, none, {}, 0.250 / 3, 3}}},
+      {"trtllm_bench",  // engine-side: E2E ends at the last chunk carrying tokens
+       {{0.150, 0.150, 0.0, {}, none, 1},
+        {0.108, 0.158, 0.0125, {}, none, 5},
         {0.0, 0.050, third, {}, none, 4},
         {},
-        {0.050, 0.260, 0.105, {}, none, 3}}},
-      {"gpt_manager_benchmark",
-       {{0.150, 0.165, none, {}, none, 1},
-        {0.108, 0.173, 0.01625, {}, none, 5},
+        {0.050, 0.250, 0.100, {}, none, 3}}},
+      {"gpt_manager_benchmark",  // as trtllm_bench, in float ms, no TPOT for N = 1
+       {{0.150, 0.150, none, {}, none, 1},
+        {0.108, 0.158, 0.0125, {}, none, 5},
         {0.0, 0.050, third, {}, none, 4},
         {},
-        {0.050, 0.260, 0.105, {}, none, 3}}},
-      {"mlperf",  // from the scheduled (arrival) time; TPOT truncated to integer ns
-       {{0.150, 0.165, none, {}, none, 1, true},
-        {0.110, 0.175, 0.01625, {}, none, 5},
+        {0.050, 0.250, 0.100, {}, none, 3}}},
+      {"mlperf",  // from the scheduled time, integer ns; N = 1: TPOT -(E2E - TTFT), N set to 0
+       {{0.150, 0.150, 0.0, {}, none, 0},
+        {0.110, 0.160, 0.0125, {}, none, 5},
         {0.0, 0.050, 16666666e-9, {}, none, 4},
         {},
-        {0.060, 0.270, none, {}, none, 0, true}}},
+        {0.060, 0.260, 0.100, {}, none, 3}}},
   };
   REQUIRE(want.size() == tc::all_profiles().size());
   for (const tc::profile* p : tc::all_profiles()) {
@@ -186,10 +200,11 @@ TEST_CASE("profiles: hand-computed values on requests that separate the tools") 
         continue;
       }
       const expect& e = rows[i];
+      const auto near = p->arithmetic == tc::tool_arithmetic::float_ms ? close_float_ms : close;
       CHECK(r.completed);
-      CHECK(close(r.ttft, e.ttft));
-      CHECK(close(r.e2e, e.e2el));
-      CHECK(close(r.tpot, e.tpot));
+      CHECK(near(r.ttft, e.ttft));
+      CHECK(near(r.e2e, e.e2el));
+      CHECK(near(r.tpot, e.tpot));
       CHECK(close(r.itl, e.itl));
       CHECK(r.output_tokens == e.n);
       CHECK(r.tpot_invalid == e.tpot_invalid);
@@ -282,10 +297,16 @@ double stdev(const std::vector<double>& x, double ddof) {
   return std::sqrt(s / (static_cast<double>(x.size()) - ddof));
 }
 
+/// What a tool prints: its samples (seconds), and, for tools that do their own arithmetic, the
+/// exact means they print (int64 ns for MLPerf, float ms for gptManagerBenchmark).
 struct tool_result {
   std::vector<double> ttft, tpot, itl, e2el;
   double duration = 0;
   double completed = 0, output_tokens = 0;
+  bool e2e_mean_median_swapped = false;     // legacy vLLM prints them swapped
+  std::optional<double> output_throughput;  // when the tool computes it otherwise (float)
+  std::optional<std::int64_t> mean_ns[4];   // ttft, tpot, itl, e2el
+  std::optional<float> mean_ms[4];
 
   /// One completed request with its TTFT, E2E and output tokens (TPOT and ITL are each tool's).
   void add(double request_ttft, double request_e2el, double tokens) {
@@ -296,6 +317,7 @@ struct tool_result {
   }
 };
 
+long long ns(double s) { return std::llround(s * 1e9); }
 double chunk_sum(const tc::trace_record& r) {
   double n = 0;
   for (const auto& c : r.chunks) n += c.tokens;
@@ -304,19 +326,33 @@ double chunk_sum(const tc::trace_record& r) {
 double end_of(const tc::trace_record& r) {
   return r.end ? *r.end : (r.chunks.empty() ? r.send : r.chunks.back().time);
 }
-double wall(const std::vector<tc::trace_record>& rs) {
-  double lo = 1e300, hi = -1e300;
-  for (const auto& r : rs) {
-    lo = std::min(lo, r.send);
-    hi = std::max(hi, end_of(r));
-  }
-  return hi - lo;
+std::optional<double> first_token(const tc::trace_record& r) {
+  for (const auto& c : r.chunks)
+    if (c.tokens > 0) return c.time;
+  return std::nullopt;
+}
+// The final engine response: the last chunk carrying tokens, else the end.
+double engine_end(const tc::trace_record& r) {
+  for (auto it = r.chunks.rbegin(); it != r.chunks.rend(); ++it)
+    if (it->tokens > 0) return it->time;
+  return end_of(r);
+}
+// The benchmark start's stand-in: the earliest intended arrival.
+double start_of(const std::vector<tc::trace_record>& rs) {
+  double lo = 1e300;
+  for (const auto& r : rs) lo = std::min(lo, r.arrival.value_or(r.send));
+  return lo;
+}
+double latest_end(const std::vector<tc::trace_record>& rs) {
+  double hi = -1e300;
+  for (const auto& r : rs) hi = std::max(hi, end_of(r));
+  return hi;
 }
 
 // vllm/benchmarks/lib/endpoint_request_func.py + serve.py calculate_metrics.
 tool_result vllm_tool(const std::vector<tc::trace_record>& rs) {
   tool_result t;
-  t.duration = wall(rs);
+  t.duration = latest_end(rs) - start_of(rs);
   for (const auto& r : rs) {
     bool first = false;
     double ttft = 0, recent = 0;
@@ -342,27 +378,34 @@ tool_result vllm_tool(const std::vector<tc::trace_record>& rs) {
   return t;
 }
 
-// sglang bench_serving, native /generate: the gap split over the chunk's new tokens.
-tool_result sglang_native_tool(const std::vector<tc::trace_record>& rs) {
+// Legacy vLLM benchmark_serving.py + backend_request_func.py (mid-2024): the completions loop
+// sets most_recent_timestamp inside `if text`, the chat loop for every chunk; `ttft == 0.0`
+// means unmeasured; latency at [DONE]; N re-encoded (the chunk token sum); the default TTFT
+// 0.0 enters the list; the summary swaps the mean and median E2E. It never asks for usage.
+tool_result vllm_legacy_tool(const std::vector<tc::trace_record>& rs, bool chat) {
   tool_result t;
-  t.duration = wall(rs);
+  t.duration = latest_end(rs) - start_of(rs);
+  t.e2e_mean_median_swapped = true;
   for (const auto& r : rs) {
     if (!r.ok) continue;
-    double ttft = 0.0, recent = 0, latency = 0;
+    double ttft = 0.0, recent = 0, latency = end_of(r) - r.send;  // no [DONE]: the end
     std::vector<double> itl;
     for (const auto& c : r.chunks) {
-      latency = c.time - r.send;  // every non-empty SSE line
-      if (c.tokens == 0) continue;
-      if (ttft == 0.0) {
-        ttft = c.time - r.send;
-      } else {
-        const double gap = c.time - recent;
-        for (std::uint32_t k = 0; k < c.tokens; ++k) itl.push_back(gap / c.tokens);
+      if (c.kind == K::usage) continue;  // never sent to a client that did not ask
+      if (c.kind == K::done) {
+        latency = c.time - r.send;
+        continue;
       }
-      recent = c.time;
+      if (c.kind == K::text) {
+        if (ttft == 0.0)
+          ttft = c.time - r.send;
+        else
+          itl.push_back(c.time - recent);
+        if (!chat) recent = c.time;
+      }
+      if (chat) recent = c.time;
     }
-    const double n =
-        r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
+    const double n = chunk_sum(r);
     if (n > 1) t.tpot.push_back((latency - ttft) / (n - 1));
     t.itl.insert(t.itl.end(), itl.begin(), itl.end());
     t.add(ttft, latency, n);
@@ -370,10 +413,45 @@ tool_result sglang_native_tool(const std::vector<tc::trace_record>& rs) {
   return t;
 }
 
-// genai_perf llm_profile_data_parser.py: integer ns, empty responses removed first.
+// sglang bench_serving: `ttft == 0.0` unmeasured, latency at every non-empty SSE line, N the
+// usage of a chunk that carried it, else the requested length (the chunk token sum); native:
+// the gap split over the chunk's new tokens.
+tool_result sglang_tool(const std::vector<tc::trace_record>& rs, bool native) {
+  tool_result t;
+  t.duration = latest_end(rs) - start_of(rs);
+  for (const auto& r : rs) {
+    if (!r.ok) continue;
+    double ttft = 0.0, recent = 0, latency = 0;
+    bool usage_chunk = false;
+    std::vector<double> itl;
+    for (const auto& c : r.chunks) {
+      latency = c.time - r.send;
+      usage_chunk = usage_chunk || c.kind == K::usage;
+      if (native ? c.tokens == 0 : c.kind != K::text) continue;
+      if (ttft == 0.0) {
+        ttft = c.time - r.send;
+      } else if (native) {
+        const double gap = c.time - recent;
+        for (std::uint32_t k = 0; k < c.tokens; ++k) itl.push_back(gap / c.tokens);
+      } else {
+        itl.push_back(c.time - recent);
+      }
+      recent = c.time;
+    }
+    const double n = usage_chunk && r.usage_output_tokens
+                         ? static_cast<double>(*r.usage_output_tokens)
+                         : chunk_sum(r);
+    if (n > 1) t.tpot.push_back((latency - ttft) / (n - 1));
+    t.itl.insert(t.itl.end(), itl.begin(), itl.end());
+    t.add(ttft, latency, n);
+  }
+  return t;
+}
+
+// genai_perf llm_profile_data_parser.py: integer ns, empty responses removed first, ITL only
+// `if num_responses > 1 and total_output_token > 1`.
 tool_result genai_tool(const std::vector<tc::trace_record>& rs) {
   tool_result t;
-  auto ns = [](double s) { return std::llround(s * 1e9); };
   long long min_req = LLONG_MAX, max_res = LLONG_MIN;
   for (const auto& r : rs) {
     std::vector<long long> res;
@@ -384,9 +462,8 @@ tool_result genai_tool(const std::vector<tc::trace_record>& rs) {
     min_req = std::min(min_req, req);
     max_res = std::max(max_res, res.back());
     const long long ttft = res.front() - req, lat = res.back() - req;
-    const double n =
-        r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
-    if (n > 1) {
+    const double n = chunk_sum(r);
+    if (res.size() > 1 && n > 1) {
       const double v = std::nearbyint(static_cast<double>(lat - ttft) / (n - 1)) * 1e-9;
       t.tpot.push_back(v);
       t.itl.push_back(v);
@@ -397,16 +474,41 @@ tool_result genai_tool(const std::vector<tc::trace_record>& rs) {
   return t;
 }
 
-// llmperf openai_chat_completions_client.py + token_benchmark_ray.py.
+// aiperf: a response is a message with non-empty content; TTFT / latency at the first / last
+// response; ITL = (latency - TTFT)/(osl - 1) for osl >= 2; duration = max response - min
+// request over valid requests.
+tool_result aiperf_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  double lo = 1e300, hi = -1e300;
+  for (const auto& r : rs) {
+    std::vector<double> res;
+    for (const auto& c : r.chunks)
+      if (c.kind == K::text) res.push_back(c.time);
+    if (!r.ok || res.empty()) continue;
+    lo = std::min(lo, r.send);
+    hi = std::max(hi, res.back());
+    const double ttft = res.front() - r.send, lat = res.back() - r.send, n = chunk_sum(r);
+    if (n >= 2) {
+      t.tpot.push_back((lat - ttft) / (n - 1));
+      t.itl.push_back((lat - ttft) / (n - 1));
+    }
+    t.add(ttft, lat, n);
+  }
+  t.duration = hi - lo;
+  return t;
+}
+
+// llmperf openai_chat_completions_client.py + token_benchmark_ray.py: tokens_received counts
+// every data line but [DONE] (a usage-only line is never sent: it asks for no usage).
 tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
   tool_result t;
-  t.duration = wall(rs);
+  t.duration = latest_end(rs) - start_of(rs);
   for (const auto& r : rs) {
     if (!r.ok) continue;
     double ttft = 0, recent = 0, chunks = 0;
     std::vector<double> time_to_next_token;
     for (const auto& c : r.chunks) {
-      if (c.kind == K::done) continue;
+      if (c.kind == K::done || c.kind == K::usage) continue;
       chunks += 1;  // tokens_received += 1
       if (c.kind != K::text) continue;
       if (ttft == 0.0) {  // `if not ttft`
@@ -417,8 +519,7 @@ tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
       }
       recent = c.time;
     }
-    const double n =
-        r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
+    const double n = chunk_sum(r);
     double itl = 0;
     for (double g : time_to_next_token) itl += g;
     t.itl.push_back(n != 0.0 ? itl / chunks : 0);
@@ -427,59 +528,121 @@ tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
   return t;
 }
 
-// tensorrt_llm/bench statistics.py: TPOT 0 for N <= 1, included.
+// tensorrt_llm/bench: engine responses; TTFT and TPOT 0 without a token, TPOT 0 for N <= 1;
+// completed requests only (it aborts on a failure).
 tool_result trtllm_tool(const std::vector<tc::trace_record>& rs) {
   tool_result t;
-  t.duration = wall(rs);
+  double hi = -1e300;
   for (const auto& r : rs) {
     if (!r.ok) continue;
-    std::optional<double> first;
-    for (const auto& c : r.chunks)
-      if (c.tokens > 0 && !first) first = c.time;
-    if (!first) continue;
-    const double n = chunk_sum(r), end = end_of(r);
+    const auto first = first_token(r);
+    const double n = chunk_sum(r), end = engine_end(r);
+    hi = std::max(hi, end);
     t.tpot.push_back(n <= 1 ? 0.0 : (end - *first) / (n - 1));
-    t.add(*first - r.send, end - r.send, n);
+    t.add(first ? *first - r.send : 0.0, end - r.send, n);
   }
+  t.duration = hi - start_of(rs);
   return t;
 }
 
-// MLPerf loadgen: from the scheduled time, TPOT in integer ns, n = 1 an error.
-tool_result mlperf_tool(const std::vector<tc::trace_record>& rs) {
+// gptManagerBenchmark.cpp: duration<float, milli> per request, TPOT = that / float(N - 1) for
+// N > 1, means std::accumulate(..., 0.F) / size() in the requests' order.
+tool_result gpt_manager_tool(const std::vector<tc::trace_record>& rs) {
   tool_result t;
-  double lo = 1e300, hi = -1e300;
+  auto fms = [](long long d) {
+    return std::chrono::duration<float, std::milli>(std::chrono::nanoseconds(d)).count();
+  };
+  std::vector<float> ttft, tpot, e2e;
+  double hi = -1e300;
   for (const auto& r : rs) {
-    lo = std::min(lo, r.arrival.value_or(r.send));
-    hi = std::max(hi, end_of(r));
-  }
-  t.duration = hi - lo;
-  auto ns = [](double s) { return std::llround(s * 1e9); };
-  for (const auto& r : rs) {
+    hi = std::max(hi, engine_end(r));
     if (!r.ok) continue;
-    std::optional<double> first;
-    for (const auto& c : r.chunks)
-      if (c.tokens > 0 && !first) first = c.time;
-    const long long sched = ns(r.arrival.value_or(r.send));
-    const long long latency = ns(end_of(r)) - sched;
-    const double n =
-        r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : chunk_sum(r);
+    const auto first = first_token(r);
+    const double n = chunk_sum(r);
+    const long long end = ns(engine_end(r)), send = ns(r.send);
+    e2e.push_back(fms(end - send));
     if (first) {
-      const long long ttft = ns(*first) - sched;
-      t.ttft.push_back(static_cast<double>(ttft) * 1e-9);
-      if (n > 1)
-        t.tpot.push_back(static_cast<double>((latency - ttft) / static_cast<long long>(n - 1)) *
-                         1e-9);
+      ttft.push_back(fms(ns(*first) - send));
+      if (n > 1) tpot.push_back(fms(end - ns(*first)) / static_cast<float>(n - 1));
     }
-    t.e2el.push_back(static_cast<double>(latency) * 1e-9);
     t.completed += 1;
     t.output_tokens += n;
   }
+  auto to_s = [](const std::vector<float>& v, std::vector<double>& out) {
+    for (float f : v) out.push_back(static_cast<double>(f) / 1e3);
+  };
+  to_s(ttft, t.ttft);
+  to_s(tpot, t.tpot);
+  to_s(e2e, t.e2el);
+  auto avg = [](const std::vector<float>& v) {
+    float s = 0.F;
+    for (float f : v) s += f;
+    return s / static_cast<float>(v.size());
+  };
+  t.mean_ms[0] = avg(ttft);
+  t.mean_ms[1] = avg(tpot);
+  t.mean_ms[3] = avg(e2e);
+  // mTotalLatency = duration<float, milli>(mEnd - mStart); tokens / (mTotalLatency / 1000).
+  const float total_ms = fms(ns(hi) - ns(start_of(rs)));
+  t.duration = static_cast<double>(total_ms) / 1e3;
+  t.output_throughput =
+      static_cast<double>(static_cast<float>(t.output_tokens) / (total_ms / 1000.F));
   return t;
 }
 
-// A random trace with every separating feature: empty role chunks, multi-token chunks, usage
-// and [DONE] chunks, a first token at the send time, 1-token answers, missing / zero usage,
-// issue delay, failures. Times are whole microseconds.
+// MLPerf loadgen logging.cc / results.cc: int64 ns from the scheduled time; n_tokens < 2 is
+// logged and set to 0, so TPOT = (latency - TTFT) / -1 and no tokens count; means are the
+// int64 sum / size_t count; the duration ends at the completion of the last issued query.
+tool_result mlperf_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  double last_issued = -1e300, last_issued_end = 0;
+  for (const auto& r : rs) {
+    const double a = r.arrival.value_or(r.send);
+    if (a >= last_issued) {
+      last_issued = a;
+      last_issued_end = engine_end(r);
+    }
+  }
+  t.duration = static_cast<double>(ns(last_issued_end) - ns(start_of(rs))) * 1e-9;
+  std::vector<std::int64_t> ttft, tpot, lat;
+  for (const auto& r : rs) {
+    if (!r.ok) continue;
+    const auto first = first_token(r);
+    const long long sched = ns(r.arrival.value_or(r.send));
+    const long long latency = ns(engine_end(r)) - sched;
+    const auto n = static_cast<long long>(chunk_sum(r));
+    const long long n_tokens = n >= 2 ? n : 0;
+    if (first) {
+      const long long first_latency = ns(*first) - sched;
+      ttft.push_back(first_latency);
+      tpot.push_back((latency - first_latency) / (n_tokens - 1));
+    }
+    lat.push_back(latency);
+    t.completed += 1;
+    t.output_tokens += static_cast<double>(n_tokens);
+  }
+  auto to_s = [](const std::vector<std::int64_t>& v, std::vector<double>& out) {
+    for (std::int64_t x : v) out.push_back(static_cast<double>(x) * 1e-9);
+  };
+  to_s(ttft, t.ttft);
+  to_s(tpot, t.tpot);
+  to_s(lat, t.e2el);
+  auto avg = [](const std::vector<std::int64_t>& v) {
+    std::int64_t acc = 0;
+    for (std::int64_t x : v) acc += x;
+    // NOLINTNEXTLINE(bugprone-narrowing-conversions): the tool's int64 / size_t
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(acc) / v.size());
+  };
+  t.mean_ns[0] = avg(ttft);
+  t.mean_ns[1] = avg(tpot);
+  t.mean_ns[3] = avg(lat);
+  return t;
+}
+
+// A random trace with every separating feature: empty role chunks and empty chunks in
+// mid-stream, multi-token chunks, usage and [DONE] chunks, a first token at the send time,
+// 1-token and 0-token answers, missing / zero usage, issue delay, failures. Times are whole
+// microseconds.
 std::vector<tc::trace_record> random_trace(unsigned seed, int n) {
   std::mt19937 rng(seed);
   auto u = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
@@ -492,11 +655,16 @@ std::vector<tc::trace_record> random_trace(unsigned seed, int n) {
     r.send = t + u(0, 3) * 1e-3;
     r.prompt_tokens = static_cast<std::uint64_t>(u(1, 500));
     double c = r.send + (u(0, 9) == 0 ? 0.0 : u(1, 200000) * 1e-6);
-    if (u(0, 1)) r.chunks.push_back({c, 0, K::empty});
-    const int chunks = u(0, 5) == 0 ? 1 : u(1, 30);
+    const bool no_tokens = u(0, 24) == 0;
+    if (u(0, 1) || no_tokens) r.chunks.push_back({c, 0, K::empty});
+    const int chunks = no_tokens ? 0 : u(0, 5) == 0 ? 1 : u(1, 30);
     std::uint64_t tokens = 0;
     for (int k = 0; k < chunks; ++k) {
       if (k > 0 || !r.chunks.empty()) c += u(1, 60000) * 1e-6;
+      if (k > 0 && u(0, 9) == 0) {  // an empty chunk in mid-stream
+        r.chunks.push_back({c, 0, K::empty});
+        c += u(1, 30000) * 1e-6;
+      }
       const auto tok = static_cast<std::uint32_t>(u(0, 4) == 0 ? u(2, 4) : 1);
       r.chunks.push_back({c, tok, K::text});
       tokens += tok;
@@ -506,6 +674,8 @@ std::vector<tc::trace_record> random_trace(unsigned seed, int n) {
       c += u(0, 2000) * 1e-6;
       r.chunks.push_back({c, 0, K::usage});
       r.usage_output_tokens = usage == 1 ? 0 : tokens + static_cast<std::uint64_t>(u(0, 1));
+    } else if (u(0, 3) == 0) {  // a usage count without a usage chunk
+      r.usage_output_tokens = u(0, 1) ? 0 : tokens + 1;
     }
     if (u(0, 1)) {
       c += u(0, 2000) * 1e-6;
@@ -525,13 +695,25 @@ void check_against(const tc::run_summary& s, const tool_result& t, const tc::pro
   CAPTURE(p.name);
   CHECK(s.completed == static_cast<std::uint64_t>(t.completed));
   CHECK(rel(*s.duration, t.duration) < 1e-9);
-  CHECK(rel(*s.output_throughput, t.output_tokens / t.duration) < 1e-9);
+  CHECK(rel(*s.output_throughput, t.output_throughput.value_or(t.output_tokens / t.duration)) <
+        1e-9);
   const std::pair<const tc::distribution*, const std::vector<double>*> metrics[] = {
       {&s.ttft, &t.ttft}, {&s.tpot, &t.tpot}, {&s.itl, &t.itl}, {&s.e2e, &t.e2el}};
-  for (const auto& [d, x] : metrics) {
+  for (std::size_t m = 0; m < 4; ++m) {
+    const auto& [d, x] = metrics[m];
+    CAPTURE(m);
     REQUIRE(d->count == x->size());
     if (x->empty()) continue;
-    CHECK(rel(*d->mean, mean(*x)) < 1e-9);
+    if (t.mean_ns[m]) {  // exact: the tool's own integer mean
+      CHECK(std::llround(*d->mean * 1e9) == *t.mean_ns[m]);
+    } else if (t.mean_ms[m]) {  // exact: the tool's own float mean
+      CHECK(static_cast<float>(*d->mean * 1e3) == *t.mean_ms[m]);
+    } else if (m == 3 && t.e2e_mean_median_swapped) {
+      CHECK(rel(*d->mean, pct_linear(*x, 0.5)) < 1e-9);
+      CHECK(rel(*d->median, mean(*x)) < 1e-9);
+    } else {
+      CHECK(rel(*d->mean, mean(*x)) < 1e-9);
+    }
     if (p.std_ddof) CHECK(rel(*d->stddev, stdev(*x, *p.std_ddof)) < 1e-9);
     for (double q : qs) {
       double want = 0;
@@ -559,17 +741,32 @@ TEST_CASE("profiles: each tool's published formula, on a random trace, within 1e
   const std::vector<double> qs{1, 25, 50, 90, 99, 99.9};
   tc::summary_options o;
   o.percentiles = qs;
-  check_against(tc::summarize(tls, tc::profiles::vllm, o), vllm_tool(recs), tc::profiles::vllm, qs);
-  check_against(tc::summarize(tls, tc::profiles::sglang_native, o), sglang_native_tool(recs),
-                tc::profiles::sglang_native, qs);
-  check_against(tc::summarize(tls, tc::profiles::genai_perf, o), genai_tool(recs),
-                tc::profiles::genai_perf, qs);
-  check_against(tc::summarize(tls, tc::profiles::llmperf, o), llmperf_tool(recs),
-                tc::profiles::llmperf, qs);
-  check_against(tc::summarize(tls, tc::profiles::trtllm_bench, o), trtllm_tool(recs),
-                tc::profiles::trtllm_bench, qs);
-  check_against(tc::summarize(tls, tc::profiles::mlperf, o), mlperf_tool(recs),
-                tc::profiles::mlperf, qs);
+  namespace P = tc::profiles;
+  const std::pair<const tc::profile*, tool_result> tools[] = {
+      {&P::vllm, vllm_tool(recs)},
+      {&P::vllm_legacy, vllm_legacy_tool(recs, false)},
+      {&P::vllm_legacy_chat, vllm_legacy_tool(recs, true)},
+      {&P::sglang_openai, sglang_tool(recs, false)},
+      {&P::sglang_native, sglang_tool(recs, true)},
+      {&P::genai_perf, genai_tool(recs)},
+      {&P::aiperf, aiperf_tool(recs)},
+      {&P::llmperf, llmperf_tool(recs)},
+      {&P::trtllm_bench, trtllm_tool(recs)},
+      {&P::gpt_manager_benchmark, gpt_manager_tool(recs)},
+      {&P::mlperf, mlperf_tool(recs)}};
+  for (const auto& [p, t] : tools) check_against(tc::summarize(tls, *p, o), t, *p, qs);
+  // The trace exercises every quirk the profiles reproduce.
+  CHECK(tc::summarize(tls, P::vllm_legacy_chat, o).quirks.gaps_split > 0);
+  CHECK(tc::summarize(tls, P::vllm_legacy, o).quirks.ttft_defaulted > 0);
+  CHECK(tc::summarize(tls, P::genai_perf, o).quirks.one_response > 0);
+  CHECK(tc::summarize(tls, P::trtllm_bench, o).quirks.ttft_defaulted > 0);
+  CHECK(tc::summarize(tls, P::trtllm_bench, o).quirks.failed_left_out > 0);
+  const auto ml = tc::summarize(tls, P::mlperf, o);
+  CHECK(ml.quirks.negative_tpot > 0);
+  CHECK(ml.quirks.no_first_token > 0);
+  CHECK(ml.quirks.ended_after_last_issued > 0);
+  CHECK(ml.tpot.mean_by_tool);
+  CHECK(tc::summarize(tls, P::gpt_manager_benchmark, o).ttft.mean_by_tool);
   // Summarising every profile at once (shared ITL streams, shared sorts) changes nothing.
   std::vector<const tc::profile*> all(tc::all_profiles().begin(), tc::all_profiles().end());
   const auto together = tc::summarize(tls, all, o);
@@ -581,5 +778,327 @@ TEST_CASE("profiles: each tool's published formula, on a random trace, within 1e
     CHECK(together[i].itl.at(99) == alone.itl.at(99));
     CHECK(together[i].ttft.at(50) == alone.ttft.at(50));
     CHECK(together[i].output_throughput == alone.output_throughput);
+  }
+}
+
+// --- issue 20: one test per quirk, on records that show it -----------------------------------
+
+namespace {
+namespace P = tc::profiles;
+
+tc::trace_record rec(double send, std::vector<tc::trace_chunk> chunks, double end,
+                     std::optional<std::uint64_t> usage = std::nullopt, bool ok = true) {
+  tc::trace_record r;
+  r.arrival = send;
+  r.send = send;
+  r.chunks = std::move(chunks);
+  r.end = end;
+  r.usage_output_tokens = usage;
+  r.ok = ok;
+  return r;
+}
+
+tc::run_summary run(const tc::profile& p, const std::vector<tc::trace_record>& recs,
+                    std::optional<double> benchmark_start = std::nullopt) {
+  tc::summary_options o;
+  o.percentiles = {50};
+  tc::run_summarizer<tc::trace_timeline> s(p, o);
+  for (const auto& r : recs) s.add(tc::to_timeline(r));
+  if (benchmark_start) s.set_benchmark_start(tc::detail::trace_time(*benchmark_start));
+  return s.take_summary();
+}
+
+/// The count of warning `quirk` in `s` (0: not warned), checking that its message names the
+/// profile and the count.
+std::uint64_t warned(const tc::run_summary& s, const std::string& quirk) {
+  for (const auto& w : tc::profile_warnings(s))
+    if (w.quirk == quirk) {
+      CHECK(w.message.rfind(s.profile + ": ", 0) == 0);
+      return w.count;
+    }
+  return 0;
+}
+
+std::vector<double> pooled_itl(const tc::profile& p, const tc::trace_record& r) {
+  std::vector<double> v;
+  (void)tc::evaluate(p, tc::to_timeline(r), [&](double g) noexcept { v.push_back(g); });
+  return v;
+}
+}  // namespace
+
+TEST_CASE("issue 20 item 1: legacy vLLM prints the median E2E as the mean and the mean as median") {
+  auto ending = [](double e) { return rec(0, {{0.05, 1}, {e, 1}, {e, 0, K::done}}, e); };
+  const std::vector<tc::trace_record> recs = {ending(0.1), ending(0.2), ending(0.6)};
+  const auto legacy = run(P::vllm_legacy, recs);
+  CHECK(close(legacy.e2e.mean, 0.2));    // np.median
+  CHECK(close(legacy.e2e.median, 0.3));  // np.mean
+  CHECK(warned(legacy, "mean_median_swapped") == 1);
+  const auto chat = run(P::vllm_legacy_chat, recs);
+  CHECK(close(chat.e2e.mean, 0.2));
+  CHECK(warned(chat, "mean_median_swapped") == 1);
+  const auto current = run(P::vllm, recs);  // `vllm bench serve`: fixed
+  CHECK(close(current.e2e.mean, 0.3));
+  CHECK(warned(current, "mean_median_swapped") == 0);
+  // Equal mean and median: the swap changes nothing, and nothing is said.
+  const auto same = run(P::vllm_legacy, {recs[1], recs[1]});
+  CHECK(warned(same, "mean_median_swapped") == 0);
+}
+
+TEST_CASE("issue 20 item 2: legacy vLLM never reads usage: N is the re-encoded text") {
+  const auto zero = rec(0, {{0.1, 1}, {0.2, 1}, {0.3, 1}, {0.31, 0, K::done}}, 0.31, 0);
+  CHECK(tc::evaluate(P::vllm_legacy, tc::to_timeline(zero)).output_tokens == 3);
+  CHECK(warned(run(P::vllm_legacy, {zero}), "usage_not_read") == 1);
+  auto agreeing = zero;
+  agreeing.usage_output_tokens = 3;
+  CHECK(warned(run(P::vllm_legacy, {agreeing}), "usage_not_read") == 0);
+  for (const tc::profile* p :
+       {&P::vllm_legacy, &P::vllm_legacy_chat, &P::genai_perf, &P::aiperf, &P::llmperf}) {
+    CAPTURE(p->name);
+    CHECK_FALSE(p->requests_usage);
+    CHECK(tc::evaluate(*p, tc::to_timeline(zero)).output_tokens == 3);
+  }
+}
+
+TEST_CASE("issue 20 items 3 and 15: a completed answer without a response keeps TTFT 0") {
+  // Role chunk, [DONE], no text: success with the default ttft = 0.0.
+  const auto empty = rec(1.0, {{1.2, 0, K::empty}, {1.3, 0, K::done}}, 1.3);
+  const auto text = rec(2.0, {{2.1, 1}, {2.2, 1}, {2.3, 0, K::done}}, 2.3);
+  for (const tc::profile* p : {&P::vllm_legacy, &P::vllm_legacy_chat, &P::sglang_openai,
+                               &P::sglang_native, &P::llmperf, &P::trtllm_bench}) {
+    CAPTURE(p->name);
+    const auto s = run(*p, {empty, text});
+    CHECK(s.ttft.count == 2);
+    CHECK(*s.ttft.min == 0.0);
+    CHECK(warned(s, "ttft_defaulted") == 1);
+    CHECK(warned(run(*p, {text}), "ttft_defaulted") == 0);
+  }
+  // trtllm-bench: TPOT 0 too (item 15); tokchron leaves both out.
+  const auto trt = tc::evaluate(P::trtllm_bench, tc::to_timeline(empty));
+  CHECK(trt.ttft == 0.0);
+  CHECK(trt.tpot == 0.0);
+  const auto canon = tc::evaluate(P::canonical, tc::to_timeline(empty));
+  CHECK_FALSE(canon.ttft);
+  CHECK_FALSE(canon.tpot);
+  CHECK(warned(run(P::canonical, {empty, text}), "ttft_defaulted") == 0);
+  // The engine-side tools that would read an unset first-token time: no TTFT, and said so.
+  for (const tc::profile* p : {&P::gpt_manager_benchmark, &P::mlperf}) {
+    CAPTURE(p->name);
+    const auto s = run(*p, {empty, text});
+    CHECK(s.ttft.count == 1);
+    CHECK(warned(s, "no_first_token") == 1);
+    CHECK(warned(run(*p, {text}), "no_first_token") == 0);
+  }
+}
+
+TEST_CASE("issue 20 item 4: the legacy chat loop restarts the gap at an empty chunk") {
+  const auto r = rec(0, {{0.1, 1}, {0.15, 0, K::empty}, {0.2, 1}, {0.3, 1}}, 0.3);
+  const auto chat = pooled_itl(P::vllm_legacy_chat, r);
+  REQUIRE(chat.size() == 2);
+  CHECK(close(chat[0], 0.05));  // 0.2 - 0.15: the empty chunk split the gap
+  CHECK(close(chat[1], 0.1));
+  const auto completions = pooled_itl(P::vllm_legacy, r);
+  REQUIRE(completions.size() == 2);
+  CHECK(close(completions[0], 0.1));
+  CHECK(warned(run(P::vllm_legacy_chat, {r}), "gaps_split") == 1);
+  CHECK(warned(run(P::vllm_legacy, {r}), "gaps_split") == 0);
+  // A role chunk before the first token splits nothing.
+  const auto role = rec(0, {{0.05, 0, K::empty}, {0.1, 1}, {0.2, 1}}, 0.2);
+  CHECK(warned(run(P::vllm_legacy_chat, {role}), "gaps_split") == 0);
+}
+
+TEST_CASE("issue 20 item 5: GenAI-Perf gives no ITL/TPOT when all tokens came in one response") {
+  const auto one = rec(0, {{0.1, 3}}, 0.1);
+  const auto r = tc::evaluate(P::genai_perf, tc::to_timeline(one));
+  CHECK_FALSE(r.tpot);
+  CHECK_FALSE(r.itl);
+  const auto s = run(P::genai_perf, {one});
+  CHECK(s.tpot.count == 0);
+  CHECK(s.itl.count == 0);
+  CHECK(warned(s, "one_response") == 1);
+  const auto two = rec(0, {{0.1, 2}, {0.2, 1}}, 0.2);
+  CHECK(tc::evaluate(P::genai_perf, tc::to_timeline(two)).tpot);
+  CHECK(warned(run(P::genai_perf, {two}), "one_response") == 0);
+  // AIPerf has no such condition: osl >= 2 is enough.
+  CHECK(tc::evaluate(P::aiperf, tc::to_timeline(one)).tpot == 0.0);
+}
+
+TEST_CASE("issue 20 item 6: AIPerf skips chunks with empty content") {
+  const auto r = rec(0, {{0.1, 0, K::empty}, {0.2, 1}, {0.3, 1}, {0.35, 0, K::empty}}, 0.4);
+  const auto a = tc::evaluate(P::aiperf, tc::to_timeline(r));
+  CHECK(close(a.ttft, 0.2));
+  CHECK(close(a.e2e, 0.3));
+  CHECK(close(a.tpot, 0.1));
+}
+
+TEST_CASE("issue 20 items 7 and 8: a tool that never asks for usage never sees a usage chunk") {
+  // Role chunk, two text chunks, a usage-only chunk, [DONE].
+  const auto r =
+      rec(0, {{0.1, 0, K::empty}, {0.2, 1}, {0.3, 1}, {0.35, 0, K::usage}, {0.36, 0, K::done}},
+          0.36, 2);
+  // llmperf: tokens_received = 3 (role chunk included, usage chunk absent): ITL = 0.3 / 3.
+  CHECK(close(tc::evaluate(P::llmperf, tc::to_timeline(r)).itl, 0.1));
+  // AIPerf: the last response is the last text chunk, whatever follows.
+  CHECK(close(tc::evaluate(P::aiperf, tc::to_timeline(r)).e2e, 0.3));
+  for (const tc::profile* p :
+       {&P::vllm_legacy, &P::vllm_legacy_chat, &P::genai_perf, &P::aiperf, &P::llmperf}) {
+    CAPTURE(p->name);
+    CHECK(warned(run(*p, {r}), "usage_chunks_ignored") == 1);
+    auto no_usage = r;
+    no_usage.chunks.erase(no_usage.chunks.begin() + 3);
+    CHECK(warned(run(*p, {no_usage}), "usage_chunks_ignored") == 0);
+  }
+  // The tools that ask for usage (vllm, SGLang) and the engine-side ones: nothing to say.
+  for (const tc::profile* p : {&P::vllm, &P::sglang_openai, &P::trtllm_bench, &P::mlperf}) {
+    CAPTURE(p->name);
+    CHECK(warned(run(*p, {r}), "usage_chunks_ignored") == 0);
+  }
+  CHECK(P::vllm.requests_usage);
+  CHECK(P::sglang_openai.requests_usage);
+}
+
+TEST_CASE("issue 20 item 9: trtllm-bench's duration counts completed requests only") {
+  const auto good = rec(0, {{0.1, 1}, {0.2, 1}}, 0.2);
+  const auto failed = rec(0.1, {{0.3, 1}}, 5.0, std::nullopt, false);
+  const auto s = run(P::trtllm_bench, {good, failed});
+  CHECK(close(s.duration, 0.2));
+  CHECK(warned(s, "failed_left_out") == 1);
+  CHECK(close(run(P::canonical, {good, failed}).duration, 5.0));
+  CHECK(warned(run(P::trtllm_bench, {good}), "failed_left_out") == 0);
+}
+
+TEST_CASE("issue 20 item 10: gptManagerBenchmark computes in float ms, no TPOT for N = 1") {
+  const auto one = rec(0, {{0.123456789, 1}}, 0.2);
+  const auto two = rec(0, {{0.2, 1}, {0.2345678911, 1}}, 0.3);
+  const auto three = rec(0, {{0.3000000007, 1}, {0.31, 2}}, 0.4);
+  const auto r1 = tc::evaluate(P::gpt_manager_benchmark, tc::to_timeline(one));
+  CHECK_FALSE(r1.tpot);  // the tool's avgGenT2TLatency stays empty: its intent
+  const auto s = run(P::gpt_manager_benchmark, {one, two, three});
+  CHECK(s.tpot.count == 2);
+  // Hand computation in float: duration<float, milli> per request, a float sum / float(3).
+  const float t1 = 123456789.F / 1e6F, t2 = 200000000.F / 1e6F, t3 = 300000001.F / 1e6F;
+  const float want = (0.F + t1 + t2 + t3) / 3.F;
+  CHECK(static_cast<float>(*s.ttft.mean * 1e3) == want);
+  CHECK(*s.ttft.mean != (0.123456789 + 0.2 + 0.300000001) / 3);
+  CHECK(warned(s, "mean_by_tool") >= 1);
+  // Exact double arithmetic (canonical) says nothing.
+  CHECK(warned(run(P::canonical, {one, two, three}), "mean_by_tool") == 0);
+  // Whole milliseconds are exact in float: nothing changes, nothing is said.
+  const auto whole = rec(0, {{0.1, 1}, {0.2, 1}}, 0.2);
+  CHECK(warned(run(P::gpt_manager_benchmark, {whole, whole}), "mean_by_tool") == 0);
+}
+
+TEST_CASE("issue 20 item 11: MLPerf's means are int64 ns sums over size_t, truncated") {
+  const auto a = rec(0, {{1e-9, 2}}, 1e-9), b = rec(0, {{2e-9, 2}}, 2e-9);
+  const auto s = run(P::mlperf, {a, b});
+  CHECK(std::llround(*s.ttft.mean * 1e9) == 1);  // (1 + 2) / 2 = 1 in integer ns
+  CHECK(close(run(P::canonical, {a, b}).ttft.mean, 1.5e-9));
+  CHECK(warned(s, "mean_by_tool") >= 1);
+  CHECK(warned(run(P::mlperf, {a, a}), "mean_by_tool") == 0);
+}
+
+TEST_CASE("issue 20 item 12: MLPerf's duration ends at the last issued query's completion") {
+  const auto early_long = rec(0, {{1, 1}, {10, 1}}, 10);
+  const auto late_short = rec(1, {{2, 1}, {5, 1}}, 5);
+  const auto s = run(P::mlperf, {early_long, late_short});
+  CHECK(close(s.duration, 5.0));
+  CHECK(close(s.output_throughput, 4.0 / 5.0));
+  CHECK(close(s.request_throughput, 1.0 / 5.0));  // (n - 1) / duration
+  CHECK(warned(s, "ended_after_last_issued") == 1);
+  CHECK(close(run(P::canonical, {early_long, late_short}).duration, 10.0));
+  const auto in_order = run(P::mlperf, {late_short, rec(2, {{3, 1}, {6, 1}}, 6)});
+  CHECK(warned(in_order, "ended_after_last_issued") == 0);
+}
+
+TEST_CASE("issue 20 item 13: MLPerf keeps a negative TPOT for fewer than 2 tokens") {
+  // N = 1: n_tokens is set to 0, TPOT = (latency - TTFT) / -1, kept; its token is not counted.
+  // With the final response at the token (item 16) that TPOT is -0.
+  const auto one = rec(0, {{0.1, 1}}, 0.3);
+  const auto r = tc::evaluate(P::mlperf, tc::to_timeline(one));
+  REQUIRE(r.tpot);
+  CHECK(*r.tpot == 0.0);
+  CHECK(r.output_tokens == 0);
+  const auto two = rec(0, {{0.1, 1}, {0.3, 1}}, 0.3);
+  const auto s = run(P::mlperf, {one, two});
+  CHECK(s.tpot.count == 2);
+  CHECK(s.output_tokens == 2);
+  CHECK(warned(s, "negative_tpot") == 1);
+  CHECK(warned(run(P::mlperf, {two}), "negative_tpot") == 0);
+  // A negative int64 sum goes through the unsigned division: -3 ns over 3 samples.
+  const auto d = tc::make_distribution({-5e-9, 1e-9, 1e-9}, P::mlperf, {50}, true);
+  const std::uint64_t wrapped = (~std::uint64_t{0} - 2) / 3;  // (2^64 - 3) / 3
+  CHECK(*d.mean == static_cast<double>(static_cast<std::int64_t>(wrapped)) / 1e9);
+  CHECK(d.mean_by_tool);
+}
+
+TEST_CASE("issue 20 item 14: SGLang's N is the usage count only when a chunk carried it") {
+  const auto no_chunk = rec(0, {{0.1, 1}, {0.2, 1}, {0.3, 1}}, 0.3, 0);
+  CHECK(tc::evaluate(P::sglang_openai, tc::to_timeline(no_chunk)).output_tokens == 3);
+  CHECK(tc::evaluate(P::sglang_native, tc::to_timeline(no_chunk)).output_tokens == 3);
+  auto with_chunk = no_chunk;
+  with_chunk.chunks.push_back({0.31, 0, K::usage});
+  with_chunk.end = 0.31;
+  CHECK(tc::evaluate(P::sglang_openai, tc::to_timeline(with_chunk)).output_tokens == 0);
+}
+
+TEST_CASE("issue 20 item 16: an end after the last token does not move engine-side tools") {
+  const auto base = rec(0, {{0.1, 1}, {0.2, 2}}, 0.2);
+  auto trailing = base;
+  trailing.chunks.push_back({0.25, 0, K::usage});
+  trailing.chunks.push_back({0.26, 0, K::done});
+  trailing.end = 0.9;
+  for (const tc::profile* p : {&P::trtllm_bench, &P::gpt_manager_benchmark, &P::mlperf}) {
+    CAPTURE(p->name);
+    const auto a = tc::evaluate(*p, tc::to_timeline(base));
+    const auto b = tc::evaluate(*p, tc::to_timeline(trailing));
+    CHECK(a.e2e == b.e2e);
+    CHECK(a.ttft == b.ttft);
+    CHECK(a.tpot == b.tpot);
+    CHECK(a.output_tokens == b.output_tokens);
+    CHECK(run(*p, {base}).duration == run(*p, {trailing}).duration);
+    CHECK(tc::profile_warnings(run(*p, {trailing}, 0.0)).empty());
+  }
+}
+
+TEST_CASE("issue 20 item 17: the benchmark start begins every profile's duration but two") {
+  auto a = rec(1.0, {{1.1, 1}, {1.2, 1}}, 2.0);
+  a.arrival = 0.8;
+  const auto b = rec(1.5, {{1.6, 1}, {1.7, 1}}, 3.0);
+  for (const tc::profile* p : tc::all_profiles()) {
+    CAPTURE(p->name);
+    const auto with = run(*p, {a, b}, 0.5);
+    const auto without = run(*p, {a, b});
+    CHECK(warned(with, "no_benchmark_start") == 0);
+    if (!p->uses_benchmark_start()) {  // GenAI-Perf, AIPerf: first request to last response
+      CHECK(with.duration == without.duration);
+      CHECK(warned(without, "no_benchmark_start") == 0);
+      CHECK(close(with.duration, 1.7 - 1.0));
+      continue;
+    }
+    const double end = p->end == tc::e2e_end::last_token_chunk ? 1.7 : 3.0;
+    CHECK(close(with.duration, end - 0.5));
+    CHECK(close(without.duration, end - 0.8));  // the earliest intended arrival
+    CHECK(warned(without, "no_benchmark_start") == 1);
+  }
+  // A known duration (a result file's) needs no start.
+  tc::summary_options o;
+  o.duration = 10;
+  tc::run_summarizer<tc::trace_timeline> s(P::vllm, o);
+  s.add(tc::to_timeline(a));
+  CHECK(warned(s.take_summary(), "no_benchmark_start") == 0);
+}
+
+TEST_CASE("issue 20: no warning on a trace where no quirk applies") {
+  // One text chunk per token, no role / usage / [DONE] chunk, N >= 2 everywhere, whole ms,
+  // equal E2Es (legacy vLLM's swap changes nothing), the last issued request ends last.
+  std::vector<tc::trace_record> recs;
+  for (int i = 0; i < 4; ++i) {
+    const double t = i;
+    recs.push_back(rec(t, {{t + 0.1, 1}, {t + 0.2, 1}, {t + 0.3, 1}}, t + 0.3, 3));
+  }
+  for (const tc::profile* p : tc::all_profiles()) {
+    CAPTURE(p->name);
+    const auto w = tc::profile_warnings(run(*p, recs, 0.0));
+    for (const auto& x : w) CAPTURE(x.message);
+    CHECK(w.empty());
   }
 }

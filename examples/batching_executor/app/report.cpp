@@ -64,6 +64,10 @@ void write_table(std::ostream& out, const std::vector<std::vector<std::string>>&
 
 }  // namespace
 
+time_point benchmark_start(const run_config& c) noexcept {
+  return time_point{} + tokchron::from_seconds<time_point::duration>(c.warmup_s);
+}
+
 bool measured(const run_config& c, const request& q) noexcept {
   const double a = tokchron::to_seconds(q.arrival.time_since_epoch());
   return a >= c.warmup_s && a < c.load.duration_s;
@@ -143,6 +147,7 @@ outcome evaluate(configuration conf, run_result run, const report_settings& s) {
   o.conf = std::move(conf);
   o.run = std::move(run);
   tokchron::run_summarizer<timeline> sum(*s.profile, s.summary);
+  sum.set_benchmark_start(benchmark_start(o.conf.cfg));  // as its --trace-out says
   tokchron::slo_distributions<> dist;
   for (const request& q : o.run.requests) {
     if (!measured(o.conf.cfg, q)) continue;
@@ -271,9 +276,11 @@ void write_run_table(std::ostream& out, const outcome& o) {
 
 void write_trace(std::ostream& out, const outcome& o) {
   for (const request& q : o.run.requests)
-    if (measured(o.conf.cfg, q))
-      tokchron::write_trace_line(
-          out, tokchron::to_trace_record(q.tl, time_point{}, std::to_string(q.id)));
+    if (measured(o.conf.cfg, q)) {
+      auto rec = tokchron::to_trace_record(q.tl, time_point{}, std::to_string(q.id));
+      rec.benchmark_start = tokchron::to_seconds(benchmark_start(o.conf.cfg).time_since_epoch());
+      tokchron::write_trace_line(out, rec);
+    }
 }
 
 }  // namespace batching

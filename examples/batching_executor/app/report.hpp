@@ -66,8 +66,12 @@ void write_json(std::ostream& out, const std::vector<outcome>& all);
 /// Whether `q` counts in the reports: it arrived after the warm-up and before the end of the
 /// run (later ones are background load, aborted when the last run request finished).
 [[nodiscard]] bool measured(const run_config& c, const request& q) noexcept;
+/// The start of the measured window (the warm-up's end): the run's benchmark start, which
+/// starts the duration of the summary and is the `benchmark_start` of `write_trace`.
+[[nodiscard]] time_point benchmark_start(const run_config& c) noexcept;
 /// Writes every measured request of `o` as one tokchron JSONL trace line (times in seconds since
-/// the start of the run).
+/// the start of the run; `benchmark_start` is the start of the measured window, the warm-up's
+/// end).
 void write_trace(std::ostream& out, const outcome& o);
 /// `--metrics-out`: the Prometheus text of the runs (metrics_report.cpp): request counters by
 /// finish reason, latency histograms on vLLM's bucket boundaries, throughput / busy / KV

@@ -59,6 +59,10 @@ struct trace_chunk {
 /// scheduling, queueing or send).
 struct trace_record {
   std::string id;
+  /// When the benchmark started, before its first request was sent (seconds): the start of every
+  /// profile's duration that measures from it. Optional; a tool that records it writes the
+  /// same value on every line.
+  std::optional<double> benchmark_start;
   std::optional<double> arrival;  ///< intended arrival (seconds)
   double send = 0;                ///< actual send (seconds)
   std::optional<double> queued, scheduled;
@@ -93,6 +97,7 @@ struct trace_field {
 /// is a member of `trace_record` plus a row here (and a check in `validate` if it is a time).
 inline constexpr auto trace_fields = std::make_tuple(
     trace_field<std::string>{"id", &trace_record::id, false, trace_text::integer_as_text},
+    trace_field<std::optional<double>>{"benchmark_start", &trace_record::benchmark_start},
     trace_field<std::optional<double>>{"arrival", &trace_record::arrival},
     trace_field<double>{"send", &trace_record::send, true},
     trace_field<std::optional<double>>{"queued", &trace_record::queued},
@@ -189,9 +194,9 @@ inline constexpr const char* bad_trace_time =
 }
 
 /// Checks a record: finite times inside the time range (`valid_trace_time`), events in order
-/// (arrival <= send <= queued <= scheduled <= chunks <= end, preemptions within, nothing after
-/// a `[DONE]` chunk: the order `basic_request_timeline` enforces), kinds consistent with `ok`.
-/// Empty when the record is valid. O(chunks).
+/// (benchmark_start <= arrival <= send <= queued <= scheduled <= chunks <= end, preemptions within,
+/// nothing after a `[DONE]` chunk: the order `basic_request_timeline` enforces), kinds consistent
+/// with `ok`. Empty when the record is valid. O(chunks).
 [[nodiscard]] inline std::optional<trace_issue> validate(const trace_record& r) {
   auto bad = [](std::string field, std::string msg) {
     return std::optional<trace_issue>(trace_issue{std::move(field), std::move(msg)});
@@ -200,6 +205,12 @@ inline constexpr const char* bad_trace_time =
   if (r.arrival && !detail::valid_trace_time(*r.arrival))
     return bad("arrival", detail::bad_trace_time);
   if (r.arrival && *r.arrival > r.send) return bad("arrival", "is later than send");
+  if (r.benchmark_start) {
+    if (!detail::valid_trace_time(*r.benchmark_start))
+      return bad("benchmark_start", detail::bad_trace_time);
+    if (*r.benchmark_start > r.arrival.value_or(r.send))
+      return bad("benchmark_start", r.arrival ? "is later than arrival" : "is later than send");
+  }
   double latest = r.send;
   const char* latest_name = "send";
   for (auto [name, v] : {std::pair<const char*, const std::optional<double>*>{"queued", &r.queued},

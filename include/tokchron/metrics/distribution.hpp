@@ -46,6 +46,12 @@ struct distribution {
   std::uint64_t invalid = 0;
   std::optional<double> mean, median, stddev, min, max;
   std::vector<percentile_value> percentiles;
+  /// The mean follows the tool's arithmetic (`tool_arithmetic`: MLPerf's truncated int64 ns,
+  /// gptManagerBenchmark's float ms) and differs from the exact mean.
+  bool mean_by_tool = false;
+  /// The tool prints the median as the mean and the mean as the median
+  /// (`profile::swaps_mean_median_e2e`), and the two differ.
+  bool mean_median_swapped = false;
 
   /// The value at `percent` if it was requested.
   [[nodiscard]] std::optional<double> at(double percent) const noexcept {
@@ -56,6 +62,26 @@ struct distribution {
 };
 
 namespace detail {
+
+/// The mean of seconds `v` (in insertion order) as a tool with arithmetic `a` computes it: an
+/// int64 ns sum divided by the size_t count (C++'s usual conversions make the sum unsigned, so a
+/// negative sum wraps, and the quotient is stored back in an int64), or a float ms sum over the
+/// float count. Empty for double arithmetic or no samples.
+[[nodiscard]] inline std::optional<double> tool_mean_of(const std::vector<double>& v,
+                                                        tool_arithmetic a) noexcept {
+  if (v.empty() || a == tool_arithmetic::double_seconds) return std::nullopt;
+  if (a == tool_arithmetic::int64_ns) {
+    std::uint64_t sum = 0;  // two's complement: the int64 sum's bits
+    for (double x : v) sum += static_cast<std::uint64_t>(std::llround(x * 1e9));
+    const std::uint64_t q = sum / static_cast<std::uint64_t>(v.size());
+    std::int64_t m = 0;
+    std::memcpy(&m, &q, sizeof m);  // the int64 the tool stores
+    return static_cast<double>(m) / 1e9;
+  }
+  float sum = 0.F;
+  for (double x : v) sum += static_cast<float>(x * 1e3);
+  return static_cast<double>(sum / static_cast<float>(v.size())) / 1e3;
+}
 
 /// The statistics of a distribution: `count` samples whose ascending order statistics are
 /// `sorted[i]` (an iterator, or anything with operator[]), with `mean` and `stddev` known.
@@ -103,10 +129,12 @@ struct selected_ranks {
 };
 }  // namespace detail
 
-/// The statistics of the samples held in `q` under `p`'s percentile method and std ddof.
+/// The statistics of the samples held in `q` under `p`'s percentile method and std ddof; for a
+/// latency (`latency`), the mean in `p`'s tool arithmetic (`distribution::mean_by_tool`).
 [[nodiscard]] inline distribution make_distribution(const exact_quantiles<double>& q,
                                                     const profile& p,
-                                                    const std::vector<double>& percentiles) {
+                                                    const std::vector<double>& percentiles,
+                                                    bool latency = false) {
   std::optional<double> sd;
   if (p.std_ddof) sd = q.stddev(*p.std_ddof);
   struct by_rank {  // the order statistics, runs (`add(x, count)`) included
@@ -115,7 +143,14 @@ struct selected_ranks {
       return q->at_rank(static_cast<std::uint64_t>(i));
     }
   };
-  return detail::distribution_from(q.count(), q.mean(), sd, by_rank{&q}, p, percentiles);
+  // The tool's mean sums in insertion order: before the order statistics sort the samples.
+  const auto m = latency ? detail::tool_mean_of(q.samples(), p.arithmetic) : std::nullopt;
+  distribution d = detail::distribution_from(q.count(), q.mean(), sd, by_rank{&q}, p, percentiles);
+  if (m && d.mean && *m != *d.mean) {
+    d.mean = m;
+    d.mean_by_tool = true;
+  }
+  return d;
 }
 
 namespace detail {
@@ -128,6 +163,10 @@ struct distribution_job {
   /// Further samples as runs of equal values (value, count), or null: a k-token chunk's k
   /// per-token ITL samples are one run, so memory is O(chunks), not O(tokens).
   const sample_runs* runs = nullptr;
+  /// A latency whose mean follows the profile's `tool_arithmetic`.
+  bool tool_mean = false;
+  /// Swap the mean and the median, as the tool prints them (`swaps_mean_median_e2e`).
+  bool swap_mean_median = false;
 };
 
 /// Whether two jobs' runs are the same (null and empty are the same).
@@ -243,7 +282,19 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned 
       }
       const std::uint64_t invalid = jobs[j].out->invalid;
       *jobs[j].out = distribution_from(count, mean, sd, sorted, p, *jobs[j].percentiles);
-      jobs[j].out->invalid = invalid;
+      distribution& d = *jobs[j].out;
+      d.invalid = invalid;
+      if (jobs[j].tool_mean && !weighted) {
+        const auto m = tool_mean_of(v, p.arithmetic);
+        if (m && d.mean && *m != *d.mean) {
+          d.mean = m;
+          d.mean_by_tool = true;
+        }
+      }
+      if (jobs[j].swap_mean_median && d.mean && d.median && *d.mean != *d.median) {
+        std::swap(d.mean, d.median);
+        d.mean_median_swapped = true;
+      }
       std::vector<double>().swap(*jobs[j].samples);
     }
   };
@@ -280,11 +331,14 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned 
 }
 }  // namespace detail
 
-/// The statistics of `samples` (consumed) under `p`'s percentile method and std ddof.
+/// The statistics of `samples` (consumed) under `p`'s percentile method and std ddof; for a
+/// latency (`latency`), the mean in `p`'s tool arithmetic.
 [[nodiscard]] inline distribution make_distribution(std::vector<double> samples, const profile& p,
-                                                    const std::vector<double>& percentiles) {
+                                                    const std::vector<double>& percentiles,
+                                                    bool latency = false) {
   distribution d;
   std::vector<detail::distribution_job> job{{&samples, &p, &percentiles, &d}};
+  job.front().tool_mean = latency;
   detail::run_distribution_jobs(job);
   return d;
 }

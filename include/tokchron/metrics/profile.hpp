@@ -21,6 +21,7 @@
 #include <optional>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
@@ -49,7 +50,10 @@ enum class e2e_end : std::uint8_t {
   last_counted_chunk,  ///< the last chunk the chunk rule counts (vLLM, GenAI-Perf, AIPerf)
   last_chunk,          ///< the last chunk of any kind, `[DONE]` included (SGLang)
   done_chunk,          ///< the `[DONE]` chunk, else the finish (legacy vLLM)
-  finish,              ///< the recorded finish: end of stream / response (llmperf, TRT-LLM, ...)
+  finish,              ///< the recorded finish: end of stream (llmperf)
+  last_token_chunk,    ///< the last chunk carrying tokens, else the finish: the final engine
+                       ///< response of an engine-side tool (trtllm-bench, gptManagerBenchmark,
+                       ///< MLPerf), which sees no usage or `[DONE]` chunk
 };
 
 /// Where the output-token count N comes from.
@@ -57,6 +61,8 @@ enum class token_source : std::uint8_t {
   chunk_tokens,               ///< the sum of the chunks' token counts (exact token ids)
   usage_else_chunks,          ///< the reported usage count when present, else the chunk sum
   usage_nonzero_else_chunks,  ///< the usage count when present and non-zero, else the chunk sum
+  usage_chunk_else_chunks,    ///< the usage count only when a usage chunk carried it, else the
+                              ///< chunk sum (SGLang: the requested length, overwritten by usage)
 };
 
 /// The numerator of TPOT: TPOT = numerator / (N - 1).
@@ -70,7 +76,9 @@ enum class tpot_span : std::uint8_t {
 enum class small_n_rule : std::uint8_t {
   excluded,  ///< no value; left out of the TPOT statistics
   zero,      ///< 0, included in the statistics (trtllm-bench)
-  invalid,   ///< no value, and counted as an invalid sample (MLPerf: n_tokens = 1 is an error)
+  invalid,   ///< no value, and counted as an invalid sample
+  negative,  ///< (E2E - TTFT) / -1, kept in the statistics, and N counted as 0 (MLPerf loadgen:
+             ///< n_tokens = 1 is logged as an error and set to 0, so `n_tokens - 1` is -1)
 };
 
 /// How a tool rounds TPOT (it may keep times as integer nanoseconds).
@@ -92,6 +100,15 @@ enum class itl_grain : std::uint8_t {
                               ///< chunks, 0 when N = 0 (llmperf: TTFT included)
 };
 
+/// How the tool does its arithmetic on latencies (per request and in its means).
+enum class tool_arithmetic : std::uint8_t {
+  double_seconds,  ///< floating point (the Python tools): tokchron's own arithmetic
+  int64_ns,        ///< integer nanoseconds; a mean is an int64 sum divided by a size_t count,
+                   ///< truncated (so a negative sum wraps through the unsigned division) (MLPerf)
+  float_ms,        ///< `std::chrono::duration<float, std::milli>` per request; a mean is a
+                   ///< float sum in insertion order over the float count (gptManagerBenchmark)
+};
+
 /// Whether the grain pools samples from within requests (per chunk or per token), as opposed
 /// to one value per request or none.
 [[nodiscard]] constexpr bool pools_samples(itl_grain g) noexcept {
@@ -99,11 +116,19 @@ enum class itl_grain : std::uint8_t {
          g == itl_grain::per_token_with_first;
 }
 
-/// How the run's duration is measured from the requests' events.
+/// How the run's duration is measured. "The start" is the benchmark start when known (the trace
+/// field `benchmark_start`, `run_summarizer::set_benchmark_start`), else the earliest intended
+/// arrival (a stand-in: the tools start their clock before the first request is sent).
 enum class duration_rule : std::uint8_t {
-  origin_to_finish,   ///< max(finish) - min(origin) over every request, failed included
-  origin_to_e2e_end,  ///< max(E2E end) - min(origin) over completed requests: with E2E ending at
-                      ///< the last counted chunk, max(last response) - min(request) (GenAI-Perf)
+  origin_to_finish,    ///< the start to max(end) over every request, failed included, the end
+                       ///< being the profile's E2E end when it has one, else the finish
+  origin_to_e2e_end,   ///< max(E2E end) - min(origin) over completed requests, whatever the
+                       ///< benchmark start: max(last response) - min(request) (GenAI-Perf, AIPerf)
+  completed_to_end,    ///< the start to max(E2E end) over completed requests only (trtllm-bench,
+                       ///< which aborts on a failure: its intent)
+  last_issued_to_end,  ///< the start to the E2E end of the last request issued (the latest
+                       ///< intended arrival), whatever ends later (MLPerf loadgen's
+                       ///< `final_query_all_samples_done_time`)
 };
 
 /// Which requests the request throughput counts.
@@ -160,6 +185,32 @@ struct profile {
   goodput_rule goodput;
   /// The percentiles the tool prints by default, in percent, comma-separated.
   std::string_view default_percentiles;
+  /// The tool reads usage-only chunks: it sets `stream_options.include_usage` (vLLM), or handles
+  /// one a server sends (SGLang). When false the tool never asks for usage, so a server sends it
+  /// no usage-only chunk: such chunks in a trace (recorded by another client) are treated as
+  /// absent (the tool's evident intent: fed one, AIPerf's parser raises and llmperf errors the
+  /// request), and the usage count is never read. Engine-side tools see no usage chunk either.
+  bool requests_usage;
+  /// A completed request with no counted chunk keeps the tool's default TTFT of 0, which enters
+  /// the TTFT statistics (legacy vLLM, SGLang, trtllm-bench).
+  bool ttft_zero_without_response;
+  /// The ITL gap restarts at every chunk but `[DONE]`, counted or not: an empty chunk in
+  /// mid-stream splits the next gap (legacy vLLM chat loop: `most_recent_timestamp` is set
+  /// outside its `if delta.get("content")`).
+  bool gap_from_any_chunk;
+  /// TPOT (and the per-request ITL) needs at least two counted chunks besides N > 1 (GenAI-Perf:
+  /// `if num_responses > 1 and total_output_token > 1`).
+  bool tpot_needs_two_responses;
+  /// The tool prints the median E2E as its mean and the mean as its median (legacy vLLM
+  /// `benchmark_serving.py`: `mean_e2el_ms=np.median(...)`, `median_e2el_ms=np.mean(...)`).
+  bool swaps_mean_median_e2e;
+  /// The tool's arithmetic on latencies (integer ns, float ms or double).
+  tool_arithmetic arithmetic;
+  /// The duration starts at the benchmark start when one is known (false: the tool measures from
+  /// its first request whatever the benchmark start, as GenAI-Perf and AIPerf do).
+  [[nodiscard]] constexpr bool uses_benchmark_start() const noexcept {
+    return duration != duration_rule::origin_to_e2e_end;
+  }
 };
 
 /// One request as a profile sees it. Times are seconds; an empty value is undefined under the
@@ -177,6 +228,18 @@ struct profiled_request {
   std::optional<double> normalized_latency;  ///< e2e / N (N >= 1)
   std::uint64_t output_tokens = 0;           ///< N by the profile's token source
   std::optional<std::uint64_t> prompt_tokens;
+  /// What the profile's quirks did to this request (the run's warnings count them).
+  struct quirk_flags {
+    std::uint32_t usage_chunks_ignored = 0;  ///< usage-only chunks treated as absent
+    bool usage_not_read = false;   ///< a reported usage count differing from the streamed tokens
+                                   ///< that the tool never reads
+    bool ttft_defaulted = false;   ///< no counted chunk: the tool's default TTFT 0 was kept
+    std::uint32_t gaps_split = 0;  ///< ITL gaps restarted at an uncounted chunk
+    bool one_response = false;     ///< N > 1 in one counted chunk: no TPOT (GenAI-Perf)
+    bool negative_tpot = false;    ///< N < 2: the negative TPOT of `small_n_rule::negative`
+    bool no_first_token = false;   ///< engine-side, completed without a token: no TTFT (the tool
+                                   ///< would read an unset time; its intent: none)
+  } quirks;
 
   using field_type = std::optional<double> profiled_request::*;
   /// The field holding metric `m`, or nullptr (ttft_from_send, ttft_from_scheduled: the
@@ -257,63 +320,114 @@ template <class Duration>
 }
 }  // namespace detail
 
-/// Computes `p`'s per-request values for `tl` and hands each pooled ITL sample (seconds; only
-/// for the per-chunk and per-token grains, and only for completed requests) to `itl_sink`: as
-/// `itl_sink(value, count)` for `count` equal samples (a k-token chunk's per-token samples are
-/// one call) when the sink takes two arguments, else once per sample.
-/// Needs a store that keeps chunks. O(chunks) with a two-argument sink; allocates nothing.
+namespace detail {
+/// A latency `d` as the tool computes it, in seconds: double, integer ns, or float ms.
+template <class Duration>
+[[nodiscard]] double tool_seconds(Duration d, tool_arithmetic a) noexcept {
+  if (a == tool_arithmetic::float_ms)
+    return static_cast<double>(std::chrono::duration<float, std::milli>(d).count()) / 1e3;
+  if (a == tool_arithmetic::int64_ns)
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()) /
+           1e9;
+  return std::chrono::duration<double>(d).count();
+}
+
+/// `d / k` (k may be -1: MLPerf's `n_tokens - 1` for N < 2) as the tool computes it: integer ns
+/// truncated toward zero, float ms, or as the profile's `ns_rounding` says.
+template <class Duration>
+[[nodiscard]] double tool_divide(Duration d, std::int64_t k, const profile& p) noexcept {
+  if (p.arithmetic == tool_arithmetic::int64_ns) {
+    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+    return static_cast<double>(ns / k) / 1e9;  // NOLINT(bugprone-integer-division)
+  }
+  if (p.arithmetic == tool_arithmetic::float_ms)
+    return static_cast<double>(std::chrono::duration<float, std::milli>(d).count() /
+                               static_cast<float>(k)) /
+           1e3;
+  if (k < 0) return -std::chrono::duration<double>(d).count() / static_cast<double>(-k);
+  return divide_ns(d, static_cast<std::uint64_t>(k), p.tpot_rounding);
+}
+
+/// `evaluate`, also giving the time the profile's E2E ends at (`end_out`, when not null).
 template <class Timeline, class Sink>
-[[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl,
-                                        Sink&& itl_sink) noexcept {
+[[nodiscard]] profiled_request evaluate_with_end(
+    const profile& p, const Timeline& tl, Sink&& itl_sink,
+    std::optional<typename Timeline::time_point>* end_out) noexcept {
   static_assert(Timeline::store_type::keeps_chunks,
                 "profiles replay every chunk: the timeline needs a full_store");
   using time_point = typename Timeline::time_point;
   using duration = typename Timeline::duration;
   auto sec = [](duration d) { return std::chrono::duration<double>(d).count(); };
+  auto lat = [&](duration d) { return tool_seconds(d, p.arithmetic); };
 
   profiled_request r;
-  const auto origin = detail::origin_of(p, tl);
+  const auto origin = origin_of(p, tl);
   const bool pooled = tl.succeeded() && pools_samples(p.itl);
 
   // One pass: the first and last counted chunks, the pooled ITL samples, the last chunk of any
-  // kind, the [DONE] chunk and the number of non-[DONE] chunks. With `zero_ttft_is_unset` a
-  // counted chunk at exactly the origin leaves TTFT "unset", as the tools' `ttft == 0.0` test.
-  bool have_first = false, have_ttft = false, have_last_any = false, have_done = false;
-  time_point first{}, last{}, last_any{}, done{};
-  std::uint64_t data_chunks = 0;
+  // kind, the last chunk carrying tokens, the [DONE] chunk, the number of non-[DONE] chunks and
+  // of counted chunks. With `zero_ttft_is_unset` a counted chunk at exactly the origin leaves
+  // TTFT "unset", as the tools' `ttft == 0.0` test. A tool that never asks for usage never sees
+  // a usage-only chunk. `recent` is where the next ITL gap starts.
+  bool have_first = false, have_ttft = false, have_last_any = false, have_done = false,
+       have_token = false, have_usage_chunk = false;
+  time_point first{}, last{}, recent{}, last_any{}, done{}, last_token{};
+  std::uint64_t data_chunks = 0, counted = 0;
   for (const auto& c : tl.store().chunks()) {
+    if (c.kind == chunk_kind::usage) {
+      if (!p.requests_usage) {  // an engine-side tool never sees one: no quirk there
+        if (p.end != e2e_end::last_token_chunk) ++r.quirks.usage_chunks_ignored;
+        continue;
+      }
+      have_usage_chunk = true;
+    }
     last_any = c.time;
     have_last_any = true;
+    if (c.tokens > 0) {
+      last_token = c.time;
+      have_token = true;
+    }
     if (c.kind == chunk_kind::done) {
       if (!have_done) done = c.time;
       have_done = true;
     } else {
       ++data_chunks;
     }
-    if (!detail::counts(p.token_chunks, c.tokens, c.kind)) continue;
+    if (!counts(p.token_chunks, c.tokens, c.kind)) {
+      if (p.gap_from_any_chunk && c.kind != chunk_kind::done) recent = c.time;
+      continue;
+    }
+    ++counted;
     if (!have_ttft) {
       first = c.time;
       have_first = true;
       have_ttft = !(p.zero_ttft_is_unset && origin && c.time == *origin);
       if (pooled && p.itl == itl_grain::per_token_with_first && c.tokens > 1)
-        detail::emit_itl(itl_sink, 0.0, c.tokens - 1u);
+        emit_itl(itl_sink, 0.0, c.tokens - 1u);
     } else if (pooled) {
-      const double gap = sec(c.time - last);
+      if (recent != last) ++r.quirks.gaps_split;
+      const double gap = sec(c.time - recent);
       if (p.itl == itl_grain::per_chunk) {
-        detail::emit_itl(itl_sink, gap, 1u);
+        emit_itl(itl_sink, gap, 1u);
       } else {
         const std::uint32_t k = c.tokens ? c.tokens : 1u;
-        detail::emit_itl(itl_sink, gap / static_cast<double>(k), k);
+        emit_itl(itl_sink, gap / static_cast<double>(k), k);
       }
     }
     last = c.time;
+    recent = c.time;
   }
 
   // N.
-  const auto usage = tl.reported_output_tokens();
+  const auto reported = tl.reported_output_tokens();
+  const auto usage = p.requests_usage ? reported : std::nullopt;
   std::uint64_t n = tl.output_tokens();
+  r.quirks.usage_not_read =
+      !p.requests_usage && p.end != e2e_end::last_token_chunk && reported && *reported != n;
   if (p.output_tokens == token_source::usage_else_chunks && usage) n = *usage;
   if (p.output_tokens == token_source::usage_nonzero_else_chunks && usage && *usage != 0)
+    n = *usage;
+  if (p.output_tokens == token_source::usage_chunk_else_chunks && usage && have_usage_chunk)
     n = *usage;
   r.output_tokens = n;
   r.prompt_tokens = tl.prompt_tokens();
@@ -332,21 +446,39 @@ template <class Timeline, class Sink>
       end_tp = have_done ? std::optional<time_point>(done) : tl.finish_time();
       break;
     case e2e_end::finish: end_tp = tl.finish_time(); break;
+    case e2e_end::last_token_chunk:
+      end_tp = have_token ? std::optional<time_point>(last_token) : tl.finish_time();
+      break;
   }
-  if (origin && have_first) r.ttft = sec(first - *origin);
-  if (origin && end_tp) r.e2e = sec(*end_tp - *origin);
+  if (end_out) *end_out = end_tp;
+  if (origin && have_first) r.ttft = lat(first - *origin);
+  if (origin && !have_first && r.completed && p.ttft_zero_without_response) {
+    r.ttft = 0.0;
+    r.quirks.ttft_defaulted = true;
+  }
+  if (origin && end_tp) r.e2e = lat(*end_tp - *origin);
+  r.quirks.no_first_token = r.completed && !have_first && !p.ttft_zero_without_response &&
+                            p.end == e2e_end::last_token_chunk;
 
-  // TPOT.
+  // TPOT: the numerator is the E2E end minus the first counted chunk (or the token span).
   if (p.tpot_numerator == tpot_span::none) {
     // no TPOT
   } else if (n <= 1) {
     if (p.tpot_small_n == small_n_rule::zero && r.ttft && r.e2e) r.tpot = 0.0;
     if (p.tpot_small_n == small_n_rule::invalid && have_first) r.tpot_invalid = true;
+    if (p.tpot_small_n == small_n_rule::negative && have_first && end_tp) {
+      r.tpot = tool_divide(*end_tp - first, -1, p);
+      r.quirks.negative_tpot = true;
+      r.output_tokens = 0;  // loadgen sets n_tokens = 0 for N = 1
+    }
   } else if (have_first) {
-    if (p.tpot_numerator == tpot_span::token_span)
-      r.tpot = detail::divide_ns(last - first, n - 1, p.tpot_rounding);
-    else if (end_tp)
-      r.tpot = detail::divide_ns(*end_tp - first, n - 1, p.tpot_rounding);
+    if (p.tpot_needs_two_responses && counted < 2) {
+      r.quirks.one_response = true;
+    } else if (p.tpot_numerator == tpot_span::token_span) {
+      r.tpot = divide_ns(last - first, n - 1, p.tpot_rounding);
+    } else if (end_tp) {
+      r.tpot = tool_divide(*end_tp - first, static_cast<std::int64_t>(n - 1), p);
+    }
   }
 
   // Per-request ITL.
@@ -366,6 +498,7 @@ template <class Timeline, class Sink>
   r.queue_time = opt_sec(queue_time(tl));
   r.prefill_time = opt_sec(prefill_time(tl));
   r.decode_time = opt_sec(decode_time(tl));
+  n = r.output_tokens;
   if (r.e2e && n >= 1) r.normalized_latency = *r.e2e / static_cast<double>(n);
   if (p.user_rate == user_rate_rule::inverse_tpot) {
     if (r.tpot && *r.tpot > 0) r.output_rate = 1.0 / *r.tpot;
@@ -373,6 +506,20 @@ template <class Timeline, class Sink>
     r.output_rate = static_cast<double>(n) / *r.e2e;
   }
   return r;
+}
+}  // namespace detail
+
+/// Computes `p`'s per-request values for `tl` and hands each pooled ITL sample (seconds; only
+/// for the per-chunk and per-token grains, and only for completed requests) to `itl_sink`: as
+/// `itl_sink(value, count)` for `count` equal samples (a k-token chunk's per-token samples are
+/// one call) when the sink takes two arguments, else once per sample.
+/// Needs a store that keeps chunks. O(chunks) with a two-argument sink; allocates nothing.
+template <class Timeline, class Sink>
+[[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl,
+                                        Sink&& itl_sink) noexcept {
+  return detail::evaluate_with_end(
+      p, tl, std::forward<Sink>(itl_sink),
+      static_cast<std::optional<typename Timeline::time_point>*>(nullptr));
 }
 
 /// `evaluate` without pooled ITL samples.

@@ -56,6 +56,12 @@ inline constexpr profile canonical = [] {
   p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::all_met_missing_ignored;
   p.default_percentiles = "50,90,95,99";
+  p.requests_usage = true;
+  p.ttft_zero_without_response = false;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
 
@@ -69,7 +75,10 @@ inline constexpr profile vllm = [] {
       "chunks do not); E2E ends at the last such chunk; N = usage.completion_tokens when non-zero, "
       "else a tokenizer re-encode (stand-in: the chunk token sum); TPOT = (E2E - TTFT)/(N - 1), "
       "left out for N <= 1; ITL per chunk, pooled: a multi-token chunk is one sample; linear "
-      "percentiles, population std; failed requests left out; goodput counts TPOT as 0 for N <= 1.";
+      "percentiles, population std; failed requests left out; goodput counts TPOT as 0 for N <= 1; "
+      "sets stream_options.include_usage; duration from the benchmark start (else the earliest "
+      "intended arrival) to the last finish. Checked against vllm/benchmarks/serve.py and "
+      "lib/endpoint_request_func.py, vllm-project/vllm@02cfb534df56.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::choices;
   p.zero_ttft_is_unset = false;
@@ -87,43 +96,78 @@ inline constexpr profile vllm = [] {
   p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::all_met_missing_zero;
   p.default_percentiles = "99";
+  p.requests_usage = true;
+  p.ttft_zero_without_response = false;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
 
-/// vLLM's `benchmarks/benchmark_serving.py` before early 2025 (backend_request_func.py).
+/// vLLM's `benchmarks/benchmark_serving.py` of mid-2024 to early 2025 (backend_request_func.py),
+/// completions endpoint.
 inline constexpr profile vllm_legacy = [] {
   profile p = vllm;  // the fields not set below are vllm's
   p.name = "vllm_legacy";
-  p.tool = "vLLM legacy benchmarks/benchmark_serving.py (backend_request_func.py)";
+  p.tool = "vLLM legacy benchmarks/benchmark_serving.py (backend_request_func.py), completions";
   p.description =
-      "As vllm, but chunks with empty text are skipped, `ttft == 0.0` means unmeasured, E2E ends "
-      "at the `[DONE]` line (stand-in when the trace has none: the finish), and N is a tokenizer "
-      "re-encode (stand-in: usage when reported, else the chunk token sum).";
+      "As vllm, but only chunks with non-empty text count, `ttft == 0.0` means unmeasured, E2E "
+      "ends at the `[DONE]` line (stand-in when the trace has none: the finish), N is always a "
+      "re-encode of the text (stand-in: the chunk token sum; usage is never read, and no "
+      "stream_options.include_usage is sent, so usage-only chunks are absent: fed one, its "
+      "`choices[0]` raises); a successful request without text keeps its default TTFT 0.0, which "
+      "enters the TTFT list; the summary prints the median E2E as mean_e2el_ms and the mean as "
+      "median_e2el_ms (calculate_metrics in every stored copy with E2EL, from mid-2024 until the "
+      "fix in the version stored at vllm-project/vllm@0049e29c41fd).";
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = true;
   p.needs_first_response = false;
   p.end = e2e_end::done_chunk;
-  p.output_tokens = token_source::usage_else_chunks;
+  p.output_tokens = token_source::chunk_tokens;
+  p.requests_usage = false;
+  p.ttft_zero_without_response = true;
+  p.swaps_mean_median_e2e = true;
   return p;
 }();
 
-/// SGLang `bench_serving` against an OpenAI-compatible endpoint (python/sglang/benchmark/).
+/// The same legacy vLLM benchmark against the chat endpoint
+/// (async_request_openai_chat_completions).
+inline constexpr profile vllm_legacy_chat = [] {
+  profile p = vllm_legacy;  // the fields not set below are vllm_legacy's
+  p.name = "vllm_legacy_chat";
+  p.tool = "vLLM legacy benchmarks/benchmark_serving.py (backend_request_func.py), chat";
+  p.description =
+      "As vllm_legacy, but the chat loop sets most_recent_timestamp for every chunk but `[DONE]`, "
+      "outside its `if delta.get(\"content\")` test: an empty chunk in mid-stream restarts the "
+      "next ITL gap (the completions loop does not).";
+  p.gap_from_any_chunk = true;
+  return p;
+}();
+
+/// SGLang `bench_serving` against an OpenAI-compatible endpoint (python/sglang/benchmark/), current
+/// version (backends/oai_chat_client.py, oai_client.py).
 inline constexpr profile sglang_openai = [] {
   profile p{};
   p.name = "sglang_openai";
-  p.tool = "SGLang bench_serving, OpenAI backends (python/sglang/benchmark/metrics.py)";
+  p.tool = "SGLang bench_serving, OpenAI backends (python/sglang/benchmark/backends/, metrics.py)";
   p.description =
       "From the send; chunks with non-empty text count, `ttft == 0.0` means unmeasured; E2E ends "
-      "at the last non-empty SSE line, usage and `[DONE]` included; N = the requested length "
-      "overwritten by usage (stand-in: usage when reported, else the chunk token sum); TPOT = (E2E "
-      "- TTFT)/(N - 1) for N > 1; ITL per chunk; linear percentiles, population std; concurrency = "
-      "sum E2E / duration.";
+      "at the last non-empty SSE line, usage and `[DONE]` included; TPOT = (E2E - TTFT)/(N - 1) "
+      "for N > 1; ITL per chunk; linear percentiles, population std; concurrency = sum E2E / "
+      "duration. N is the usage count only when a chunk carried usage; otherwise the "
+      "requested output length, for which a trace stands in with the chunk token sum; a "
+      "successful request without text keeps TTFT 0.0 in the TTFT list. It sets no "
+      "stream_options.include_usage itself but reads a usage-only chunk (choices=[]) a server "
+      "sends (python/sglang/benchmark/backends/oai_chat_client.py, sgl-project/sglang@"
+      "55c7579cc538; the older python/sglang/bench_serving.py@0033168f0f58 raised on one, "
+      "`data[\"choices\"][0]`).";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = true;
   p.needs_first_response = false;
   p.end = e2e_end::last_chunk;
-  p.output_tokens = token_source::usage_else_chunks;
+  p.output_tokens = token_source::usage_chunk_else_chunks;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.tpot_small_n = small_n_rule::excluded;
   p.tpot_rounding = ns_rounding::none;
@@ -135,6 +179,12 @@ inline constexpr profile sglang_openai = [] {
   p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::none;
   p.default_percentiles = "99";
+  p.requests_usage = true;
+  p.ttft_zero_without_response = true;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
 
@@ -161,15 +211,19 @@ inline constexpr profile genai_perf = [] {
       "From the request time; empty responses are removed first (only non-empty text counts) and a "
       "request with none is dropped; E2E ends at the last non-empty response; N = re-encode of the "
       "text (stand-in: usage when reported, else the chunk token sum); ITL = TPOT = round((E2E - "
-      "TTFT)/(N - 1)) in integer ns, one value per request with N > 1; duration = max(last "
-      "response) - min(request); RPS counts every request; linear percentiles p1..p99, population "
-      "std.";
+      "TTFT)/(N - 1)) in integer ns, one value per request only `if num_responses > 1 and "
+      "total_output_token > 1` (all tokens in one response: none); duration = max(last response) - "
+      "min(request), whatever the benchmark start; RPS counts every request; linear percentiles "
+      "p1..p99, population std; sends no stream_options.include_usage (usage-only chunks absent, "
+      "usage never read: N stand-in is the chunk token sum). "
+      "genai_perf/profile_data_parser/llm_profile_data_parser.py, triton-inference-server/"
+      "perf_analyzer@f7f17bf3f654.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = false;
   p.needs_first_response = true;
   p.end = e2e_end::last_counted_chunk;
-  p.output_tokens = token_source::usage_else_chunks;
+  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.tpot_small_n = small_n_rule::excluded;
   p.tpot_rounding = ns_rounding::nearest_even;
@@ -181,6 +235,12 @@ inline constexpr profile genai_perf = [] {
   p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::all_met_missing_ignored;
   p.default_percentiles = "1,5,10,25,50,75,90,95,99";
+  p.requests_usage = false;
+  p.ttft_zero_without_response = false;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = true;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
 
@@ -190,17 +250,21 @@ inline constexpr profile aiperf = [] {
   p.name = "aiperf";
   p.tool = "AIPerf (aiperf/metrics/types/*)";
   p.description =
-      "From the request start; every SSE message but `[DONE]` is a response (the first byte of "
-      "each); E2E ends at the last response; N = re-encode of output and reasoning text (stand-in: "
-      "usage when reported, else the chunk token sum); ITL = TPOT = (E2E - TTFT)/(N - 1) as a "
-      "float, none for N < 2; duration as GenAI-Perf; RPS = valid requests / duration; a missing "
-      "metric makes a request not good.";
+      "From the request start; a response is an SSE message whose content or reasoning is "
+      "non-empty (an empty chunk parses to None and is skipped); TTFT and E2E end at the first "
+      "and last such responses; N = re-encode of output and reasoning text (stand-in: the chunk "
+      "token sum); ITL = TPOT = (E2E - TTFT)/(N - 1) as a float, none for N < 2; duration = max "
+      "response - min request, whatever the benchmark start; RPS = valid requests / duration; a "
+      "missing metric makes a request not good. Sends no stream_options.include_usage: a "
+      "usage-only chunk (empty choices) would make `choices[0]` raise, so it is treated as "
+      "absent. aiperf/parsers/openai_parsers.py, aiperf/metrics/types/*, "
+      "ai-dynamo/aiperf@db4f6397d11e.";
   p.origin = latency_origin::send;
-  p.token_chunks = chunk_rule::any_response;
+  p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = false;
   p.needs_first_response = true;
   p.end = e2e_end::last_counted_chunk;
-  p.output_tokens = token_source::usage_else_chunks;
+  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.tpot_small_n = small_n_rule::excluded;
   p.tpot_rounding = ns_rounding::none;
@@ -212,6 +276,12 @@ inline constexpr profile aiperf = [] {
   p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::all_met_missing_fails;
   p.default_percentiles = "1,5,10,25,50,75,90,95,99";
+  p.requests_usage = false;
+  p.ttft_zero_without_response = false;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
 
@@ -224,14 +294,19 @@ inline constexpr profile llmperf = [] {
       "From the start; the first chunk with non-empty content gives TTFT (`if not ttft`: 0 means "
       "unset); E2E ends at the end of the stream; ITL per request = (TTFT + the later gaps) / the "
       "number of chunks (every data line but `[DONE]`): TTFT is included and a chunk is taken for "
-      "a token; no TPOT; N = re-encode (stand-in: usage when reported, else the chunk token sum); "
-      "pandas linear percentiles, sample std (ddof 1); per-user rate N / E2E.";
+      "a token, the role chunk included; no TPOT; N = re-encode (stand-in: the chunk token sum); "
+      "pandas linear percentiles, sample std (ddof 1); per-user rate N / E2E. Sends no "
+      "stream_options.include_usage: a usage-only chunk would raise on `choices[0]` and error "
+      "the request, so it is treated as absent (not counted in tokens_received). "
+      "A response without content keeps `ttft = 0`, which enters the TTFT statistics. "
+      "src/llmperf/ray_clients/openai_chat_completions_client.py, token_benchmark_ray.py, "
+      "ray-project/llmperf@f1d6bed47e45.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = true;
   p.needs_first_response = false;
   p.end = e2e_end::finish;
-  p.output_tokens = token_source::usage_else_chunks;
+  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::none;
   p.tpot_small_n = small_n_rule::excluded;
   p.tpot_rounding = ns_rounding::none;
@@ -243,6 +318,12 @@ inline constexpr profile llmperf = [] {
   p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::none;
   p.default_percentiles = "25,50,75,90,95,99";
+  p.requests_usage = false;
+  p.ttft_zero_without_response = true;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
 
@@ -252,15 +333,20 @@ inline constexpr profile trtllm_bench = [] {
   p.name = "trtllm_bench";
   p.tool = "trtllm-bench (tensorrt_llm/bench/dataclasses/statistics.py)";
   p.description =
-      "From the start; the first output carrying tokens gives TTFT; E2E ends at the end; N = exact "
+      "From the start; engine responses only (no usage or [DONE] chunk exists for it): the first "
+      "output carrying tokens gives TTFT, E2E ends at the last one (else the finish); N = exact "
       "token ids (the chunk token sum); TPOT = (end - first)/(N - 1), 0 when N <= 1 and the zeros "
-      "are included; no ITL; percentiles sorted[int(n p)] without interpolation; no std; average "
-      "concurrency = sum E2E / duration.";
+      "are included; a completed answer with no token gets TTFT 0 and TPOT 0; no ITL; "
+      "percentiles sorted[int(n p)] without interpolation; no std; average concurrency = sum E2E "
+      "/ duration. It aborts the run on any failed request (_raise_for_failed_tasks, `assert "
+      "finished == len(requests)`); the profile follows its intent: completed requests only, the "
+      "duration ending at the last completed one. tensorrt_llm/bench/dataclasses/statistics.py, "
+      "tensorrt_llm/bench/benchmark/utils/asynchronous.py (NVIDIA/TensorRT-LLM 0.20-1.0).";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::tokens;
   p.zero_ttft_is_unset = false;
   p.needs_first_response = false;
-  p.end = e2e_end::finish;
+  p.end = e2e_end::last_token_chunk;
   p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.tpot_small_n = small_n_rule::zero;
@@ -268,11 +354,17 @@ inline constexpr profile trtllm_bench = [] {
   p.itl = itl_grain::none;
   p.percentile_method = quantile_method::lower;
   p.std_ddof = profile::no_std;
-  p.duration = duration_rule::origin_to_finish;
+  p.duration = duration_rule::completed_to_end;
   p.request_rate = rps_rule::completed;
   p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::none;
   p.default_percentiles = "50,90,95,99";
+  p.requests_usage = false;
+  p.ttft_zero_without_response = true;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
 
@@ -282,14 +374,21 @@ inline constexpr profile gpt_manager_benchmark = [] {
   p.name = "gpt_manager_benchmark";
   p.tool = "gptManagerBenchmark (benchmarks/cpp/gptManagerBenchmark.cpp)";
   p.description =
-      "From the start (steady_clock); TTFT at the first token; E2E ends at the end; N = engine "
-      "output length (the chunk token sum); TPOT = (end - first token)/(N - 1) for N > 1; no ITL; "
-      "nearest-rank percentiles sorted[ceil(p n) - 1]; no std; user tokens/s = 1 / TPOT.";
+      "From the start (steady_clock); TTFT at the first response (the first chunk carrying "
+      "tokens); E2E ends at the final response (the last chunk carrying tokens, else the finish); "
+      "N = engine output length (the chunk token sum); every latency is "
+      "duration<float, milli>, TPOT = that of (end - first token) / float(N - 1) for N > 1, and a "
+      "mean is std::accumulate(..., 0.F) / size() in float, summed in trace order (the tool's "
+      "unordered_map order is undefined); the duration is float ms too, and seq and token "
+      "throughput count / (ms / 1000) in float; N = 1 gives no TPOT (versions that call "
+      "avgGenT2TLatency.value() on the empty optional crash: the profile follows the intent); no "
+      "ITL; nearest-rank percentiles sorted[ceil(p n) - 1]; no std; user tokens/s = 1 / TPOT. "
+      "benchmarks/cpp/gptManagerBenchmark.cpp (NVIDIA/TensorRT-LLM 0.10-0.16).";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::tokens;
   p.zero_ttft_is_unset = false;
   p.needs_first_response = false;
-  p.end = e2e_end::finish;
+  p.end = e2e_end::last_token_chunk;
   p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.tpot_small_n = small_n_rule::excluded;
@@ -302,6 +401,12 @@ inline constexpr profile gpt_manager_benchmark = [] {
   p.user_rate = user_rate_rule::inverse_tpot;
   p.goodput = goodput_rule::none;
   p.default_percentiles = "50,90,99";
+  p.requests_usage = false;
+  p.ttft_zero_without_response = false;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::float_ms;
   return p;
 }();
 
@@ -312,35 +417,48 @@ inline constexpr profile mlperf = [] {
   p.tool = "MLPerf Inference loadgen (loadgen/results.cc, logging.cc)";
   p.description =
       "From the scheduled (Poisson) time, so issue delay counts; TTFT at the first token; E2E ends "
-      "at completion; N reported by the system under test (usage when reported, else the chunk "
-      "token sum); TPOT = (latency - TTFT)/(N - 1) in integer ns, N = 1 is an error (counted as "
-      "invalid); no ITL; percentiles sorted[floor(n p)]; samples/s = (n - 1)/duration; the run "
-      "passes iff P99 TTFT and P99 TPOT are within the model's limits.";
+      "at completion, the last engine response carrying tokens (else the finish); N reported by "
+      "the system under test (the chunk token sum); all in int64 ns: TPOT = (latency - TTFT)/"
+      "(n_tokens - 1); for N < 2 n_tokens is logged as an error and set to 0, so TPOT = -(latency "
+      "- "
+      "TTFT) stays in the array and the 1-token answer adds no token; means are int64 sums / "
+      "size_t sample_count, truncated (a negative sum wraps through the unsigned division); "
+      "percentiles sorted[floor(n p)]; the duration ends at the completion of the last issued "
+      "query (final_query_all_samples_done_time); samples/s = (n - 1)/duration; the run passes "
+      "iff P99 TTFT and P99 TPOT are within the model's limits. loadgen/logging.cc "
+      "(RecordSampleCompletion), results.cc (ProcessTokenLatencies), loadgen.cc, "
+      "mlcommons/inference@b66003e10e2d.";
   p.origin = latency_origin::arrival;
   p.token_chunks = chunk_rule::tokens;
   p.zero_ttft_is_unset = false;
   p.needs_first_response = false;
-  p.end = e2e_end::finish;
-  p.output_tokens = token_source::usage_else_chunks;
+  p.end = e2e_end::last_token_chunk;
+  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
-  p.tpot_small_n = small_n_rule::invalid;
+  p.tpot_small_n = small_n_rule::negative;
   p.tpot_rounding = ns_rounding::truncate;
   p.itl = itl_grain::none;
   p.percentile_method = quantile_method::lower;
   p.std_ddof = profile::no_std;
-  p.duration = duration_rule::origin_to_finish;
+  p.duration = duration_rule::last_issued_to_end;
   p.request_rate = rps_rule::completed_minus_one;
   p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::percentile_limits;
   p.default_percentiles = "50,90,95,97,99,99.9";
+  p.requests_usage = false;
+  p.ttft_zero_without_response = false;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.arithmetic = tool_arithmetic::int64_ns;
   return p;
 }();
 
 /// Every built-in profile, canonical first. A new profile is one constant above and one entry
 /// here; the count follows.
 inline constexpr std::array all = {
-    &canonical, &vllm,    &vllm_legacy,  &sglang_openai,         &sglang_native, &genai_perf,
-    &aiperf,    &llmperf, &trtllm_bench, &gpt_manager_benchmark, &mlperf};
+    &canonical,  &vllm,   &vllm_legacy, &vllm_legacy_chat, &sglang_openai,         &sglang_native,
+    &genai_perf, &aiperf, &llmperf,     &trtllm_bench,     &gpt_manager_benchmark, &mlperf};
 }  // namespace profiles
 
 /// Every built-in profile, canonical first (`profiles::all`).

@@ -69,6 +69,14 @@ struct summary_options {
   unsigned threads = 1;
 };
 
+/// One warning of a run summary: a quirk of the profile's tool, or a decision where the tool would
+/// crash or abort, that affected the numbers (docs/definitions.md, "Profiles").
+struct profile_warning {
+  std::string quirk;    ///< a stable key, e.g. "negative_tpot"
+  std::uint64_t count;  ///< how many requests (or samples, or metrics) it affected
+  std::string message;  ///< "mlperf: 3 requests with fewer than 2 tokens: ..."
+};
+
 /// A run as one profile reports it. Throughputs are per second of `duration`; every value that
 /// needs a positive duration is empty without one.
 struct run_summary {
@@ -96,6 +104,20 @@ struct run_summary {
   std::vector<profiled_request> requests_detail;  ///< when `keep_requests`
   /// Further named values added by later stages (goodput, SLA attainment), in output order.
   std::vector<std::pair<std::string, std::optional<double>>> extra;
+  /// What the profile's quirks did to this run (`profile_warnings` words them).
+  struct quirk_counts {
+    std::uint64_t usage_chunks_ignored = 0;  ///< requests with usage-only chunks taken as absent
+    std::uint64_t usage_not_read = 0;   ///< requests whose unread usage differs from the stream
+    std::uint64_t ttft_defaulted = 0;   ///< completed requests without a response: TTFT 0 kept
+    std::uint64_t gaps_split = 0;       ///< ITL samples restarted at an uncounted chunk
+    std::uint64_t one_response = 0;     ///< N > 1 in one response: no TPOT / ITL
+    std::uint64_t negative_tpot = 0;    ///< N < 2: negative TPOT kept (MLPerf)
+    std::uint64_t no_first_token = 0;   ///< engine-side, completed with no token: no TTFT
+    std::uint64_t failed_left_out = 0;  ///< failed requests left out of the duration
+    std::uint64_t ended_after_last_issued = 0;  ///< requests ending after the last issued one
+    /// No benchmark start was known: the duration starts at the earliest intended arrival.
+    bool start_is_earliest_arrival = false;
+  } quirks;
 
   /// The distribution kept of metric `m` (metrics/metric.hpp), or nullptr for a metric a run
   /// summary does not keep (ttft_from_send, ttft_from_scheduled, normalized_latency, fluidity).
@@ -127,6 +149,67 @@ struct run_summary {
                                        metric_id::queue_time,  metric_id::prefill_time,
                                        metric_id::decode_time, metric_id::output_rate};
 };
+
+/// The warnings of `s`: each quirk of the profile's tool, or decision where the tool would crash
+/// or abort, that affected its numbers, with a count; none when no quirk applied.
+[[nodiscard]] inline std::vector<profile_warning> profile_warnings(const run_summary& s) {
+  std::vector<profile_warning> out;
+  const run_summary::quirk_counts& q = s.quirks;
+  auto add = [&](const char* key, std::uint64_t n, const char* one, const char* many,
+                 const std::string& what) {
+    if (n == 0) return;
+    out.push_back(profile_warning{
+        key, n, s.profile + ": " + std::to_string(n) + " " + (n == 1 ? one : many) + what});
+  };
+  add("usage_chunks_ignored", q.usage_chunks_ignored, "request has", "requests have",
+      " usage-only chunks, which the tool never asks for (no stream_options.include_usage) and "
+      "would fail on: treated as absent");
+  add("usage_not_read", q.usage_not_read, "request reports", "requests report",
+      " a usage count other than its streamed tokens: the tool never reads usage (N = the "
+      "streamed tokens, standing in for its re-encode of the text)");
+  add("ttft_defaulted", q.ttft_defaulted, "completed request has", "completed requests have",
+      " no counted response: the tool's default TTFT of 0 enters the TTFT statistics");
+  add("gaps_split", q.gaps_split, "ITL sample starts", "ITL samples start",
+      " at an uncounted chunk in mid-stream: the tool restarts the gap at every chunk");
+  add("one_response", q.one_response, "request has", "requests have",
+      " all of its tokens in one response: no TPOT or ITL (the tool needs num_responses > 1)");
+  add("negative_tpot", q.negative_tpot, "request has", "requests have",
+      " fewer than 2 tokens: loadgen stores a negative TPOT, kept in the statistics, and counts "
+      "its tokens as 0");
+  add("no_first_token", q.no_first_token, "completed request has", "completed requests have",
+      " no token: the tool would read an unset first-token time (gptManagerBenchmark's "
+      "firstTokenTs, loadgen's invalid latency); its intent: no TTFT or TPOT");
+  add("failed_left_out", q.failed_left_out, "failed request is", "failed requests are",
+      " left out of the duration: the tool aborts the run on a failed request (its intent: "
+      "completed requests only)");
+  add("ended_after_last_issued", q.ended_after_last_issued, "request ends", "requests end",
+      " after the last issued one, where the duration ends (loadgen's "
+      "final_query_all_samples_done_time)");
+  if (q.start_is_earliest_arrival)
+    out.push_back(profile_warning{"no_benchmark_start", 1,
+                                  s.profile +
+                                      ": the trace records no benchmark start: the duration "
+                                      "starts at the earliest intended arrival"});
+  std::string means;
+  std::uint64_t n_means = 0;
+  for (const metric_id m : {metric_id::ttft, metric_id::tpot, metric_id::itl, metric_id::e2e})
+    if (s.of(m)->mean_by_tool) {
+      means += (n_means++ ? ", " : "") + std::string(to_string(m));
+    }
+  if (n_means)
+    out.push_back(profile_warning{
+        "mean_by_tool", n_means,
+        s.profile + ": " + std::to_string(n_means) + " mean" + (n_means == 1 ? " (" : "s (") +
+            means +
+            ") in the tool's arithmetic, not the exact mean (int64 ns truncated, or "
+            "float ms summed in order)"});
+  if (s.e2e.mean_median_swapped)
+    out.push_back(profile_warning{"mean_median_swapped", 1,
+                                  s.profile +
+                                      ": e2e mean and median swapped, as the tool prints them "
+                                      "(mean_e2el_ms = np.median, median_e2el_ms = np.mean)"});
+  return out;
+}
 
 /// Parses a comma-separated percentile list such as "50,90,99.9" (percent, each in [0, 100]).
 /// Throws std::invalid_argument naming the bad item.
@@ -190,27 +273,47 @@ class run_summarizer {
 
   /// Adds one request.
   void add(const Timeline& tl) {
-    const profiled_request r = add_itl(tl);
+    std::optional<time_point> e2e_end_tp;
+    const profiled_request r = add_itl(tl, e2e_end_tp);
     ++requests_;
     const auto origin = detail::origin_of(*p_, tl);
     std::optional<time_point> end = tl.finish_time();
     if (!end && tl.store().last_chunk_time()) end = tl.store().last_chunk_time();
     if (origin && end) spans_.emplace_back(*origin, *end);
-    if (p_->duration == duration_rule::origin_to_finish) {
-      if (origin) widen_start(*origin);
-      if (end) widen_end(*end);
+    count_quirks(r);
+    // The run's end: an engine-side tool's request ends at its final response.
+    std::optional<time_point> run_end = end;
+    if (p_->end == e2e_end::last_token_chunk && e2e_end_tp) run_end = e2e_end_tp;
+    if (const auto a = tl.arrival()) widen_start(*a);  // the intended arrival (else the send)
+    switch (p_->duration) {
+      case duration_rule::origin_to_finish:
+        if (run_end) widen_end(*run_end);
+        break;
+      case duration_rule::origin_to_e2e_end:
+        if (r.completed && origin && e2e_end_tp) {
+          if (!first_request_ || *origin < *first_request_) first_request_ = *origin;
+          if (!last_response_ || *e2e_end_tp > *last_response_) last_response_ = *e2e_end_tp;
+        }
+        break;
+      case duration_rule::completed_to_end:
+        if (!r.completed)
+          ++quirks_.failed_left_out;
+        else if (e2e_end_tp)
+          widen_end(*e2e_end_tp);
+        break;
+      case duration_rule::last_issued_to_end: {
+        const auto issued = tl.arrival();  // loadgen's issue order is its schedule
+        if (issued && (!last_issued_ || *issued >= *last_issued_)) {
+          last_issued_ = issued;
+          last_issued_end_ = run_end;
+        }
+        if (run_end) ends_.push_back(*run_end);
+        break;
+      }
     }
     if (o_.keep_requests) requests_detail_.push_back(r);
     if (!r.completed) return;
     ++completed_;
-    if (p_->duration == duration_rule::origin_to_e2e_end && origin && r.e2e) {
-      widen_start(*origin);
-      // origin + E2E from rounded seconds may land a few ticks past the time range: clamp, so
-      // that the run's duration (end - start) fits.
-      widen_end(detail::clamp_to_time_range(*origin +
-                                            std::chrono::duration_cast<typename Timeline::duration>(
-                                                from_seconds<std::chrono::nanoseconds>(*r.e2e))));
-    }
     output_tokens_ += r.output_tokens;
     output_len_.push_back(static_cast<double>(r.output_tokens));
     if (r.prompt_tokens) {
@@ -266,10 +369,27 @@ class run_summarizer {
     s.failed = requests_ - completed_;
     s.input_tokens = input_tokens_;
     s.output_tokens = output_tokens_;
+    s.quirks = quirks_;
+    std::optional<time_point> start = start_, end = end_;
+    if (p.duration == duration_rule::origin_to_e2e_end) {
+      start = first_request_;
+      end = last_response_;
+    } else {
+      // The benchmark start; without one, the earliest intended arrival. A benchmark start later
+      // than an arrival (records without the field) is not used past it.
+      if (benchmark_start_ && (!start || *benchmark_start_ < *start)) start = benchmark_start_;
+      s.quirks.start_is_earliest_arrival = !benchmark_start_ && start && !o_.duration;
+      if (p.duration == duration_rule::last_issued_to_end) {
+        end = last_issued_end_;
+        s.quirks.ended_after_last_issued = 0;
+        if (end)
+          for (const time_point& e : ends_) s.quirks.ended_after_last_issued += e > *end ? 1 : 0;
+      }
+    }
     if (o_.duration)
       s.duration = *o_.duration;
-    else if (start_ && end_ && *end_ > *start_)
-      s.duration = to_seconds(*end_ - *start_);
+    else if (start && end && *end > *start)
+      s.duration = detail::tool_seconds(*end - *start, p.arithmetic);
     if (s.duration) {
       const double dur = *s.duration;
       double n = static_cast<double>(completed_);
@@ -278,6 +398,14 @@ class run_summarizer {
         n = completed_ > 0 ? static_cast<double>(completed_ - 1) : 0.0;
       s.request_throughput = n / dur;
       s.output_throughput = static_cast<double>(output_tokens_) / dur;
+      if (p.arithmetic == tool_arithmetic::float_ms) {  // count / (float ms / 1000) in float
+        const auto per_s = [&](double count) {
+          return static_cast<double>(static_cast<float>(count) /
+                                     (static_cast<float>(dur * 1e3) / 1000.F));
+        };
+        s.request_throughput = per_s(n);
+        s.output_throughput = per_s(static_cast<double>(output_tokens_));
+      }
       s.total_token_throughput = static_cast<double>(input_tokens_ + output_tokens_) / dur;
       s.mean_concurrency = e2el_sum_ / dur;
       s.time_weighted_concurrency = in_flight_integral() / dur;
@@ -303,8 +431,12 @@ class run_summarizer {
         {&rate_, &s.output_rate},
         {&prompt_len_, &s.prompt_lengths},
         {&output_len_, &s.output_lengths}};
-    for (const auto& [samples, out] : all)
+    for (const auto& [samples, out] : all) {
       jobs.push_back(detail::distribution_job{samples, p_, &o_.percentiles, out});
+      jobs.back().tool_mean =
+          samples == &ttft_ || samples == &tpot_ || samples == &itl_ || samples == &e2el_;
+      jobs.back().swap_mean_median = samples == &e2el_ && p.swaps_mean_median_e2e;
+    }
     if (!candidates_.empty())  // the pooled ITL samples are another summarizer's: share them
       jobs[jobs.size() - 8].samples = const_cast<std::vector<double>*>(&itl_view());
     jobs[jobs.size() - 8].runs = &itl_runs_view();
@@ -331,6 +463,12 @@ class run_summarizer {
       if (e && e != this && pools_samples(e->p_->itl)) candidates_.push_back(e);
   }
 
+  /// Sets the time the benchmark started (before its first request was sent): the start of the
+  /// duration of every profile that measures from it (`profile::uses_benchmark_start`). Without
+  /// one the earliest intended arrival stands in (and `run_summary::quirks` says so). tokchron-
+  /// report takes it from the trace field `benchmark_start`.
+  void set_benchmark_start(time_point t) noexcept { benchmark_start_ = t; }
+
   [[nodiscard]] const profile& profile_used() const noexcept { return *p_; }
   [[nodiscard]] const summary_options& options() const noexcept { return o_; }
 
@@ -343,15 +481,26 @@ class run_summarizer {
   [[nodiscard]] const sample_runs& itl_runs_view() const noexcept {
     return candidates_.empty() ? itl_runs_ : candidates_.front()->itl_runs_view();
   }
+  void count_quirks(const profiled_request& r) noexcept {
+    const auto& q = r.quirks;
+    quirks_.usage_chunks_ignored += q.usage_chunks_ignored > 0 ? 1 : 0;
+    if (!r.completed) return;
+    quirks_.usage_not_read += q.usage_not_read ? 1 : 0;
+    quirks_.ttft_defaulted += q.ttft_defaulted ? 1 : 0;
+    quirks_.gaps_split += q.gaps_split;
+    quirks_.one_response += q.one_response ? 1 : 0;
+    quirks_.negative_tpot += q.negative_tpot ? 1 : 0;
+    quirks_.no_first_token += q.no_first_token ? 1 : 0;
+  }
   /// Evaluates `tl`, storing its pooled ITL samples (or checking that a candidate has them).
-  profiled_request add_itl(const Timeline& tl) {
+  profiled_request add_itl(const Timeline& tl, std::optional<time_point>& e2e_end_tp) {
     const auto sink = [this](double g, std::uint64_t n) noexcept { itl_push(g, n); };
     if (candidates_.empty()) {
       begin_ = itl_.size();
       runs_begin_ = itl_runs_.size();
       target_ = &itl_;
       target_runs_ = &itl_runs_;
-      const profiled_request r = evaluate(*p_, tl, sink);
+      const profiled_request r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp);
       if (itl_failed_) {  // out of memory part-way: forget this request's samples
         itl_failed_ = false;
         itl_.resize(begin_);
@@ -364,7 +513,7 @@ class run_summarizer {
     scratch_runs_.clear();
     target_ = &scratch_;
     target_runs_ = &scratch_runs_;
-    const profiled_request r = evaluate(*p_, tl, sink);
+    const profiled_request r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp);
     if (itl_failed_) {
       itl_failed_ = false;
       detail::throw_bad_alloc();
@@ -447,7 +596,10 @@ class run_summarizer {
                 tpot_invalid_ = 0, rate_invalid_ = 0;
   double e2el_sum_ = 0;
   bool itl_failed_ = false;
-  std::optional<time_point> start_, end_;
+  std::optional<time_point> start_, end_, benchmark_start_, first_request_, last_response_,
+      last_issued_, last_issued_end_;
+  std::vector<time_point> ends_;  // every request's end (last_issued_to_end only)
+  run_summary::quirk_counts quirks_;
   std::vector<std::pair<time_point, time_point>> spans_;
   std::vector<double> ttft_, tpot_, itl_, e2el_, queue_, prefill_, decode_, rate_, prompt_len_,
       output_len_;

@@ -28,6 +28,7 @@ namespace plot {
     opt.percentiles = tokchron::parse_percentiles(s.profile->default_percentiles);
   opt.percentiles = plot_percentiles(opt.percentiles, s.objectives);
   tokchron::run_summarizer<batching::timeline> sum(*s.profile, opt);
+  sum.set_benchmark_start(batching::benchmark_start(o.conf.cfg));
   for (const batching::request& q : o.run.requests)
     if (batching::measured(o.conf.cfg, q)) sum.add(q.tl);
   return run_series{o.conf.name, sum.summary(), {}};
