@@ -109,6 +109,11 @@ void live_engine::step_loop() {
   std::optional<time_point> wake;
   const bool virt = be_->virtual_time();
 
+  auto publish_kv = [&] {
+    kv_used_.store(sched_.kv().used());
+    metrics_.set_kv_cache_usage(tokchron::live_series{},
+                                kv_total_ ? double(sched_.kv().used()) / kv_total_ : 0.0);
+  };
   // Finished requests: record them, tell their sessions, keep their trace.
   auto collect = [&](time_point t) {
     done.clear();
@@ -186,6 +191,7 @@ void live_engine::step_loop() {
     if (stop_now) sched_.abort_all(t);
     collect(t);
     deliver();
+    publish_kv();  // aborts released blocks
     if (stop_now) break;
 
     runnable = sched_.schedule(t, plan);
@@ -219,9 +225,7 @@ void live_engine::step_loop() {
     res.elapsed = end - t;
     clock_.set(end.time_since_epoch());
     sched_.complete(plan, res, end);
-    kv_used_.store(sched_.kv().used());
-    metrics_.set_kv_cache_usage(tokchron::live_series{},
-                                kv_total_ ? double(sched_.kv().used()) / kv_total_ : 0.0);
+    publish_kv();
     for (std::size_t i = 0; i < plan.reqs.size(); ++i) {
       request& r = *plan.reqs[i];
       const std::uint32_t k = r.generated - before[i];
