@@ -106,7 +106,9 @@ void live_engine::step_loop() {
   std::vector<std::uint32_t> before;
   step_plan plan;
   bool runnable = false;  // the last schedule() found work: do not sleep
-  std::optional<time_point> wake;
+  // The next scheduler wake-up (batch delay, queue timeout); max: none. (A plain value, not
+  // an optional: g++ 12 -O3 misreports an optional's payload as maybe uninitialised here.)
+  time_point wake = time_point::max();
   const bool virt = be_->virtual_time();
 
   auto publish_kv = [&] {
@@ -140,6 +142,8 @@ void live_engine::step_loop() {
       if (!merged) events.push_back({&c, {c.req.generated, 0, true, why}});
       if (keep_trace_) {
         tokchron::trace_record rec = tokchron::to_trace_record(r->tl, time_point{}, c.name);
+        rec.prompt_tokens = c.gen.prompt_tokens;
+        rec.usage_output_tokens = r->generated;
         const std::lock_guard<std::mutex> lock(mu_);
         trace_.push_back(std::move(rec));
       }
@@ -160,8 +164,8 @@ void live_engine::step_loop() {
       std::unique_lock<std::mutex> lock(mu_);
       auto ready = [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); };
       if (!runnable) {
-        if (wake)
-          cv_.wait_until(lock, steady(*wake), ready);
+        if (wake != time_point::max())
+          cv_.wait_until(lock, steady(wake), ready);
         else
           cv_.wait(lock, ready);
       }
@@ -196,10 +200,10 @@ void live_engine::step_loop() {
 
     runnable = sched_.schedule(t, plan);
     if (!runnable) {
-      wake = sched_.next_wakeup(t);
+      wake = sched_.next_wakeup(t).value_or(time_point::max());
       continue;
     }
-    wake.reset();
+    wake = time_point::max();
     // Live running/waiting: newly scheduled, and preempted since the last step.
     for (auto& [r, c] : active_) {
       const bool running = r->state == request_state::running;

@@ -87,7 +87,6 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
     api_error e = bad("The model '" + model->get<std::string>() + "' does not exist.", "model",
                       "model_not_found");
     e.status = 404;
-    e.type = "NotFoundError";
     return e;
   }
 
@@ -142,6 +141,11 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
     return bad("This model's maximum context length is " + std::to_string(lim.max_model_len) +
                    " tokens. However, your prompt has " + std::to_string(words_in) +
                    " tokens, which leaves none for the completion.",
+               kind == endpoint::chat ? "messages" : "prompt");
+  if (words_in > lim.max_prompt_tokens)
+    return bad("the prompt has " + std::to_string(words_in) +
+                   " tokens, more than the engine's token budget of " +
+                   std::to_string(lim.max_prompt_tokens) + " (chunked prefill is off)",
                kind == endpoint::chat ? "messages" : "prompt");
   g.prompt_tokens = static_cast<std::uint32_t>(words_in);
   g.seed = seed;

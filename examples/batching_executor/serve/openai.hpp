@@ -36,6 +36,8 @@ struct request_limits {
   std::string model;                   ///< the one served model name
   std::uint32_t max_model_len = 4096;  ///< prompt + output tokens a request may hold
   std::uint32_t eos_range = 256;       ///< the deterministic stop's range (natural_length)
+  /// The longest prompt the engine takes (its token budget when chunked prefill is off).
+  std::uint32_t max_prompt_tokens = 0xffffffffu;
 };
 
 /// A valid request, ready for the engine.

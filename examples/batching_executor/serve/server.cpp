@@ -140,13 +140,14 @@ serve_options parse_serve_options(const std::vector<std::string>& args) {
 // ---------------------------------------------------------------------------------------------
 
 struct server::impl {
+  // Declared before the io_context, so the sessions its destructor frees never outlive them.
   serve_options opt;
-  net::io_context ioc;
-  tcp::acceptor acceptor{ioc};
   live_metrics metrics;
   request_limits limits;
   clock_type clock;  // the requests' timelines' clock (their times are always given explicitly)
   std::unique_ptr<live_engine> engine;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
   std::int64_t created = 0;
   std::atomic<std::uint64_t> next_id{1}, answered{0};
   std::atomic<bool> stopping{false};
@@ -168,6 +169,8 @@ struct server::impl {
     if (limits.max_model_len < 2)
       throw std::invalid_argument("serve: the KV pool holds fewer than 2 tokens");
     limits.eos_range = opt.eos_range;
+    if (!opt.engine.sched.chunked_prefill)
+      limits.max_prompt_tokens = opt.engine.sched.max_num_batched_tokens;
     engine = std::make_unique<live_engine>(opt.engine.sched, std::move(be), metrics,
                                            opt.trace_out.has_value());
     created = std::chrono::duration_cast<std::chrono::seconds>(
@@ -284,7 +287,6 @@ class session : public std::enable_shared_from_this<session> {
     if (!chat && target != "/v1/completions") {
       api_error e;
       e.status = 404;
-      e.type = "NotFoundError";
       e.message = "no endpoint " + std::string(target);
       e.code = "not_found";
       return send_plain(404, "application/json", error_json(e), keep_alive_);
@@ -324,7 +326,7 @@ class session : public std::enable_shared_from_this<session> {
       call_.reset();
       api_error e;
       e.status = 503;
-      e.type = "ServiceUnavailableError";
+      e.type = "server_error";
       e.message = "the server is shutting down";
       return send_plain(503, "application/json", error_json(e), false);
     }
@@ -351,6 +353,8 @@ class session : public std::enable_shared_from_this<session> {
           self->watching_ = false;
           if (!ec) {
             self->buf_.commit(n);
+            if (self->buf_.size() > self->srv_.opt.max_body + 65536)  // not a client: bytes
+              return self->client_gone();                             // beyond any request
             if (self->call_ && !self->finished_) return self->watch();
             return self->after_call();
           }
@@ -389,18 +393,16 @@ class session : public std::enable_shared_from_this<session> {
         queue_event(sse(role_chunk(head_)));
         role_sent_ = true;
       }
-      if (ev.finished && ev.reason == tokchron::finish_reason::error) {
-        api_error e;
-        e.status = 500;
-        e.type = "InternalServerError";
-        e.message = "the engine failed: " + srv_.engine->failure();
-        queue_event(sse(error_json(e)));
+      const bool failed = ev.finished && (ev.reason == tokchron::finish_reason::error ||
+                                          ev.reason == tokchron::finish_reason::rejected);
+      if (failed) {
+        queue_event(sse(error_json(engine_error(ev.reason))));
       } else if (ev.tokens > 0 || ev.finished) {
         queue_event(sse(content_chunk(head_, words(c.gen.seed, ev.first, ev.tokens),
                                       ev.finished ? finish_reason_text(ev.reason) : "")));
       }
       if (ev.finished) {
-        if (c.gen.include_usage)
+        if (c.gen.include_usage && !failed)
           queue_event(sse(usage_chunk(head_, c.gen.prompt_tokens, completion_)));
         queue_event("data: [DONE]\n\n");
         if (chunked_) queue_raw("0\r\n\r\n");
@@ -410,17 +412,29 @@ class session : public std::enable_shared_from_this<session> {
     }
     if (!ev.finished) return;
     if (!normal) {
-      api_error e;
-      e.status = ev.reason == tokchron::finish_reason::error ? 500 : 503;
-      e.type = e.status == 500 ? "InternalServerError" : "ServiceUnavailableError";
-      e.message = e.status == 500 ? "the engine failed: " + srv_.engine->failure()
-                                  : "the request was aborted (the server is shutting down)";
+      const api_error e = engine_error(ev.reason);
       return send_plain(e.status, "application/json", error_json(e), false);
     }
     send_plain(200, "application/json",
                full_response(head_, words(c.gen.seed, 0, completion_),
                              finish_reason_text(ev.reason), c.gen.prompt_tokens, completion_),
                keep_alive_);
+  }
+
+  // Why the engine ended a request without an answer.
+  api_error engine_error(tokchron::finish_reason why) const {
+    api_error e;
+    e.type = "server_error";
+    e.status = 503;
+    if (why == tokchron::finish_reason::error) {
+      e.status = 500;
+      e.message = "the engine failed: " + srv_.engine->failure();
+    } else if (why == tokchron::finish_reason::rejected) {
+      e.message = "the engine rejected the request (it waited longer than --max-queue-time)";
+    } else {
+      e.message = "the request was aborted (the server is shutting down)";
+    }
+    return e;
   }
 
   void queue_event(const std::string& data) {

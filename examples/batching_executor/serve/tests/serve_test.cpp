@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <unistd.h>
@@ -229,9 +230,11 @@ TEST_CASE("serve: non-streaming answers carry usage; without ignore_eos the docu
   // Without ignore_eos: stops after natural_length(hash of the prompt) tokens when that is
   // within max_tokens ("stop"), else at max_tokens ("length").
   const json body = {{"model", model}, {"prompt", "a b c d"}, {"max_tokens", 300}};
-  const auto g = std::get<generation_request>(
-      parse_request(endpoint::completions, body.dump(), request_limits{model, 4096, 256}));
-  const std::uint32_t natural = natural_length(g.seed, 256);
+  request_limits lim;
+  lim.model = model;
+  const auto g =
+      std::get<generation_request>(parse_request(endpoint::completions, body.dump(), lim));
+  const std::uint32_t natural = natural_length(g.seed, lim.eos_range);
   REQUIRE(natural <= 256);
   const reply r = post(s.port(), "/v1/completions", body);
   REQUIRE(r.status == 200);
@@ -348,6 +351,7 @@ TEST_CASE("serve: a client that disconnects mid-stream is aborted, counted and i
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   CHECK(finished(m, "abort") == 1);
+  CHECK(sample(m, "tokchron_misuse_total") == 0);
   CHECK(sample(m, "vllm:num_requests_running{model_name=\"tokchron-sim\",engine=\"0\"}") == 0);
   CHECK(sample(m, "vllm:kv_cache_usage_perc{model_name=\"tokchron-sim\",engine=\"0\"}") == 0);
   // The server goes on serving.
@@ -387,6 +391,7 @@ TEST_CASE("serve: many streams at once; /metrics request counts equal the trace"
   double total = 0;
   for (const char* r : {"stop", "length", "abort", "error", "repetition"}) total += finished(m, r);
   CHECK(total == n);
+  CHECK(sample(m, "tokchron_misuse_total") == 0);
   s.stop();
   CHECK(s.trace().size() == std::size_t(n));
   CHECK(s.traced == std::uint64_t(n));
@@ -413,4 +418,34 @@ TEST_CASE("serve: the command line") {
   const serve_options o = parse_serve_options({"--port=0", "--max-batch-size", "4"});
   CHECK(o.port == 0);
   CHECK(o.engine.sched.max_batch_size == 4);
+}
+
+TEST_CASE("serve: hostile bodies are refused without harm") {
+  request_limits lim;
+  lim.model = model;
+  auto error_of = [&](const std::string& body) {
+    auto r = parse_request(endpoint::chat, body, lim);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    return std::get<api_error>(r);
+  };
+  // 500000 nested arrays (the parser and the document's destructor are iterative).
+  const std::string deep = std::string(500000, '[') + std::string(500000, ']');
+  CHECK(error_of(deep).status == 400);
+  CHECK(error_of(deep).code == "invalid_json");
+  // Invalid UTF-8 inside a string: not JSON.
+  CHECK(error_of(
+            "{\"model\":\"tokchron-sim\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}")
+            .code == "invalid_json");
+  // A lone surrogate escape is not valid JSON text either; an unknown model is echoed back.
+  CHECK(error_of(R"({"model":"\ud800x","messages":[]})").code == "invalid_json");
+  const api_error e = error_of(R"({"model":"\u00ff \"quoted\"","messages":[]})");
+  CHECK(e.status == 404);
+  CHECK(json::parse(error_json(e), nullptr, false).is_object());
+  // A prompt of 4096 words with --max-model-len 4096 leaves no room.
+  std::string words4096;
+  for (int i = 0; i < 4096; ++i) words4096 += "w ";
+  CHECK(error_of(json{{"model", model},
+                      {"messages", json::array({{{"role", "user"}, {"content", words4096}}})}}
+                     .dump())
+            .param == "messages");
 }
