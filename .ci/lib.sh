@@ -66,3 +66,14 @@ configure_build() {
     { cat "$dir.configure.log"; return 1; }
   cmake --build "$dir" -j "$(tc_jobs)"
 }
+
+# tc_stop_on_exit: a stage that starts servers sets `work` (a temporary dir) and appends each
+# process id it starts to the array `pids`; on exit, failure included, every one is killed and
+# waited for and `work` is removed.
+tc_stop_on_exit() { trap _tc_stop EXIT; }
+_tc_stop() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}

@@ -10,13 +10,7 @@ need_pkgs curl
 openai_version=5.23.2  # no dependencies; states Node 20+, runs on Debian 12's Node 18 (tested in CI)
 work=$(mktemp -d)
 pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+tc_stop_on_exit
 
 echo "--- node $(node --version), npm $(npm --version), openai@$openai_version"
 # The SDK is installed once into the CI build tree and reused while its version matches.
