@@ -420,15 +420,18 @@ template <class Timeline, class Sink>
 
   // N.
   const auto reported = tl.reported_output_tokens();
-  const auto usage = p.requests_usage ? reported : std::nullopt;
+  // The usage count the tool reads, as a flag and a plain value (g++ -O3 reports a
+  // std::optional copy here as maybe uninitialized).
+  const bool has_usage = p.requests_usage && reported.has_value();
+  const std::uint64_t usage = has_usage ? *reported : 0;
   std::uint64_t n = tl.output_tokens();
   r.quirks.usage_not_read =
       !p.requests_usage && p.end != e2e_end::last_token_chunk && reported && *reported != n;
-  if (p.output_tokens == token_source::usage_else_chunks && usage) n = *usage;
-  if (p.output_tokens == token_source::usage_nonzero_else_chunks && usage && *usage != 0)
-    n = *usage;
-  if (p.output_tokens == token_source::usage_chunk_else_chunks && usage && have_usage_chunk)
-    n = *usage;
+  if (p.output_tokens == token_source::usage_else_chunks && has_usage) n = usage;
+  if (p.output_tokens == token_source::usage_nonzero_else_chunks && has_usage && usage != 0)
+    n = usage;
+  if (p.output_tokens == token_source::usage_chunk_else_chunks && has_usage && have_usage_chunk)
+    n = usage;
   r.output_tokens = n;
   r.prompt_tokens = tl.prompt_tokens();
   r.completed = tl.succeeded() && (!p.needs_first_response || have_first);
