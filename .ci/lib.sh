@@ -66,3 +66,14 @@ configure_build() {
     { cat "$dir.configure.log"; return 1; }
   cmake --build "$dir" -j "$(tc_jobs)"
 }
+
+# tc_tsan_configure DIR: configures DIR as the clang++ ThreadSanitizer build (Debug, -O1, every
+# finding fatal) that stages 30 and 32 share, so either reuses the other's directory and objects.
+tc_tsan_configure() {
+  local dir=$1
+  cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+    -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
+    -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+}

@@ -17,10 +17,7 @@ configure_build "$san" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
 
 tsan=$TOKCHRON_CI_BUILD/tsan
 echo "--- clang++ TSan: the concurrency tests"
-cmake -S "$TOKCHRON_ROOT" -B "$tsan" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
-  -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >"$tsan.configure.log" 2>&1 || { cat "$tsan.configure.log"; exit 1; }
+tc_tsan_configure "$tsan"
 cmake --build "$tsan" -j "$(tc_jobs)" --target tokchron_tests tokchron_report_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan/tests/tokchron_tests" -ts=concurrency
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \

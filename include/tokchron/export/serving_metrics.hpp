@@ -25,6 +25,7 @@
 #include "tokchron/export/buckets.hpp"
 #include "tokchron/export/conversions.hpp"
 #include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/live/options.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/metric.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
@@ -44,9 +45,11 @@ struct serving_metric_names {
   /// The histogram family of each served metric (indexed by `metric_id`; the others unused):
   /// by default "tokchron_" + its Prometheus stem + "_seconds" (`prometheus_name`).
   std::array<std::string, metric_count> histograms = prometheus_names("tokchron_");
-  std::string requests = "tokchron_requests", output_tokens = "tokchron_output_tokens",
-              prompt_tokens = "tokchron_prompt_tokens", preemptions = "tokchron_preemptions";
-  std::string outcome_label = "outcome";
+  std::string requests = name(&live_names::requests, false),
+              output_tokens = name(&live_names::generation_tokens, false),
+              prompt_tokens = name(&live_names::prompt_tokens, false),
+              preemptions = name(&live_names::preemptions, false);
+  std::string outcome_label = name(&live_names::reason_label, false);
 
   /// The histogram family name of metric `m`.
   [[nodiscard]] std::string& operator[](metric_id m) noexcept {
@@ -57,21 +60,28 @@ struct serving_metric_names {
   }
 
   /// vLLM's names (`metric_info::vllm_name`: `vllm:time_to_first_token_seconds`, ...,
-  /// `vllm:request_success_total` labelled `finished_reason`), for dashboards built on vLLM's
-  /// /metrics.
+  /// `vllm:request_success_total` labelled `finished_reason`) over tokchron's canonical
+  /// definitions (per-token ITL, tokchron's finish-reason values). For vLLM's own semantics
+  /// (per-step ITL, vLLM's finish reasons, counters that move per chunk, gauges) use
+  /// `live_metrics` with `vllm_live_options` (live/presets.hpp, docs/live-metrics.md).
   [[nodiscard]] static serving_metric_names vllm() {
     serving_metric_names n;
     for (const auto& m : metric_table)
       if (m.served) n[m.id] = std::string(m.vllm_name);
-    n.requests = "vllm:request_success";
-    n.output_tokens = "vllm:generation_tokens";
-    n.prompt_tokens = "vllm:prompt_tokens";
-    n.preemptions = "vllm:num_preemptions";
-    n.outcome_label = "finished_reason";
+    n.requests = name(&live_names::requests, true);
+    n.output_tokens = name(&live_names::generation_tokens, true);
+    n.prompt_tokens = name(&live_names::prompt_tokens, true);
+    n.preemptions = name(&live_names::preemptions, true);
+    n.outcome_label = name(&live_names::reason_label, true);
     return n;
   }
 
  private:
+  // The one list of these spellings: live/options.hpp's `live_family_names`.
+  static std::string name(std::string live_names::*member, bool vllm) {
+    const live_family_name& f = live_family_name_of(member);
+    return std::string(vllm ? f.vllm : f.tokchron);
+  }
   static std::array<std::string, metric_count> prometheus_names(std::string_view prefix) {
     std::array<std::string, metric_count> a;
     for (const auto& m : metric_table)
@@ -89,7 +99,8 @@ struct serving_metrics_options {
   /// Labels on every exported point (e.g. {"model_name", "llama-3-8b"}).
   label_set labels;
 
-  /// vLLM's names and bucket lists.
+  /// vLLM's names and bucket lists over tokchron's definitions (see
+  /// `serving_metric_names::vllm`).
   [[nodiscard]] static serving_metrics_options vllm() {
     serving_metrics_options o;
     o.names = serving_metric_names::vllm();
@@ -105,7 +116,8 @@ struct serving_metrics_options {
 ///
 /// `record` is O(chunks) and noexcept; memory grows with the range of values, not the count
 /// (a few KiB per histogram). `merge` adds another replica's or thread's metrics without loss.
-/// Thread safety: one writer; snapshot while nobody writes (the prometheus-cpp adaptor locks).
+/// Thread safety: one writer; snapshot while nobody writes. A running server with many threads
+/// and live scrapes uses `live_metrics` (live/recorder.hpp) instead.
 class serving_metrics {
  public:
   /// Throws std::invalid_argument for a bad scale or bucket list.
