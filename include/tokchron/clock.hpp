@@ -175,11 +175,10 @@ class manual_clock {
   }
   /// Shares `other`'s time source from now on.
   manual_clock& operator=(const manual_clock& other) noexcept {
-    if (state_ != other.state_) {
-      other.state_->refs.fetch_add(1, std::memory_order_relaxed);
-      release();
-      state_ = other.state_;
-    }
+    if (this == &other || state_ == other.state_) return *this;
+    other.state_->refs.fetch_add(1, std::memory_order_relaxed);
+    release();
+    state_ = other.state_;
     return *this;
   }
   ~manual_clock() { release(); }
