@@ -6,10 +6,11 @@
 /// The recording header, for a server's hot files: the request timeline (arrive, queued,
 /// scheduled, preempted, chunk, finish), the clocks, tokchron's canonical per-request metrics,
 /// and the live metrics' recording calls (live/recorder.hpp: `basic_live_metrics`, lock-free
-/// from any thread; the scrape and the presets are in live/scrape.hpp and live/presets.hpp). It reaches no stream, thread or locking header (<iostream>, <sstream>, <fstream>,
-/// <thread>, <mutex> and the like): the standard headers it may reach are an allow-list held by
-/// CI (bench/compile_cost/allowed_headers.txt), and its compile cost per translation unit is
-/// measured against <chrono> + <vector> + <string> + <optional> alone (bench/compile_cost/,
+/// from any thread; the scrape and the presets are in live/scrape.hpp and live/presets.hpp). It
+/// reaches no stream, thread or locking header (`<iostream>`, `<sstream>`, `<fstream>`, `<thread>`,
+/// `<mutex>` and the like): the standard headers it may reach are an allow-list held by CI
+/// (bench/compile_cost/allowed_headers.txt), and its compile cost per translation unit is measured
+/// against `<chrono>` + `<vector>` + `<string>` + `<optional>` alone (bench/compile_cost/,
 /// docs/testing.md "Which header to include where").
 ///
 /// Everything else (quantile estimators, SLA evaluation, exporters, traces) is in the umbrella
