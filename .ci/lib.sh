@@ -17,7 +17,7 @@ need_pkgs() {
 # The packages every build needs.
 TOKCHRON_BASE_PKGS=(build-essential g++ clang cmake ninja-build pkg-config ccache
                     libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
-                    libopenblas-dev)
+                    libopenblas-dev catch2)
 
 # ccache for every CMake build the scripts configure (configure_build, and stages or scripts
 # that call cmake themselves): CMake (3.17 and later) reads the launcher from the environment.

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <ratio>
 #include <type_traits>
 #include <utility>
@@ -170,19 +169,32 @@ class manual_clock {
   using time_point = std::chrono::time_point<manual_clock, duration>;
   static constexpr bool is_steady = true;  // time only moves when the test moves it
 
-  manual_clock() : now_(std::make_shared<std::atomic<rep>>(0)) {}
+  manual_clock() : state_(new state{}) {}
+  manual_clock(const manual_clock& other) noexcept : state_(other.state_) {
+    state_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  /// Shares `other`'s time source from now on.
+  manual_clock& operator=(const manual_clock& other) noexcept {
+    if (this == &other || state_ == other.state_) return *this;
+    other.state_->refs.fetch_add(1, std::memory_order_relaxed);
+    release();
+    state_ = other.state_;
+    return *this;
+  }
+  ~manual_clock() { release(); }
 
   /// The current manual time.
   [[nodiscard]] time_point now() const noexcept {
-    return time_point(duration(now_->load(std::memory_order_relaxed)));
+    return time_point(duration(state_->now.load(std::memory_order_relaxed)));
   }
   /// Sets the time to `since_zero` after the epoch (may move backwards: tests of misuse).
   void set(duration since_zero) const noexcept {
-    now_->store(since_zero.count(), std::memory_order_relaxed);
+    state_->now.store(since_zero.count(), std::memory_order_relaxed);
   }
   /// Moves the time forward by `d` and returns the new time.
   time_point advance(duration d) const noexcept {
-    return time_point(duration(now_->fetch_add(d.count(), std::memory_order_relaxed) + d.count()));
+    return time_point(
+        duration(state_->now.fetch_add(d.count(), std::memory_order_relaxed) + d.count()));
   }
   /// A time point `since_zero` after this clock's epoch.
   [[nodiscard]] static constexpr time_point at(duration since_zero) noexcept {
@@ -190,7 +202,17 @@ class manual_clock {
   }
 
  private:
-  std::shared_ptr<std::atomic<rep>> now_;
+  // A counted shared state rather than std::shared_ptr: <memory> would add about 9,000 lines to
+  // every translation unit that records (see docs/testing.md, "Which header to include where").
+  // There is no move: a moved-from clock still shares the time source, as a copy does.
+  struct state {
+    std::atomic<rep> now{0};
+    std::atomic<std::uint64_t> refs{1};
+  };
+  void release() noexcept {
+    if (state_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete state_;
+  }
+  state* state_;
 };
 
 /// A clock on the CPU's time-stamp counter (rdtsc), in nanoseconds: about 9 ns a read against

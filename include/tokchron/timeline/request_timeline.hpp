@@ -125,6 +125,9 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   record_status scheduled(time_point t) noexcept {
     if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
     if (!has(bit_scheduled) && store_.chunk_count() > 0) return misuse(record_status::out_of_order);
+    if constexpr (detail::has_add_schedule<store_type, time_point>::value) {
+      if (record_status s = store_.add_schedule(t); s != record_status::ok) return misuse(s);
+    }
     if (!has(bit_scheduled)) first_scheduled_ = t;
     last_scheduled_ = t;
     has_ |= bit_scheduled;

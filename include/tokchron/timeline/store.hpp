@@ -14,13 +14,14 @@
 /// Both give identical TTFT, TPOT, E2E, queue, prefill and decode times for the same events.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
-#include <vector>
+#include <vector>  // also std::allocator and std::allocator_traits, which every vector uses:
+                   // <memory> would add about 9,000 lines to each recording translation unit
 
 #include "tokchron/config.hpp"
 #include "tokchron/timeline/event.hpp"
@@ -33,6 +34,15 @@ struct basic_token_chunk {
   TimePoint time;
   std::uint32_t tokens;
   chunk_kind kind;
+};
+
+/// A scheduling or a preemption as a `full_store` keeps it: its time and how many chunks had
+/// been recorded before it, which places it exactly among the chunks (for `replay`).
+template <class TimePoint>
+struct basic_schedule_event {
+  TimePoint time;
+  std::uint32_t chunks_before;
+  bool preempted;  ///< true for a preemption, false for a scheduling (first or later)
 };
 
 namespace detail {
@@ -111,9 +121,10 @@ class store_counters {
 };
 }  // namespace detail
 
-/// Keeps every chunk and every preemption time. Allocator-aware; 16 bytes per chunk with a
-/// 64-bit clock. A chunk that cannot be stored (allocation failure) is reported as
-/// `out_of_memory` and not counted, so the counters always agree with `chunks()`.
+/// Keeps every chunk, and every scheduling and preemption in order among the chunks (what
+/// `replay` needs). Allocator-aware; 16 bytes per chunk with a 64-bit clock, and 16 per
+/// scheduling or preemption. A chunk or event that cannot be stored (allocation failure) is
+/// reported as `out_of_memory` and not counted, so the counters always agree with `chunks()`.
 template <class Allocator = std::allocator<std::byte>>
 struct full_store {
   template <class Clock>
@@ -128,10 +139,11 @@ struct full_store {
         typename std::allocator_traits<Allocator>::template rebind_alloc<chunk_type>;
     using time_allocator =
         typename std::allocator_traits<Allocator>::template rebind_alloc<time_point>;
+    using schedule_event_type = basic_schedule_event<time_point>;
     static constexpr bool keeps_chunks = true;
 
     bind() = default;
-    explicit bind(const Allocator& a) : chunks_(allocator_type(a)), preempted_(time_allocator(a)) {}
+    explicit bind(const Allocator& a) : chunks_(allocator_type(a)), events_(allocator_type(a)) {}
 
     /// Reserves room for `n` chunks so that recording does not allocate (may throw bad_alloc).
     void reserve(std::size_t n) { chunks_.reserve(n); }
@@ -140,9 +152,21 @@ struct full_store {
     [[nodiscard]] const std::vector<chunk_type, allocator_type>& chunks() const noexcept {
       return chunks_;
     }
-    /// The time of every preemption, in order.
-    [[nodiscard]] const std::vector<time_point, time_allocator>& preemption_times() const noexcept {
-      return preempted_;
+    /// The time of every preemption, in order (a new vector: O(schedulings + preemptions)).
+    [[nodiscard]] std::vector<time_point, time_allocator> preemption_times() const {
+      std::vector<time_point, time_allocator> out{time_allocator(events_.get_allocator())};
+      out.reserve(this->preemption_count());
+      for (const chunk_type& e : events_)
+        if (e.kind == preemption_mark) out.push_back(e.time);
+      return out;
+    }
+    /// The number of schedulings (the first and each later one) and preemptions recorded.
+    [[nodiscard]] std::size_t schedule_event_count() const noexcept { return events_.size(); }
+    /// The `i`th scheduling or preemption in recording order (i < `schedule_event_count()`),
+    /// with the number of chunks recorded before it.
+    [[nodiscard]] schedule_event_type schedule_event(std::size_t i) const noexcept {
+      const chunk_type& e = events_[i];
+      return schedule_event_type{e.time, e.tokens, e.kind == preemption_mark};
     }
 
     record_status add_chunk(time_point t, std::uint32_t tokens, chunk_kind kind) noexcept {
@@ -153,15 +177,28 @@ struct full_store {
       return record_status::ok;
     }
     record_status add_preemption(time_point t) noexcept {
-      TOKCHRON_TRY { preempted_.push_back(t); }
-      TOKCHRON_CATCH_ALL { return record_status::out_of_memory; }
+      if (record_status s = add_event(t, preemption_mark); s != record_status::ok) return s;
       this->count_preemption();
       return record_status::ok;
     }
+    record_status add_schedule(time_point t) noexcept { return add_event(t, schedule_mark); }
 
    private:
+    // Schedulings and preemptions are kept as chunk_type records, so that recording
+    // instantiates one vector type (each one more costs every recording translation unit
+    // compile time): `tokens` holds the number of chunks before the event and `kind` tells
+    // the two apart.
+    static constexpr chunk_kind schedule_mark = chunk_kind::text;
+    static constexpr chunk_kind preemption_mark = chunk_kind::empty;
+
+    record_status add_event(time_point t, chunk_kind mark) noexcept {
+      TOKCHRON_TRY { events_.push_back(chunk_type{t, this->chunk_count(), mark}); }
+      TOKCHRON_CATCH_ALL { return record_status::out_of_memory; }
+      return record_status::ok;
+    }
+
     std::vector<chunk_type, allocator_type> chunks_;
-    std::vector<time_point, time_allocator> preempted_;
+    std::vector<chunk_type, allocator_type> events_;
   };
 };
 
@@ -208,6 +245,7 @@ struct streaming_store {
       this->count_preemption();
       return record_status::ok;
     }
+    record_status add_schedule(time_point) noexcept { return record_status::ok; }
 
    private:
     static_assert(std::is_nothrow_invocable_v<Sink&, duration, std::uint32_t>,
@@ -215,6 +253,17 @@ struct streaming_store {
     Sink sink_{};
   };
 };
+
+namespace detail {
+/// True when store `S` takes `add_schedule(t)` (both shipped stores do; a store written before
+/// it existed still works without).
+template <class S, class TP, class = void>
+struct has_add_schedule : std::false_type {};
+template <class S, class TP>
+struct has_add_schedule<S, TP,
+                        std::void_t<decltype(std::declval<S&>().add_schedule(std::declval<TP>()))>>
+    : std::true_type {};
+}  // namespace detail
 
 TOKCHRON_END_NAMESPACE
 
