@@ -57,10 +57,12 @@ void BM_stream_timing(benchmark::State& state) {
   constexpr std::uint32_t chunks = 20;
   // Streams start over 200 ms, then each writes a chunk every 20 ms: 1000 streams make 50000
   // writes/s, from one server thread.
-  tb::scripted_server srv({20ms, 20ms, chunks + 1});
   std::vector<double> ttft_err, itl_err;
   std::uint64_t failed = 0;
   for (auto _ : state) {
+    state.PauseTiming();
+    tb::scripted_server srv({20ms, 20ms, chunks + 1});  // request ids start again at 0
+    state.ResumeTiming();
     tb::load_options lo = options_for(srv);
     lo.work.mode = batching::arrival_mode::closed;
     lo.work.users = streams;
@@ -114,10 +116,12 @@ BENCHMARK(BM_stream_timing)
 
 void BM_send_lag(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(0));
-  tb::scripted_server srv({0ms, 0ms, 2});
   std::vector<double> lag;
   std::uint64_t failed = 0;
   for (auto _ : state) {
+    state.PauseTiming();
+    tb::scripted_server srv({0ms, 0ms, 2});
+    state.ResumeTiming();
     tb::load_options lo = options_for(srv);
     lo.work.mode = batching::arrival_mode::open;
     lo.work.rate = rate;

@@ -135,6 +135,13 @@ class connection : public std::enable_shared_from_this<connection> {
             {"choices", nlohmann::json::array({std::move(choice)})}};
   }
 
+  nlohmann::json text_choice(const char* reason) const {
+    nlohmann::json choice = chat_ ? nlohmann::json{{"index", 0}, {"delta", {{"content", " w"}}}}
+                                  : nlohmann::json{{"index", 0}, {"text", " w"}};
+    choice["finish_reason"] = reason ? nlohmann::json(reason) : nlohmann::json(nullptr);
+    return choice;
+  }
+
   void emit() {
     std::string payload;
     std::vector<std::string> kinds;
@@ -157,12 +164,13 @@ class connection : public std::enable_shared_from_this<connection> {
       kinds.emplace_back("role");
     }
     const bool last = k_ + 1 >= n_;
-    const char* reason = last ? "length" : nullptr;
-    nlohmann::json choice = chat_ ? nlohmann::json{{"index", 0}, {"delta", {{"content", " w"}}}}
-                                  : nlohmann::json{{"index", 0}, {"text", " w"}};
-    choice["finish_reason"] = reason ? nlohmann::json(reason) : nlohmann::json(nullptr);
     if (n_ > 0) {
-      payload += event(chunk(std::move(choice)));
+      if (last) {
+        payload += event(chunk(text_choice("length")));
+      } else {
+        if (text_event_.empty()) text_event_ = event(chunk(text_choice(nullptr)));
+        payload += text_event_;  // the same bytes every step: the server stays cheap
+      }
       kinds.emplace_back("text");
     }
     if (last) {
@@ -215,7 +223,7 @@ class connection : public std::enable_shared_from_this<connection> {
   net::steady_timer timer_;
   beast::flat_buffer buf_;
   http::request<http::string_body> req_;
-  std::string id_, model_;
+  std::string id_, model_, text_event_;
   bool chat_ = false, usage_ = false;
   std::uint32_t n_ = 0, k_ = 0;
   std::uint64_t prompt_tokens_ = 0;
