@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
   auto at = [](double s) {
     return std::chrono::duration_cast<tokchron::manual_clock::duration>(sec(s));
   };
+  // The replica's own log_histograms (single writer: this loop), for the checker's merge.
+  tokchron::serving_metrics merged(fleet::options(name));
   for (int i = 0; i < requests && !stop; ++i) {
     const double q = queue(rng), first = q + ttft(rng);
     auto s = tokchron::testing::script();
@@ -106,8 +108,9 @@ int main(int argc, char** argv) {
     for (std::uint32_t k = 1; k < n; ++k) s.chunk(at(t += gap(rng)), 1);
     s.prompt_tokens(128).finish(at(t));
     if (!metrics->record(s.timeline())) fleet::die("a request was not recorded");
+    (void)merged.record(s.timeline());
   }
-  const auto bytes = metrics->metrics().histogram(tokchron::serving_metric::ttft).serialize();
+  const auto bytes = merged.histogram(tokchron::serving_metric::ttft).serialize();
   fleet::write_atomically(dump, bytes.data(), bytes.size());
   std::printf("fleet replica %s recorded %d requests after %d scrapes (OpenMetrics scrapes: %d)\n",
               name.c_str(), requests, scrapes.load(), openmetrics_scrapes.load());

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The prometheus-cpp adaptor against Debian's prometheus-cpp-dev: the families it hands to
 // prometheus-cpp serialize to the same samples as tokchron's own writer, and a real Exposer on
-// 127.0.0.1 serves them to an HTTP client.
+// 127.0.0.1 serves them to an HTTP client; prometheus_live_metrics serves writer threads' streams.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "tokchron/export/prometheus.hpp"
 #include "tokchron/export/prometheus_cpp.hpp"
+#include "tokchron/live/presets.hpp"
 #include "tokchron/testing.hpp"
 
 using namespace std::chrono_literals;
@@ -113,4 +115,44 @@ TEST_CASE("prometheus_serving_metrics behind a real Exposer on 127.0.0.1") {
   // The body is what tokchron's own writer gives for the same metrics.
   CHECK(samples_only(body) == samples_only(tokchron::to_prometheus(tc->snapshot())));
   CHECK(tc->dropped() == 0);
+}
+
+TEST_CASE("prometheus_live_metrics: writer threads stream while a real Exposer scrapes") {
+  prometheus::Exposer exposer("127.0.0.1:0");
+  const auto ports = exposer.GetListeningPorts();
+  REQUIRE(ports.size() == 1);
+  auto m = std::make_shared<tokchron::prometheus_live_metrics>(
+      tokchron::vllm_live_options("m\"1", 2048));
+  exposer.RegisterCollectable(m);
+  const tokchron::live_series engine1 = m->series({"m\"1", "1"});
+  std::vector<std::thread> writers;
+  std::atomic<int> failed{0};
+  for (int w = 0; w < 4; ++w)
+    writers.emplace_back([&, w] {
+      tokchron::live_request r;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
+      for (int i = 0; i < 200; ++i) {
+        int ok = 0;
+        ok += m->arrive(r, at(0), {w % 2 ? engine1 : tokchron::live_series{}, 100, 0}) ==
+              tokchron::record_status::ok;
+        ok += m->scheduled(r, at(1)) == tokchron::record_status::ok;
+        for (int c = 0; c < 4; ++c)
+          ok += m->chunk(r, at(10 + c * 5), 2) == tokchron::record_status::ok;
+        ok += m->finish(r, at(25)) == tokchron::record_status::ok;
+        if (ok != 7) ++failed;
+      }
+    });
+  // Scrape over HTTP while they write: every response parses and is served.
+  for (int i = 0; i < 5; ++i)
+    CHECK(http_get(ports[0], "/metrics").find("200 OK") != std::string::npos);
+  for (auto& t : writers) t.join();
+  CHECK(failed == 0);
+  const std::string resp = http_get(ports[0], "/metrics");
+  const std::string body = resp.substr(resp.find("\r\n\r\n") + 4);
+  CHECK(body.find("vllm:generation_tokens_total{model_name=\"m\\\"1\",engine=\"0\"} 3200\n") !=
+        std::string::npos);
+  CHECK(body.find("vllm:inter_token_latency_seconds_count{model_name=\"m\\\"1\",engine=\"1\"} "
+                  "1200\n") != std::string::npos);
+  CHECK(samples_only(body) == samples_only(tokchron::to_prometheus(tokchron::scrape(*m))));
 }

@@ -23,6 +23,7 @@
 #include "plot/executor_plot.hpp"
 #include "report.hpp"
 #include "run_limits.hpp"
+#include "server.hpp"
 #include "tokchron/sla/capacity.hpp"
 
 namespace {
@@ -69,6 +70,8 @@ void write_file(const std::string& path, const std::string& what,
 
 int main(int argc, char** argv) {
   using namespace batching;
+  if (argc > 1 && std::string(argv[1]) == "serve")  // the OpenAI HTTP server (serve/)
+    return serve::serve_main(std::vector<std::string>(argv + 2, argv + argc));
   command_line cl;
   report_settings settings;
   std::vector<configuration> configs;

@@ -318,6 +318,21 @@ void scheduler::abort_all(time_point now) {
   waiting_.clear();
 }
 
+bool scheduler::abort(request& r, time_point now) {
+  if (r.state == request_state::running) {
+    const auto it = std::find(running_.begin(), running_.end(), &r);
+    if (it == running_.end()) return false;
+    running_.erase(it);
+  } else if (r.state == request_state::waiting) {
+    if (waiting_.remove_if([&](const request& w) { return &w == &r; }) == 0) return false;
+  } else {
+    return false;
+  }
+  ++stats_.aborted;
+  finish(r, now, tokchron::finish_reason::aborted);
+  return true;
+}
+
 void scheduler::take_finished(std::vector<request*>& out) {
   out.insert(out.end(), finished_.begin(), finished_.end());
   finished_.clear();

@@ -123,6 +123,9 @@ class scheduler {
   void complete(const step_plan& plan, const step_result& result, time_point end);
   /// Finishes every waiting and running request as aborted at `now` (a hard stop).
   void abort_all(time_point now);
+  /// Finishes `r`, waiting or running, as aborted at `now` (its client went away): its KV
+  /// blocks are released. False (and nothing changes) when `r` is not waiting or running here.
+  bool abort(request& r, time_point now);
   /// Moves the requests finished since the last call (rejected ones included) into `out`.
   void take_finished(std::vector<request*>& out);
   /// The next time something changes without a step (a batch delay or queue timeout expiring).

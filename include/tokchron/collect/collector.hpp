@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "tokchron/collect/detail/asymmetric_barrier.hpp"
+#include "tokchron/collect/detail/shard.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
@@ -60,64 +61,6 @@ struct has_nothrow_clear : std::false_type {};
 template <class E>
 struct has_nothrow_clear<E, std::void_t<decltype(std::declval<E&>().clear())>>
     : std::bool_constant<noexcept(std::declval<E&>().clear())> {};
-
-/// The cache-line size assumed for padding (x86-64 and most AArch64 cores).
-inline constexpr std::size_t cache_line = 64;
-
-/// An estimator alone on its cache lines, so a snapshot clearing one side does not disturb the
-/// writer recording into the other.
-template <class Estimator>
-struct alignas(cache_line) padded_estimator {
-  Estimator value;
-};
-
-/// One writer's part of a collector: two estimators and the hand-over state. The owning writer
-/// thread writes `seq_`, `own_seq_` and the active estimator; a snapshot (holding the
-/// collector's mutex) writes `epoch_` and the inactive estimator.
-template <class Estimator>
-struct alignas(cache_line) collector_shard {
-  collector_shard(const Estimator& prototype, bool asymmetric, std::uint64_t epoch)
-      : asymmetric_(asymmetric), buffers_{{prototype}, {prototype}} {
-    epoch_.store(epoch, std::memory_order_relaxed);
-  }
-
-  /// Enters a recording call and returns the estimator to record into (owner thread only).
-  Estimator& enter() noexcept {
-    ++own_seq_;  // odd: inside a call
-    std::uint64_t e;
-    if (TOKCHRON_LIKELY(asymmetric_)) {
-      // release (a plain store on x86): a snapshot that reads this odd value also sees every
-      // sample of the calls before it, as reading the previous call's even value would.
-      seq_.store(own_seq_, std::memory_order_release);
-      asymmetric_barrier::light();
-      e = epoch_.load(std::memory_order_acquire);
-    } else {
-      seq_.store(own_seq_, std::memory_order_seq_cst);
-      e = epoch_.load(std::memory_order_seq_cst);
-    }
-    return buffers_[e & 1u].value;
-  }
-  /// Leaves the recording call (owner thread only).
-  void leave() noexcept { seq_.store(++own_seq_, std::memory_order_release); }
-
-  /// Waits until the owner is not inside a recording call that may have chosen the side that was
-  /// active before the latest flip (snapshot only; after the flip and the heavy barrier).
-  void wait_quiescent() const noexcept {
-    const std::uint64_t s =
-        seq_.load(asymmetric_ ? std::memory_order_acquire : std::memory_order_seq_cst);
-    if ((s & 1u) == 0) return;
-    // Inside a call: it ends within nanoseconds unless the owner was descheduled.
-    for (unsigned spins = 0; seq_.load(std::memory_order_acquire) == s; ++spins)
-      if (spins >= 64) std::this_thread::yield();
-  }
-
-  std::atomic<std::uint64_t> seq_{0};    // written by the owner
-  std::uint64_t own_seq_ = 0;            // the owner's copy of seq_
-  std::atomic<std::uint64_t> epoch_{0};  // written by snapshots; its parity is the active side
-  std::atomic<bool> retired_{false};     // the writer is gone (release: after its last call)
-  bool asymmetric_;
-  padded_estimator<Estimator> buffers_[2];
-};
 
 }  // namespace detail
 
@@ -329,7 +272,7 @@ class basic_collector {
     if (st.asymmetric) detail::asymmetric_barrier::heavy();
     const std::size_t old_side = old_epoch & 1u;
     for (auto& sh : st.shards) {
-      sh->wait_quiescent();
+      sh->wait_quiescent([] { std::this_thread::yield(); });
       // A writer destroyed before this point records no more: both sides are the snapshot's.
       const bool gone = sh->retired_.load(std::memory_order_acquire);
       merge_and_clear(st, sh->buffers_[old_side].value);

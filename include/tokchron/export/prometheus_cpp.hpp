@@ -10,19 +10,20 @@
 ///
 /// \code
 ///   #include <tokchron/export/prometheus_cpp.hpp>
-///   auto tc = std::make_shared<tokchron::prometheus_serving_metrics>();
-///   exposer.RegisterCollectable(tc);   // the server's existing prometheus::Exposer
-///   // ... when a request finishes, on any thread:
-///   tc->record(timeline);
+///   auto m = std::make_shared<tokchron::prometheus_live_metrics>(
+///       tokchron::vllm_live_options("llama-3-8b", 8192));
+///   exposer.RegisterCollectable(m);   // the server's existing prometheus::Exposer
+///   // ... per request, on any thread (live/recorder.hpp):
+///   m->arrive(r); m->scheduled(r); m->chunk(r, tokens); m->finish(r);
 /// \endcode
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,8 @@
 #include "tokchron/config.hpp"
 #include "tokchron/export/serving_metrics.hpp"
 #include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/live/recorder.hpp"
+#include "tokchron/live/scrape.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
@@ -92,48 +95,87 @@ class prometheus_collectable : public prometheus::Collectable {
   std::function<metrics_snapshot()> source_;
 };
 
-/// `serving_metrics` behind a mutex, published as a prometheus-cpp `Collectable`: any thread
-/// records, the Exposer's thread collects. A scrape holds the lock only while it snapshots
-/// (O(buckets)); the conversion runs outside it.
-class prometheus_serving_metrics : public prometheus::Collectable {
+/// Live server metrics (live/recorder.hpp) that are also a prometheus-cpp `Collectable`: any
+/// number of threads record without a lock, the Exposer's thread scrapes (`scrape`,
+/// live/scrape.hpp) on each collection.
+///
+/// \code
+///   auto m = std::make_shared<tokchron::prometheus_live_metrics>(
+///       tokchron::vllm_live_options("llama-3-8b", 8192));
+///   exposer.RegisterCollectable(m);
+///   tokchron::live_request r;         // per request; then m->arrive(r), m->chunk(r, n), ...
+/// \endcode
+template <class Clock = std::chrono::steady_clock>
+class basic_prometheus_live_metrics : public basic_live_metrics<Clock>,
+                                      public prometheus::Collectable {
  public:
-  explicit prometheus_serving_metrics(serving_metrics_options options = {})
-      : metrics_(std::move(options)) {}
+  using basic_live_metrics<Clock>::basic_live_metrics;
+  /// The families of `scrape(*this)`, converted by `to_prometheus_cpp`.
+  [[nodiscard]] std::vector<prometheus::MetricFamily> Collect() const override {
+    return to_prometheus_cpp(scrape(*this));
+  }
+};
+/// Live metrics on the steady clock, as a prometheus-cpp `Collectable`.
+using prometheus_live_metrics = basic_prometheus_live_metrics<>;
 
-  /// `serving_metrics::record` under the lock; noexcept (a failure to lock is counted in
-  /// `dropped()` and the request is not recorded).
+/// The `live_options` that export what `serving_metrics` with `o` exports: the same family
+/// names, bucket bounds and constant labels (as label names with the default series' values),
+/// on tokchron's canonical definitions (per-token ITL), default inclusion (scheduled requests
+/// only). The families `serving_metrics` has no counterpart of (gauges, inference time, length
+/// histograms) are left out; misuse and dropped samples are counted under tokchron's names.
+[[nodiscard]] inline live_options to_live_options(const serving_metrics_options& o) {
+  live_options l;
+  l.semantics = live_semantics::tokchron;
+  for (const auto& lab : o.labels) {
+    l.label_names.push_back(lab.name);
+    l.default_label_values.push_back(lab.value);
+  }
+  l.max_series = 1;
+  auto set = [&](live_histogram h, metric_id m) {
+    l.names.histograms[static_cast<std::size_t>(h)] = o.names[m];
+    l.buckets[static_cast<std::size_t>(h)] = o.buckets.bounds(m);
+  };
+  set(live_histogram::ttft, metric_id::ttft);
+  set(live_histogram::tpot, metric_id::tpot);
+  set(live_histogram::itl, metric_id::itl);
+  set(live_histogram::e2e, metric_id::e2e);
+  set(live_histogram::queue_time, metric_id::queue_time);
+  set(live_histogram::prefill_time, metric_id::prefill_time);
+  set(live_histogram::decode_time, metric_id::decode_time);
+  l.names.requests = o.names.requests;
+  l.names.reason_label = o.names.outcome_label;
+  l.names.generation_tokens = o.names.output_tokens;
+  l.names.prompt_tokens = o.names.prompt_tokens;
+  l.names.preemptions = o.names.preemptions;
+  l.names.misuse = "tokchron_misuse";
+  l.names.dropped = "tokchron_dropped_samples";
+  return l;
+}
+
+/// The prometheus-cpp `Collectable` of earlier versions, now a thin layer over
+/// `prometheus_live_metrics` (no lock on the recording path): `record(timeline)` of finished
+/// requests from any thread, scraped on the Exposer's thread. Families as `to_live_options`
+/// says. For streamed events, labelled series or vLLM's semantics use
+/// `prometheus_live_metrics` directly; for a mergeable `log_histogram` of the requests keep a
+/// `serving_metrics` (single writer) beside it.
+class prometheus_serving_metrics : public prometheus_live_metrics {
+ public:
+  /// Throws std::invalid_argument for bad options (as `basic_live_metrics`).
+  explicit prometheus_serving_metrics(const serving_metrics_options& options = {})
+      : prometheus_live_metrics(to_live_options(options)) {}
+
+  /// Records a finished request (`basic_live_metrics::record`); false for an unfinished one
+  /// (counted as misuse). Lock-free, noexcept.
   template <class Timeline>
   bool record(const Timeline& tl) noexcept {
-    TOKCHRON_TRY {
-      std::lock_guard<std::mutex> lock(mutex_);
-      return metrics_.record(tl);
-    }
-    TOKCHRON_CATCH_ALL {  // std::mutex::lock throws std::system_error only on EDEADLK
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    return false;
+    return prometheus_live_metrics::record(tl) == record_status::ok;
   }
-  /// A copy of the metrics recorded so far (for merging, reports, tests).
-  [[nodiscard]] serving_metrics metrics() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return metrics_;
-  }
-  [[nodiscard]] metrics_snapshot snapshot() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return metrics_.snapshot();
-  }
+  /// `scrape(*this)`.
+  [[nodiscard]] metrics_snapshot snapshot() const { return scrape(*this); }
+  /// Recording calls lost because a thread's shard could not be allocated.
   [[nodiscard]] std::uint64_t dropped() const noexcept {
-    return dropped_.load(std::memory_order_relaxed);
+    return state_for_scrape().lost_shards.load(std::memory_order_relaxed);
   }
-  [[nodiscard]] std::vector<prometheus::MetricFamily> Collect() const override {
-    return to_prometheus_cpp(snapshot());
-  }
-
- private:
-  mutable std::mutex mutex_;
-  serving_metrics metrics_;
-  std::atomic<std::uint64_t> dropped_{0};
 };
 
 TOKCHRON_END_NAMESPACE

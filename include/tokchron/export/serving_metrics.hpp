@@ -57,8 +57,10 @@ struct serving_metric_names {
   }
 
   /// vLLM's names (`metric_info::vllm_name`: `vllm:time_to_first_token_seconds`, ...,
-  /// `vllm:request_success_total` labelled `finished_reason`), for dashboards built on vLLM's
-  /// /metrics.
+  /// `vllm:request_success_total` labelled `finished_reason`) over tokchron's canonical
+  /// definitions (per-token ITL, tokchron's finish-reason values). For vLLM's own semantics
+  /// (per-step ITL, vLLM's finish reasons, counters that move per chunk, gauges) use
+  /// `live_metrics` with `vllm_live_options` (live/presets.hpp, docs/live-metrics.md).
   [[nodiscard]] static serving_metric_names vllm() {
     serving_metric_names n;
     for (const auto& m : metric_table)
@@ -89,7 +91,8 @@ struct serving_metrics_options {
   /// Labels on every exported point (e.g. {"model_name", "llama-3-8b"}).
   label_set labels;
 
-  /// vLLM's names and bucket lists.
+  /// vLLM's names and bucket lists over tokchron's definitions (see
+  /// `serving_metric_names::vllm`).
   [[nodiscard]] static serving_metrics_options vllm() {
     serving_metrics_options o;
     o.names = serving_metric_names::vllm();
@@ -105,7 +108,8 @@ struct serving_metrics_options {
 ///
 /// `record` is O(chunks) and noexcept; memory grows with the range of values, not the count
 /// (a few KiB per histogram). `merge` adds another replica's or thread's metrics without loss.
-/// Thread safety: one writer; snapshot while nobody writes (the prometheus-cpp adaptor locks).
+/// Thread safety: one writer; snapshot while nobody writes. A running server with many threads
+/// and live scrapes uses `live_metrics` (live/recorder.hpp) instead.
 class serving_metrics {
  public:
   /// Throws std::invalid_argument for a bad scale or bucket list.

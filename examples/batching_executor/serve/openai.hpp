@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: nlohmann-json
+#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_OPENAI_HPP
+#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_OPENAI_HPP
+
+/// \file
+/// The OpenAI wire format of `batching-executor serve` (docs/serve.md): validating a request
+/// body into a `generation_request`, the deterministic text, and the JSON of responses, stream
+/// chunks and errors. Pure functions, no I/O; nothing here throws (a bad body is an
+/// `api_error`).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "tokchron/timeline/request_timeline.hpp"
+
+namespace batching::serve {
+
+enum class endpoint : std::uint8_t { completions, chat };
+
+/// An error as the OpenAI API returns it: HTTP status and `{"error":{message,type,param,code}}`.
+struct api_error {
+  unsigned status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  ///< empty: null
+  std::string code;   ///< empty: null
+};
+/// `{"error":{...}}` of `e`.
+[[nodiscard]] std::string error_json(const api_error& e);
+
+/// What the server was started with that a request is checked against.
+struct request_limits {
+  std::string model;                   ///< the one served model name
+  std::uint32_t max_model_len = 4096;  ///< prompt + output tokens a request may hold
+  std::uint32_t eos_range = 256;       ///< the deterministic stop's range (natural_length)
+};
+
+/// A valid request, ready for the engine.
+struct generation_request {
+  endpoint kind = endpoint::completions;
+  bool stream = false, include_usage = false, ignore_eos = false;
+  std::uint32_t prompt_tokens = 1;  ///< whitespace-separated words (token ids when given as ids)
+  std::uint32_t max_tokens = 0;     ///< after defaulting: max_model_len - prompt_tokens
+  std::uint32_t output_tokens = 0;  ///< what it will produce (natural stop or max_tokens)
+  bool stops = false;               ///< ends with finish_reason "stop" (else "length")
+  std::uint64_t seed = 0;           ///< the prompt's hash: picks the words
+};
+
+/// Checks `body` for `kind`; a `generation_request` or the error to send.
+[[nodiscard]] std::variant<generation_request, api_error> parse_request(
+    endpoint kind, std::string_view body, const request_limits& limits) noexcept;
+
+/// The answer's natural length without ignore_eos: 1 + fnv1a(prompt) % eos_range.
+[[nodiscard]] std::uint32_t natural_length(std::uint64_t seed, std::uint32_t eos_range) noexcept;
+
+/// The text of output tokens [first, first + n) of an answer seeded `seed`: one word, with a
+/// leading space, per token (deterministic).
+[[nodiscard]] std::string words(std::uint64_t seed, std::uint32_t first, std::uint32_t n);
+
+/// "stop" or "length" (the OpenAI finish_reason of a finished request); "abort" otherwise.
+[[nodiscard]] std::string_view finish_reason_text(tokchron::finish_reason r) noexcept;
+
+/// The pieces every response and chunk carries.
+struct response_head {
+  endpoint kind = endpoint::completions;
+  std::string id;  ///< "cmpl-N" or "chatcmpl-N"
+  std::string model;
+  std::int64_t created = 0;  ///< Unix seconds
+};
+
+/// The first chunk of a chat stream: `delta: {role: "assistant", content: ""}`.
+[[nodiscard]] std::string role_chunk(const response_head& h);
+/// One content chunk (one engine step's tokens); `finish` empty while the answer goes on.
+[[nodiscard]] std::string content_chunk(const response_head& h, const std::string& text,
+                                        std::string_view finish);
+/// The usage chunk (`choices: []`).
+[[nodiscard]] std::string usage_chunk(const response_head& h, std::uint32_t prompt_tokens,
+                                      std::uint32_t completion_tokens);
+/// The whole non-streaming response, with usage.
+[[nodiscard]] std::string full_response(const response_head& h, const std::string& text,
+                                        std::string_view finish, std::uint32_t prompt_tokens,
+                                        std::uint32_t completion_tokens);
+/// `GET /v1/models`.
+[[nodiscard]] std::string models_json(const std::string& model, std::int64_t created,
+                                      std::uint32_t max_model_len);
+
+}  // namespace batching::serve
+
+#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_OPENAI_HPP

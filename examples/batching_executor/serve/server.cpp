@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: MIT
+#include "server.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "live_engine.hpp"
+#include "openai.hpp"
+#include "tokchron/export/prometheus.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
+#include "tokchron/live/presets.hpp"
+#include "tokchron/live/scrape.hpp"
+
+namespace batching::serve {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+namespace {
+
+std::uint64_t parse_count(const std::string& opt, const std::string& v, std::uint64_t lo,
+                          std::uint64_t hi) {
+  std::size_t used = 0;
+  unsigned long long x = 0;
+  try {
+    if (v.empty() || v[0] == '-' || v[0] == '+') throw std::invalid_argument(v);
+    x = std::stoull(v, &used, 10);
+  } catch (const std::exception&) {
+    throw usage_error("--" + opt + " '" + v + "': not a whole number");
+  }
+  if (used != v.size()) throw usage_error("--" + opt + " '" + v + "': not a whole number");
+  if (x < lo || x > hi)
+    throw usage_error("--" + opt + " '" + v + "': must be in [" + std::to_string(lo) + ", " +
+                      std::to_string(hi) + "]");
+  return x;
+}
+
+// A request id from the X-Request-Id header, as vLLM takes it: kept when it is short printable
+// ASCII, else the server's counter.
+std::string header_request_id(std::string_view h) {
+  if (h.empty() || h.size() > 128) return {};
+  for (const char c : h)
+    if (c <= ' ' || c > '~' || c == '"' || c == '\\') return {};
+  return std::string(h);
+}
+
+std::string sse(const std::string& data) { return "data: " + data + "\n\n"; }
+
+}  // namespace
+
+std::string serve_usage() {
+  return "usage: batching-executor serve [options] [engine options]\n"
+         "The OpenAI API (POST /v1/completions, /v1/chat/completions; GET /v1/models, /health,\n"
+         "/metrics) in front of the executor running in real time. docs/serve.md.\n"
+         "  --host ADDR           listen address (default 127.0.0.1)\n"
+         "  --port P              port (default 8000; 0: any free port, printed)\n"
+         "  --served-model NAME   the model name requests must give (default tokchron-sim)\n"
+         "  --names vllm|tokchron /metrics names and semantics (default vllm)\n"
+         "  --trace-out FILE      write the server's timelines (tokchron JSON Lines) at exit\n"
+         "  --max-requests N      exit after answering N requests (default: run until a signal)\n"
+         "  --max-body BYTES      largest request body (default 1048576; larger: HTTP 413)\n"
+         "  --threads N           HTTP threads (default 2)\n"
+         "  --max-model-len N     prompt + output tokens of a request (default 4096)\n"
+         "  --eos-range N         without ignore_eos an answer stops after 1..N tokens\n"
+         "                        (default 256; see docs/serve.md)\n"
+         "Engine options are the run options of `batching-executor --help` (--backend, --sim,\n"
+         "--max-batch-size, --max-num-batched-tokens, ...); the sim backend sleeps each step's\n"
+         "modelled time.\n";
+}
+
+serve_options parse_serve_options(const std::vector<std::string>& args) {
+  serve_options o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) throw usage_error("serve: unexpected argument '" + a + "'");
+    std::string name = a.substr(2);
+    std::string value;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else {
+      if (i + 1 >= args.size()) throw usage_error("--" + name + " needs a value");
+      value = args[++i];
+    }
+    if (name == "host") {
+      o.host = value;
+    } else if (name == "port") {
+      o.port = static_cast<std::uint16_t>(parse_count(name, value, 0, 65535));
+    } else if (name == "served-model") {
+      if (value.empty()) throw usage_error("--served-model: empty name");
+      o.model = value;
+    } else if (name == "names") {
+      if (value != "vllm" && value != "tokchron")
+        throw usage_error("--names '" + value + "': expected vllm or tokchron");
+      o.names = value;
+    } else if (name == "trace-out") {
+      o.trace_out = value;
+    } else if (name == "max-requests") {
+      o.max_requests = parse_count(name, value, 1, std::uint64_t(1) << 62);
+    } else if (name == "max-body") {
+      o.max_body = parse_count(name, value, 1, std::uint64_t(1) << 32);
+    } else if (name == "threads") {
+      o.threads = static_cast<unsigned>(parse_count(name, value, 1, 256));
+    } else if (name == "max-model-len") {
+      o.max_model_len = static_cast<std::uint32_t>(parse_count(name, value, 2, 1u << 30));
+    } else if (name == "eos-range") {
+      o.eos_range = static_cast<std::uint32_t>(parse_count(name, value, 1, 1u << 30));
+    } else {
+      try {
+        set_option(o.engine, name, value);
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(std::string("serve: ") + e.what());
+      }
+    }
+  }
+  o.engine.sched.validate();
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct server::impl {
+  serve_options opt;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  live_metrics metrics;
+  request_limits limits;
+  clock_type clock;  // the requests' timelines' clock (their times are always given explicitly)
+  std::unique_ptr<live_engine> engine;
+  std::int64_t created = 0;
+  std::atomic<std::uint64_t> next_id{1}, answered{0};
+  std::atomic<bool> stopping{false};
+
+  static tokchron::live_options metric_options(const serve_options& o) {
+    return o.names == "vllm"
+               ? tokchron::vllm_live_options(o.model, o.max_model_len)
+               : tokchron::tokchron_live_options({"model_name"}, {o.model}, o.max_model_len);
+  }
+
+  explicit impl(const serve_options& o) : opt(o), metrics(metric_options(o)) {
+    auto be = make_backend(opt.engine);
+    // A request must fit the KV pool whole: the model length is capped by it.
+    const std::uint64_t kv_tokens =
+        std::uint64_t(be->kv_blocks(opt.engine.sched.block_size)) * opt.engine.sched.block_size;
+    limits.model = opt.model;
+    limits.max_model_len =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(opt.max_model_len, kv_tokens));
+    if (limits.max_model_len < 2)
+      throw std::invalid_argument("serve: the KV pool holds fewer than 2 tokens");
+    limits.eos_range = opt.eos_range;
+    engine = std::make_unique<live_engine>(opt.engine.sched, std::move(be), metrics,
+                                           opt.trace_out.has_value());
+    created = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    beast::error_code ec;
+    const auto addr = net::ip::make_address(opt.host, ec);
+    if (ec) throw std::invalid_argument("serve: --host '" + opt.host + "': " + ec.message());
+    const tcp::endpoint ep(addr, opt.port);
+    acceptor.open(ep.protocol(), ec);
+    if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(ep, ec);
+    if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+    if (ec)
+      throw std::runtime_error("serve: cannot listen on " + opt.host + ":" +
+                               std::to_string(opt.port) + ": " + ec.message());
+  }
+
+  void accept();
+  void begin_shutdown();
+  void answered_one() {
+    if (opt.max_requests && answered.fetch_add(1) + 1 == opt.max_requests) begin_shutdown();
+  }
+};
+
+namespace {
+
+const char* status_text(unsigned s) {
+  switch (s) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+// One connection: reads requests (keep-alive, pipelining), answers them one at a time.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket s, server::impl& srv) : stream_(std::move(s)), srv_(srv) {}
+
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
+  }
+
+ private:
+  void read_request() {
+    parser_.emplace();
+    parser_->body_limit(srv_.opt.max_body);
+    stream_.expires_after(std::chrono::seconds(60));  // an idle or slow client is dropped
+    http::async_read(
+        stream_, buf_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+  }
+
+  void on_request(beast::error_code ec) {
+    stream_.expires_never();
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted) {
+      return close();
+    }
+    if (ec == http::error::body_limit) {
+      api_error e;
+      e.status = 413;
+      e.message = "the request body is larger than the server's limit of " +
+                  std::to_string(srv_.opt.max_body) + " bytes";
+      e.code = "body_too_large";
+      return send_plain(e.status, "application/json", error_json(e), false);
+    }
+    if (ec) {
+      api_error e;
+      e.message = "malformed HTTP request: " + ec.message();
+      e.code = "bad_http";
+      return send_plain(400, "application/json", error_json(e), false);
+    }
+    handle(parser_->release());
+  }
+
+  void handle(http::request<http::string_body> req) {
+    const time_point received = live_engine::now();
+    version_ = req.version();
+    keep_alive_ = req.keep_alive();
+    std::string_view target(req.target().data(), req.target().size());
+    if (const auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+    const auto m = req.method();
+    auto wrong_method = [&](const char* allowed) {
+      api_error e;
+      e.status = 405;
+      e.message = "method " + std::string(req.method_string()) + " is not allowed on " +
+                  std::string(target) + " (use " + allowed + ")";
+      e.code = "method_not_allowed";
+      send_plain(e.status, "application/json", error_json(e), keep_alive_);
+    };
+    if (target == "/health") {
+      if (m != http::verb::get) return wrong_method("GET");
+      return send_plain(200, "text/plain", "", keep_alive_);
+    }
+    if (target == "/v1/models") {
+      if (m != http::verb::get) return wrong_method("GET");
+      return send_plain(200, "application/json",
+                        models_json(srv_.opt.model, srv_.created, srv_.limits.max_model_len),
+                        keep_alive_);
+    }
+    if (target == "/metrics") {
+      if (m != http::verb::get) return wrong_method("GET");
+      return send_plain(200, std::string(tokchron::prometheus_content_type),
+                        tokchron::to_prometheus(tokchron::scrape(srv_.metrics)), keep_alive_);
+    }
+    const bool chat = target == "/v1/chat/completions";
+    if (!chat && target != "/v1/completions") {
+      api_error e;
+      e.status = 404;
+      e.type = "NotFoundError";
+      e.message = "no endpoint " + std::string(target);
+      e.code = "not_found";
+      return send_plain(404, "application/json", error_json(e), keep_alive_);
+    }
+    if (m != http::verb::post) return wrong_method("POST");
+    auto parsed =
+        parse_request(chat ? endpoint::chat : endpoint::completions, req.body(), srv_.limits);
+    if (auto* e = std::get_if<api_error>(&parsed))
+      return send_plain(e->status, "application/json", error_json(*e), keep_alive_);
+
+    auto c = std::make_shared<call>(srv_.clock);
+    c->gen = std::get<generation_request>(parsed);
+    c->id = srv_.next_id.fetch_add(1);
+    const auto hid = req.find("X-Request-Id");
+    std::string base = hid == req.end()
+                           ? std::string()
+                           : header_request_id({hid->value().data(), hid->value().size()});
+    if (base.empty()) base = std::to_string(c->id);
+    c->name = (chat ? "chatcmpl-" : "cmpl-") + base;
+    c->received = received;
+    head_ = {chat ? endpoint::chat : endpoint::completions, c->name, srv_.opt.model, srv_.created};
+    std::weak_ptr<session> weak = weak_from_this();
+    auto ex = stream_.get_executor();
+    c->sink = [weak, ex](const step_event& ev) noexcept {
+      try {
+        if (auto s = weak.lock()) net::post(ex, [s, ev] { s->on_event(ev); });
+      } catch (...) {  // out of memory posting: the session is torn down by its watch read
+      }
+    };
+    srv_.metrics.arrive(c->live, live_engine::steady(received),
+                        {tokchron::live_series{}, c->gen.prompt_tokens, c->gen.max_tokens});
+    call_ = c;
+    finished_ = false;
+    role_sent_ = false;
+    if (!srv_.engine->submit(c)) {  // shutting down
+      srv_.metrics.reject(c->live, live_engine::steady(live_engine::now()));
+      call_.reset();
+      api_error e;
+      e.status = 503;
+      e.type = "ServiceUnavailableError";
+      e.message = "the server is shutting down";
+      return send_plain(503, "application/json", error_json(e), false);
+    }
+    if (c->gen.stream) {
+      chunked_ = version_ >= 11;
+      std::string h = std::string(version_ >= 11 ? "HTTP/1.1" : "HTTP/1.0") +
+                      " 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
+      if (chunked_)
+        h += "Transfer-Encoding: chunked\r\n";
+      else
+        keep_alive_ = false;
+      h += keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+      queue_raw(std::move(h));
+    }
+    watch();
+  }
+
+  // While a call runs, a read on the socket tells when the client goes away (and keeps the
+  // bytes of a pipelined next request).
+  void watch() {
+    watching_ = true;
+    stream_.socket().async_read_some(
+        buf_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->watching_ = false;
+          if (!ec) {
+            self->buf_.commit(n);
+            if (self->call_ && !self->finished_) return self->watch();
+            return self->after_call();
+          }
+          if (ec == net::error::operation_aborted && self->finished_ && !self->dead_)
+            return self->after_call();
+          self->client_gone();
+        });
+  }
+
+  void client_gone() {
+    if (dead_) return;
+    dead_ = true;
+    if (call_ && !finished_) return srv_.engine->cancel(call_);  // the engine aborts it
+    if (call_) call_done();
+    close();
+  }
+
+  void on_event(const step_event& ev) {
+    if (!call_ || finished_) return;
+    const call& c = *call_;
+    if (ev.finished) {
+      finished_ = true;
+      completion_ = ev.first + ev.tokens;
+    }
+    if (dead_) {
+      if (finished_) {
+        call_done();
+        close();
+      }
+      return;
+    }
+    const bool normal =
+        ev.reason == tokchron::finish_reason::stop || ev.reason == tokchron::finish_reason::length;
+    if (c.gen.stream) {
+      if (head_.kind == endpoint::chat && !role_sent_ && (ev.tokens > 0 || ev.finished)) {
+        queue_event(sse(role_chunk(head_)));
+        role_sent_ = true;
+      }
+      if (ev.finished && ev.reason == tokchron::finish_reason::error) {
+        api_error e;
+        e.status = 500;
+        e.type = "InternalServerError";
+        e.message = "the engine failed: " + srv_.engine->failure();
+        queue_event(sse(error_json(e)));
+      } else if (ev.tokens > 0 || ev.finished) {
+        queue_event(sse(content_chunk(head_, words(c.gen.seed, ev.first, ev.tokens),
+                                      ev.finished ? finish_reason_text(ev.reason) : "")));
+      }
+      if (ev.finished) {
+        if (c.gen.include_usage)
+          queue_event(sse(usage_chunk(head_, c.gen.prompt_tokens, completion_)));
+        queue_event("data: [DONE]\n\n");
+        if (chunked_) queue_raw("0\r\n\r\n");
+        closing_write_ = true;
+      }
+      return;
+    }
+    if (!ev.finished) return;
+    if (!normal) {
+      api_error e;
+      e.status = ev.reason == tokchron::finish_reason::error ? 500 : 503;
+      e.type = e.status == 500 ? "InternalServerError" : "ServiceUnavailableError";
+      e.message = e.status == 500 ? "the engine failed: " + srv_.engine->failure()
+                                  : "the request was aborted (the server is shutting down)";
+      return send_plain(e.status, "application/json", error_json(e), false);
+    }
+    send_plain(200, "application/json",
+               full_response(head_, words(c.gen.seed, 0, completion_),
+                             finish_reason_text(ev.reason), c.gen.prompt_tokens, completion_),
+               keep_alive_);
+  }
+
+  void queue_event(const std::string& data) {
+    if (!chunked_) return queue_raw(data);
+    char size[20];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    queue_raw(size + data + "\r\n");
+  }
+
+  void send_plain(unsigned status, const std::string& type, std::string body, bool keep) {
+    keep_alive_ = keep;
+    const std::string ver = version_ == 10 ? "HTTP/1.0" : "HTTP/1.1";
+    std::string h = ver + " " + std::to_string(status) + " " + status_text(status) +
+                    "\r\nContent-Type: " + type +
+                    "\r\nContent-Length: " + std::to_string(body.size()) +
+                    "\r\nConnection: " + (keep ? "keep-alive" : "close") + "\r\n\r\n";
+    closing_write_ = true;
+    queue_raw(h + body);
+  }
+
+  void queue_raw(std::string s) {
+    out_.push_back(std::move(s));
+    if (!writing_) write_next();
+  }
+
+  void write_next() {
+    if (out_.empty()) {
+      writing_ = false;
+      if (closing_write_) {
+        closing_write_ = false;
+        response_written();
+      }
+      return;
+    }
+    writing_ = true;
+    net::async_write(stream_, net::buffer(out_.front()),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->out_.pop_front();
+                       if (ec) {
+                         self->out_.clear();
+                         self->writing_ = false;
+                         self->closing_write_ = false;
+                         return self->client_gone();
+                       }
+                       self->write_next();
+                     });
+  }
+
+  // The whole response is on the wire.
+  void response_written() {
+    if (call_ && finished_) call_done();
+    if (!keep_alive_) return close();
+    if (watching_) {  // the watch read ends with operation_aborted, then reads the next request
+      beast::error_code ec;
+      stream_.socket().cancel(ec);
+      return;
+    }
+    after_call();
+  }
+
+  void after_call() {
+    if (dead_) return close();
+    if (call_ && !finished_) return;
+    if (writing_) return;
+    call_.reset();
+    read_request();
+  }
+
+  void call_done() {
+    if (counted_ == call_.get()) return;
+    counted_ = call_.get();
+    srv_.answered_one();
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  server::impl& srv_;
+  beast::flat_buffer buf_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<call> call_;
+  const call* counted_ = nullptr;
+  response_head head_;
+  std::deque<std::string> out_;
+  unsigned version_ = 11;
+  std::uint32_t completion_ = 0;
+  bool keep_alive_ = true, chunked_ = true, writing_ = false, watching_ = false;
+  bool finished_ = false, dead_ = false, role_sent_ = false, closing_write_ = false;
+};
+
+}  // namespace
+
+void server::impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
+    if (ec) {
+      if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+      return accept();  // EMFILE and the like: keep accepting
+    }
+    beast::error_code nd;
+    s.set_option(tcp::no_delay(true), nd);
+    std::make_shared<session>(std::move(s), *this)->start();
+    accept();
+  });
+}
+
+void server::impl::begin_shutdown() {
+  if (stopping.exchange(true)) return;
+  net::post(ioc, [this] {
+    beast::error_code ec;
+    acceptor.close(ec);
+    engine->stop();  // aborts what is in flight; the sessions get their final events
+    // Let the sessions write their last bytes, then stop.
+    auto t = std::make_shared<net::steady_timer>(ioc, std::chrono::milliseconds(200));
+    t->async_wait([this, t](beast::error_code) { ioc.stop(); });
+  });
+}
+
+server::server(const serve_options& o) : p_(std::make_unique<impl>(o)) {}
+server::~server() {
+  if (p_) p_->engine->stop();
+}
+
+std::uint16_t server::port() const noexcept { return p_->acceptor.local_endpoint().port(); }
+
+void server::shutdown() { p_->begin_shutdown(); }
+
+std::uint64_t server::run(bool signals) {
+  impl& p = *p_;
+  net::signal_set sigs(p.ioc);
+  if (signals) {
+    sigs.add(SIGINT);
+    sigs.add(SIGTERM);
+    sigs.async_wait([&p](beast::error_code ec, int) {
+      if (!ec) p.begin_shutdown();
+    });
+  }
+  p.accept();
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < p.opt.threads; ++i) pool.emplace_back([&p] { p.ioc.run(); });
+  p.ioc.run();
+  for (auto& t : pool) t.join();
+  p.engine->stop();
+  std::vector<tokchron::trace_record> trace = p.engine->take_trace();
+  if (p.opt.trace_out) {
+    std::ofstream f(*p.opt.trace_out);
+    for (const auto& r : trace) tokchron::write_trace_line(f, r);
+    f.flush();
+    if (!f)
+      throw std::runtime_error("serve: writing the trace to '" + *p.opt.trace_out + "' failed");
+  }
+  return trace.size();
+}
+
+int serve_main(const std::vector<std::string>& args) {
+  serve_options o;
+  try {
+    o = parse_serve_options(args);
+    if (o.help) {
+      std::cout << serve_usage();
+      return 0;
+    }
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "batching-executor serve: " << e.what()
+              << "\n(run `batching-executor serve --help` for the options)\n";
+    return 2;
+  }
+  try {
+    server s(o);
+    std::cout << "batching-executor serve: listening on http://" << o.host << ":" << s.port()
+              << " (model " << o.model << ", backend " << o.engine.backend << ")" << std::endl;
+    s.run(true);
+    return 0;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "batching-executor serve: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "batching-executor serve: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace batching::serve

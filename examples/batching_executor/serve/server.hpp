@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: boost (Beast, Asio; header-only), nlohmann-json
+#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_SERVER_HPP
+#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_SERVER_HPP
+
+/// \file
+/// `batching-executor serve`: the OpenAI HTTP API (Boost.Beast on Boost.Asio) in front of the
+/// real-time engine (live_engine.hpp), `/metrics` from tokchron's live metrics. docs/serve.md.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace batching::serve {
+
+/// `serve`'s options; the engine's (backend, scheduler) are the run options of cli.hpp.
+struct serve_options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8000;  ///< 0: any free port (printed)
+  std::string model = "tokchron-sim";
+  std::string names = "vllm";  ///< vllm | tokchron: the /metrics names and semantics
+  std::optional<std::string> trace_out;
+  std::uint64_t max_requests = 0;        ///< 0: serve until SIGINT/SIGTERM
+  std::uint64_t max_body = 1024 * 1024;  ///< bytes of a request body
+  unsigned threads = 2;                  ///< HTTP threads
+  std::uint32_t max_model_len = 4096;    ///< prompt + output tokens (capped by the KV pool)
+  std::uint32_t eos_range = 256;         ///< natural answer lengths 1..eos_range
+  run_config engine;                     ///< backend and scheduler
+  bool help = false;
+};
+
+/// Parses `serve`'s arguments (after the word `serve`). Throws `usage_error`.
+[[nodiscard]] serve_options parse_serve_options(const std::vector<std::string>& args);
+/// `serve --help`.
+[[nodiscard]] std::string serve_usage();
+
+/// A running server: listening once constructed, serving while `run` runs.
+class server {
+ public:
+  /// Binds and listens; throws `std::runtime_error` when it cannot, `std::invalid_argument`
+  /// for a bad engine configuration.
+  explicit server(const serve_options& o);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// The bound port (the chosen one for port 0).
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// Serves on `threads` threads until `shutdown`, SIGINT or SIGTERM (when `signals`), or
+  /// `max_requests` answered; then aborts what is in flight and writes `--trace-out`.
+  /// Returns the number of requests the engine finished.
+  std::uint64_t run(bool signals = true);
+  /// Asks `run` to return (thread-safe).
+  void shutdown();
+
+  struct impl;  ///< the listener, engine and metrics (server.cpp); its sessions reach it
+
+ private:
+  std::unique_ptr<impl> p_;
+};
+
+/// `batching-executor serve ARGS`: exit code.
+int serve_main(const std::vector<std::string>& args);
+
+}  // namespace batching::serve
+
+#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_SERVER_HPP

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+// `batching-executor serve` over real sockets: a server on port 0 in this process, driven by a
+// small Beast client. Stream shape, usage, [DONE], non-streaming answers, every bad request
+// (status + OpenAI error JSON, and the server keeps serving), a client that disconnects
+// mid-stream (aborted in /metrics and in the trace, its KV released), many streams at once,
+// and request counts in /metrics equal to the trace.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "openai.hpp"
+#include "server.hpp"
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using json = nlohmann::json;
+using namespace batching::serve;
+
+const char* model = "tokchron-sim";
+
+// A server on an ephemeral port, run on its own thread until the fixture ends.
+struct running_server {
+  std::string trace_path;
+  std::unique_ptr<server> srv;
+  std::thread th;
+  std::uint64_t traced = 0;
+
+  explicit running_server(std::vector<std::string> extra = {}) {
+    trace_path = "serve_test_trace_" + std::to_string(::getpid()) + "_" +
+                 std::to_string(counter()++) + ".jsonl";
+    std::vector<std::string> args = {"--port", "0", "--trace-out", trace_path, "--max-body", "4096",
+                                     "--threads", "3",
+                                     // h200: decode steps of a few ms keep the test short
+                                     "--hw", "h200"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    srv = std::make_unique<server>(parse_serve_options(args));
+    th = std::thread([this] { traced = srv->run(false); });
+  }
+  ~running_server() {
+    stop();
+    std::remove(trace_path.c_str());
+  }
+  void stop() {
+    if (!th.joinable()) return;
+    srv->shutdown();
+    th.join();
+  }
+  [[nodiscard]] std::uint16_t port() const { return srv->port(); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  // The trace, one JSON object a line.
+  [[nodiscard]] std::vector<json> trace() const {
+    std::ifstream f(trace_path);
+    std::vector<json> out;
+    std::string line;
+    while (std::getline(f, line)) out.push_back(json::parse(line));
+    return out;
+  }
+};
+
+struct reply {
+  unsigned status = 0;
+  std::string body;
+};
+
+reply call_http(std::uint16_t port, http::verb method, const std::string& target,
+                const std::string& body = {}) {
+  net::io_context ioc;
+  tcp::socket s(ioc);
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req(method, target, 11);
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = body;
+  if (method == http::verb::post || !body.empty()) req.prepare_payload();
+  http::write(s, req);
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(1u << 26);
+  http::read(s, buf, p);
+  return {p.get().result_int(), p.get().body()};
+}
+
+reply post(std::uint16_t port, const std::string& target, const json& body) {
+  return call_http(port, http::verb::post, target, body.dump());
+}
+
+// The `data:` payloads of an SSE body, in order.
+std::vector<std::string> events(const std::string& body) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const auto end = body.find("\n\n", pos);
+    REQUIRE(end != std::string::npos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end + 2;
+  }
+  return out;
+}
+
+std::size_t count_words(const std::string& s) {
+  std::size_t n = 0;
+  bool in = false;
+  for (const char c : s) {
+    const bool sp = c == ' ';
+    if (!sp && !in) ++n;
+    in = !sp;
+  }
+  return n;
+}
+
+// The value of the sample line that starts with `series` in a Prometheus text body.
+double sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+std::string reason_series(const char* reason) {
+  return std::string("vllm:request_success_total{model_name=\"") + model +
+         "\",engine=\"0\",finished_reason=\"" + reason + "\"}";
+}
+double finished(const std::string& metrics, const char* reason) {
+  return sample(metrics, reason_series(reason));
+}
+
+json chat_body(unsigned max_tokens, bool stream, bool usage, bool ignore_eos = true) {
+  json b = {{"model", model},
+            {"messages", json::array({{{"role", "user"}, {"content", "count the five words"}}})},
+            {"max_tokens", max_tokens},
+            {"ignore_eos", ignore_eos}};
+  if (stream) b["stream"] = true;
+  if (usage) b["stream_options"] = {{"include_usage", true}};
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("serve: streaming chat is a role chunk, one content chunk per step, usage, [DONE]") {
+  running_server s;
+  const reply r = post(s.port(), "/v1/chat/completions", chat_body(12, true, true));
+  REQUIRE(r.status == 200);
+  const auto ev = events(r.body);
+  REQUIRE(ev.size() >= 4);
+  CHECK(ev.back() == "[DONE]");
+  const json role = json::parse(ev.front());
+  CHECK(role["object"] == "chat.completion.chunk");
+  CHECK(role["choices"][0]["delta"]["role"] == "assistant");
+  CHECK(role["choices"][0]["delta"]["content"] == "");
+  const json usage = json::parse(ev[ev.size() - 2]);
+  CHECK(usage["choices"].empty());
+  CHECK(usage["usage"]["completion_tokens"] == 12);
+  CHECK(usage["usage"]["prompt_tokens"] == 4);
+  CHECK(usage["usage"]["total_tokens"] == 16);
+  std::size_t tokens = 0, content_chunks = 0;
+  for (std::size_t i = 1; i + 2 < ev.size(); ++i) {
+    const json c = json::parse(ev[i]);
+    CHECK(c["id"] == role["id"]);
+    const json& ch = c["choices"][0];
+    CHECK(!ch["delta"].contains("role"));
+    tokens += count_words(ch["delta"]["content"].get<std::string>());
+    ++content_chunks;
+    CHECK(ch["finish_reason"] == (i + 3 == ev.size() ? json("length") : json(nullptr)));
+  }
+  CHECK(tokens == 12);
+  s.stop();
+  // The trace has one chunk per content chunk sent, with the same token counts.
+  const auto tr = s.trace();
+  REQUIRE(tr.size() == 1);
+  CHECK(tr[0]["id"] == role["id"]);
+  CHECK(tr[0]["chunks"].size() == content_chunks);
+  CHECK(tr[0]["finish_reason"] == "length");
+}
+
+TEST_CASE("serve: streaming completions without include_usage has no usage chunk") {
+  running_server s;
+  json b = {{"model", model},
+            {"prompt", "one two three"},
+            {"max_tokens", 5},
+            {"ignore_eos", true},
+            {"stream", true}};
+  const reply r = post(s.port(), "/v1/completions", b);
+  REQUIRE(r.status == 200);
+  const auto ev = events(r.body);
+  REQUIRE(ev.size() >= 2);
+  CHECK(ev.back() == "[DONE]");
+  std::size_t tokens = 0;
+  for (std::size_t i = 0; i + 1 < ev.size(); ++i) {
+    const json c = json::parse(ev[i]);
+    CHECK(c["object"] == "text_completion");
+    REQUIRE(c["choices"].size() == 1);
+    CHECK(!c.contains("usage"));
+    tokens += count_words(c["choices"][0]["text"].get<std::string>());
+  }
+  CHECK(tokens == 5);
+  CHECK(json::parse(ev[ev.size() - 2])["choices"][0]["finish_reason"] == "length");
+}
+
+TEST_CASE("serve: non-streaming answers carry usage; without ignore_eos the documented stop") {
+  running_server s;
+  const reply chat = post(s.port(), "/v1/chat/completions", chat_body(7, false, false));
+  REQUIRE(chat.status == 200);
+  const json c = json::parse(chat.body);
+  CHECK(c["object"] == "chat.completion");
+  CHECK(c["choices"][0]["message"]["role"] == "assistant");
+  CHECK(count_words(c["choices"][0]["message"]["content"].get<std::string>()) == 7);
+  CHECK(c["usage"]["completion_tokens"] == 7);
+  CHECK(c["choices"][0]["finish_reason"] == "length");
+
+  // Without ignore_eos: stops after natural_length(hash of the prompt) tokens when that is
+  // within max_tokens ("stop"), else at max_tokens ("length").
+  const json body = {{"model", model}, {"prompt", "a b c d"}, {"max_tokens", 300}};
+  const auto g = std::get<generation_request>(
+      parse_request(endpoint::completions, body.dump(), request_limits{model, 4096, 256}));
+  const std::uint32_t natural = natural_length(g.seed, 256);
+  REQUIRE(natural <= 256);
+  const reply r = post(s.port(), "/v1/completions", body);
+  REQUIRE(r.status == 200);
+  const json j = json::parse(r.body);
+  CHECK(j["usage"]["completion_tokens"] == natural);
+  CHECK(j["choices"][0]["finish_reason"] == "stop");
+  CHECK(j["usage"]["prompt_tokens"] == 4);
+  // The same prompt gives the same text.
+  CHECK(json::parse(post(s.port(), "/v1/completions", body).body)["choices"][0]["text"] ==
+        j["choices"][0]["text"]);
+  const json short_body = {{"model", model}, {"prompt", "a b c d"}, {"max_tokens", 1}};
+  const json one = json::parse(post(s.port(), "/v1/completions", short_body).body);
+  CHECK(one["usage"]["completion_tokens"] == 1);
+  CHECK(one["choices"][0]["finish_reason"] == (natural == 1 ? "stop" : "length"));
+}
+
+TEST_CASE("serve: every bad request gets its status and OpenAI error JSON; serving goes on") {
+  running_server s;
+  struct bad_case {
+    const char* what;
+    http::verb method;
+    std::string target, body;
+    unsigned status;
+    const char* param;  // nullptr: null
+  };
+  const std::string big(5000, 'x');
+  const std::vector<bad_case> cases = {
+      {"malformed JSON", http::verb::post, "/v1/completions", "{\"model\":", 400, nullptr},
+      {"not an object", http::verb::post, "/v1/completions", "[1,2]", 400, nullptr},
+      {"unknown model", http::verb::post, "/v1/completions", R"({"model":"nope","prompt":"a"})",
+       404, "model"},
+      {"missing model", http::verb::post, "/v1/completions", R"({"prompt":"a"})", 400, "model"},
+      {"missing prompt", http::verb::post, "/v1/completions", R"({"model":"tokchron-sim"})", 400,
+       "prompt"},
+      {"missing messages", http::verb::post, "/v1/chat/completions", R"({"model":"tokchron-sim"})",
+       400, "messages"},
+      {"empty messages", http::verb::post, "/v1/chat/completions",
+       R"({"model":"tokchron-sim","messages":[]})", 400, "messages"},
+      {"negative max_tokens", http::verb::post, "/v1/completions",
+       R"({"model":"tokchron-sim","prompt":"a","max_tokens":-1})", 400, "max_tokens"},
+      {"zero max_tokens", http::verb::post, "/v1/completions",
+       R"({"model":"tokchron-sim","prompt":"a","max_tokens":0})", 400, "max_tokens"},
+      {"fractional max_tokens", http::verb::post, "/v1/completions",
+       R"({"model":"tokchron-sim","prompt":"a","max_tokens":2.5})", 400, "max_tokens"},
+      {"string max_tokens", http::verb::post, "/v1/completions",
+       R"({"model":"tokchron-sim","prompt":"a","max_tokens":"5"})", 400, "max_tokens"},
+      {"huge max_tokens", http::verb::post, "/v1/completions",
+       R"({"model":"tokchron-sim","prompt":"a","max_tokens":18446744073709551615})", 400,
+       "max_tokens"},
+      {"stream not a boolean", http::verb::post, "/v1/completions",
+       R"({"model":"tokchron-sim","prompt":"a","stream":"yes"})", 400, "stream"},
+      {"stream_options without stream", http::verb::post, "/v1/chat/completions",
+       R"({"model":"tokchron-sim","messages":[{"role":"user","content":"a"}],"stream_options":{"include_usage":true}})",
+       400, "stream_options"},
+      {"n > 1", http::verb::post, "/v1/completions",
+       R"({"model":"tokchron-sim","prompt":"a","n":2})", 400, "n"},
+      {"message without role", http::verb::post, "/v1/chat/completions",
+       R"({"model":"tokchron-sim","messages":[{"content":"a"}]})", 400, "messages"},
+      {"body over --max-body", http::verb::post, "/v1/completions",
+       R"({"model":"tokchron-sim","prompt":")" + big + "\"}", 413, nullptr},
+      {"unknown path", http::verb::get, "/v1/nothing", "", 404, nullptr},
+      {"wrong method", http::verb::get, "/v1/completions", "", 405, nullptr},
+      {"POST /metrics", http::verb::post, "/metrics", "{}", 405, nullptr},
+  };
+  for (const bad_case& c : cases) {
+    CAPTURE(c.what);
+    const reply r = call_http(s.port(), c.method, c.target, c.body);
+    CHECK(r.status == c.status);
+    const json j = json::parse(r.body, nullptr, false);
+    REQUIRE(j.is_object());
+    REQUIRE(j.contains("error"));
+    const json& e = j["error"];
+    CHECK(e["message"].is_string());
+    CHECK(!e["message"].get<std::string>().empty());
+    CHECK(e["type"].is_string());
+    CHECK(e.contains("code"));
+    CHECK(e["param"] == (c.param ? json(c.param) : json(nullptr)));
+    // The server still answers.
+    CHECK(call_http(s.port(), http::verb::get, "/health").status == 200);
+  }
+  // A good request after all of them, and nothing of the bad ones in the accounting.
+  CHECK(post(s.port(), "/v1/chat/completions", chat_body(2, false, false)).status == 200);
+  const std::string m = call_http(s.port(), http::verb::get, "/metrics").body;
+  CHECK(finished(m, "length") == 1);
+  CHECK(finished(m, "abort") == 0);
+  s.stop();
+  CHECK(s.trace().size() == 1);
+}
+
+TEST_CASE("serve: a client that disconnects mid-stream is aborted, counted and its KV freed") {
+  running_server s;
+  {
+    net::io_context ioc;
+    tcp::socket sock(ioc);
+    sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port()));
+    http::request<http::string_body> req(http::verb::post, "/v1/chat/completions", 11);
+    req.set(http::field::host, "127.0.0.1");
+    req.body() = chat_body(3000, true, true).dump();
+    req.prepare_payload();
+    http::write(sock, req);
+    // Read until the first content chunk has arrived, then hang up.
+    std::string got;
+    char buf[4096];
+    while (got.find("\"content\":\" ") == std::string::npos) {
+      const std::size_t n = sock.read_some(net::buffer(buf));
+      got.append(buf, n);
+    }
+    sock.close();
+  }
+  std::string m;
+  for (int i = 0; i < 500; ++i) {  // up to 5 s for the engine to see it
+    m = call_http(s.port(), http::verb::get, "/metrics").body;
+    if (finished(m, "abort") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(finished(m, "abort") == 1);
+  CHECK(sample(m, "vllm:num_requests_running{model_name=\"tokchron-sim\",engine=\"0\"}") == 0);
+  CHECK(sample(m, "vllm:kv_cache_usage_perc{model_name=\"tokchron-sim\",engine=\"0\"}") == 0);
+  // The server goes on serving.
+  CHECK(post(s.port(), "/v1/completions",
+             json{{"model", model}, {"prompt", "x"}, {"max_tokens", 3}, {"ignore_eos", true}})
+            .status == 200);
+  s.stop();
+  const auto tr = s.trace();
+  REQUIRE(tr.size() == 2);
+  CHECK(tr[0]["finish_reason"] == "aborted");
+  CHECK(tr[0]["chunks"].size() >= 1);
+  CHECK(tr[0]["chunks"].size() < 3000);
+  CHECK(tr[1]["finish_reason"] == "length");
+}
+
+TEST_CASE("serve: many streams at once; /metrics request counts equal the trace") {
+  running_server s({"--max-batch-size", "8"});
+  const int n = 24;
+  std::vector<std::thread> clients;
+  std::atomic<int> good{0};
+  for (int i = 0; i < n; ++i)
+    clients.emplace_back([&, i] {
+      const bool chat = i % 2 == 0;
+      json b = chat ? chat_body(static_cast<unsigned>(5 + i), true, true)
+                    : json{{"model", model},      {"prompt", "p q r"},
+                           {"max_tokens", 5 + i}, {"ignore_eos", true},
+                           {"stream", true},      {"stream_options", {{"include_usage", true}}}};
+      const reply r = post(s.port(), chat ? "/v1/chat/completions" : "/v1/completions", b);
+      const auto ev = events(r.body);
+      if (r.status == 200 && ev.size() >= 3 && ev.back() == "[DONE]" &&
+          json::parse(ev[ev.size() - 2])["usage"]["completion_tokens"] == 5 + i)
+        ++good;
+    });
+  for (auto& t : clients) t.join();
+  CHECK(good == n);
+  const std::string m = call_http(s.port(), http::verb::get, "/metrics").body;
+  double total = 0;
+  for (const char* r : {"stop", "length", "abort", "error", "repetition"}) total += finished(m, r);
+  CHECK(total == n);
+  s.stop();
+  CHECK(s.trace().size() == std::size_t(n));
+  CHECK(s.traced == std::uint64_t(n));
+}
+
+TEST_CASE("serve: --max-requests ends the server after that many answers") {
+  running_server s({"--max-requests", "2"});
+  CHECK(
+      post(s.port(), "/v1/completions", json{{"model", model}, {"prompt", "a"}, {"max_tokens", 2}})
+          .status == 200);
+  CHECK(
+      post(s.port(), "/v1/completions", json{{"model", model}, {"prompt", "b"}, {"max_tokens", 2}})
+          .status == 200);
+  s.th.join();  // returns by itself
+  CHECK(s.trace().size() == 2);
+}
+
+TEST_CASE("serve: the command line") {
+  CHECK_THROWS_AS((void)parse_serve_options({"--port", "70000"}), batching::usage_error);
+  CHECK_THROWS_AS((void)parse_serve_options({"--port", "-1"}), batching::usage_error);
+  CHECK_THROWS_AS((void)parse_serve_options({"--names", "prom"}), batching::usage_error);
+  CHECK_THROWS_AS((void)parse_serve_options({"--no-such-option", "1"}), batching::usage_error);
+  CHECK_THROWS_AS((void)parse_serve_options({"--max-body", "0"}), batching::usage_error);
+  const serve_options o = parse_serve_options({"--port=0", "--max-batch-size", "4"});
+  CHECK(o.port == 0);
+  CHECK(o.engine.sched.max_batch_size == 4);
+}

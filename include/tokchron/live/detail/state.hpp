@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_LIVE_DETAIL_STATE_HPP
+#define TOKCHRON_LIVE_DETAIL_STATE_HPP
+
+/// \file
+/// Internals of `live/`: the per-series blocks of counters and fixed-bucket histograms, a side
+/// of a shard (what one writer records between two scrapes), the lock-free label-value table,
+/// the shared state and the thread-local shard cache. Light (no `<thread>`, `<mutex>`, `<map>`,
+/// `<functional>`, `<algorithm>`): the recording header includes it. Not part of the API.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokchron/collect/detail/shard.hpp"
+#include "tokchron/config.hpp"
+#include "tokchron/live/options.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+namespace detail {
+
+/// Per-series counters (indices into a block's counts).
+enum live_counter : std::uint32_t {
+  lc_requests = 0,  ///< six slots, by finish_reason
+  lc_prompt_tokens = 6,
+  lc_generation_tokens,
+  lc_preemptions,
+  lc_running,  ///< gauge delta, two's complement
+  lc_waiting,  ///< gauge delta, two's complement
+  lc_prefix_queries,
+  lc_prefix_hits,
+  lc_overflow_requests,
+  lc_count,
+};
+
+/// Where each histogram's bucket counts live in a block, computed once from the options.
+struct live_layout {
+  std::array<std::vector<double>, live_histogram_count> bounds;
+  std::array<std::uint32_t, live_histogram_count> offset{};  // first bucket count of each
+  std::uint32_t counts = lc_count;                           // total uint64 slots per block
+  std::uint32_t series = 1;  // blocks per side: max_series + 1 (the overflow series)
+
+  /// The bucket of `v` in histogram `h`: the first bound >= v, or the +Inf bucket.
+  [[nodiscard]] std::uint32_t bucket(std::size_t h, double v) const noexcept {
+    const std::vector<double>& b = bounds[h];
+    std::size_t lo = 0, hi = b.size();
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (b[mid] < v)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return offset[h] + static_cast<std::uint32_t>(lo);
+  }
+};
+
+/// One series' numbers: counters, then each histogram's non-cumulative bucket counts (its last
+/// slot the +Inf bucket), and each histogram's sum.
+struct live_block {
+  std::uint64_t* n = nullptr;
+  double* sum = nullptr;
+};
+
+/// What one writer records between two scrapes (one side of a shard), or a scrape's running
+/// total. Blocks are allocated the first time a series is touched (nothrow: a failed
+/// allocation drops that sample and counts it in `dropped`).
+class live_side {
+ public:
+  explicit live_side(const live_layout& layout) : layout_(&layout), blocks_(layout.series) {}
+  live_side(const live_side& o) : layout_(o.layout_), blocks_(o.layout_->series) {}
+  live_side& operator=(const live_side&) = delete;
+  ~live_side() {
+    for (auto& b : blocks_) {
+      delete[] b.n;
+      delete[] b.sum;
+    }
+  }
+
+  /// The block of series `s`, allocated on first use; nullptr when memory ran out.
+  live_block* block(std::uint32_t s) noexcept {
+    live_block& b = blocks_[s];
+    if (TOKCHRON_UNLIKELY(b.n == nullptr)) {
+      auto* n = new (std::nothrow) std::uint64_t[layout_->counts]();
+      auto* sum = new (std::nothrow) double[live_histogram_count]();
+      if (n == nullptr || sum == nullptr) {
+        delete[] n;
+        delete[] sum;
+        ++dropped;
+        return nullptr;
+      }
+      b.n = n;
+      b.sum = sum;
+    }
+    return &b;
+  }
+  /// The block of series `s` if it was ever touched.
+  [[nodiscard]] const live_block* find(std::uint32_t s) const noexcept {
+    return blocks_[s].n != nullptr ? &blocks_[s] : nullptr;
+  }
+
+  void count(std::uint32_t s, std::uint32_t counter, std::uint64_t delta) noexcept {
+    if (live_block* b = block(s)) b->n[counter] += delta;
+  }
+  void observe(std::uint32_t s, live_histogram h, double v, std::uint64_t times = 1) noexcept {
+    if (live_block* b = block(s)) {
+      const auto i = static_cast<std::size_t>(h);
+      b->n[layout_->bucket(i, v)] += times;
+      b->sum[i] += v * static_cast<double>(times);
+    }
+  }
+
+  /// Adds everything into `total`; false (nothing changed in `total` for the series not yet
+  /// merged, this side keeps them) when `total` cannot allocate a block.
+  bool merge_into(live_side& total) noexcept {
+    bool all = true;
+    for (std::uint32_t s = 0; s < blocks_.size(); ++s) {
+      live_block& b = blocks_[s];
+      if (b.n == nullptr) continue;
+      live_block* t = total.block(s);
+      if (t == nullptr) {
+        all = false;
+        continue;
+      }
+      for (std::uint32_t i = 0; i < layout_->counts; ++i) t->n[i] += b.n[i];
+      for (std::size_t i = 0; i < live_histogram_count; ++i) t->sum[i] += b.sum[i];
+      for (std::uint32_t i = 0; i < layout_->counts; ++i) b.n[i] = 0;
+      for (std::size_t i = 0; i < live_histogram_count; ++i) b.sum[i] = 0;
+    }
+    total.misuse += misuse;
+    total.dropped += dropped;
+    misuse = dropped = 0;
+    return all;
+  }
+
+  std::uint64_t misuse = 0;   ///< recording calls refused (see live_metrics::misuse)
+  std::uint64_t dropped = 0;  ///< samples lost because a block could not be allocated
+
+ private:
+  const live_layout* layout_;
+  std::vector<live_block> blocks_;
+};
+
+/// Shard ownership: `owned` by a thread, `retired` (its thread let it go; both sides belong to
+/// the scrapes and the next thread may claim it), `draining` (a scrape is emptying a retired
+/// shard; nobody may claim it).
+enum live_owner : std::uint8_t { lo_owned, lo_retired, lo_draining };
+
+/// One writer thread's shard: the collector's two-sided hand-over, a claim state and a link in
+/// the state's lock-free list (push-front only; shards live as long as the state).
+struct live_shard {
+  live_shard(const live_side& prototype, bool asymmetric) : core(prototype, asymmetric, 0) {}
+  collector_shard<live_side> core;
+  std::atomic<std::uint8_t> owner{lo_owned};
+  live_shard* next = nullptr;
+};
+
+/// An interned label-value set. Immutable once published, except the server-set gauge.
+struct live_series_entry {
+  std::uint64_t hash = 0;
+  std::vector<std::string> values;
+  std::atomic<std::uint32_t> index{~std::uint32_t{0}};  // assigned after the slot is won
+};
+
+/// FNV-1a over the values, separated so ("ab","c") and ("a","bc") differ.
+[[nodiscard]] inline std::uint64_t live_hash(const std::string_view* v, std::size_t n) noexcept {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const char c : v[i]) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+    h ^= 0xffu;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// Everything a live_metrics object shares with its writer threads' shard caches and with the
+/// scrapes. Reference counted: the owner holds one reference and every thread-local cache entry
+/// one, so a thread that exits after the metrics object was destroyed still finds its shard.
+struct live_state {
+  explicit live_state(live_options o)
+      : options(std::move(o)), layout(make_layout(options)), prototype(layout), total(layout) {
+    std::size_t cap = 2;
+    while (cap < 2 * options.max_series) cap *= 2;
+    slots = std::vector<std::atomic<live_series_entry*>>(cap);
+    by_index = std::vector<std::atomic<live_series_entry*>>(layout.series);
+    kv_cache_usage = std::vector<std::atomic<double>>(layout.series);
+    for (auto& g : kv_cache_usage) g.store(not_set(), std::memory_order_relaxed);
+  }
+  live_state(const live_state&) = delete;
+  live_state& operator=(const live_state&) = delete;
+  ~live_state() {
+    live_shard* s = head.load(std::memory_order_acquire);
+    while (s != nullptr) {
+      live_shard* n = s->next;
+      delete s;
+      s = n;
+    }
+    for (auto& e : slots) delete e.load(std::memory_order_relaxed);
+  }
+
+  live_options options;
+  live_layout layout;
+  live_side prototype;  // empty, for new shards
+  std::atomic<std::size_t> refs{1};
+  std::uint64_t id = next_id();
+  bool asymmetric = asymmetric_barrier::available();
+  std::atomic<live_shard*> head{nullptr};
+  std::atomic<std::uint64_t> lost_shards{0};  // recording calls dropped: no shard (memory)
+
+  // Label values: an open-addressing table of 2^k >= 2 * max_series slots, and by index.
+  std::vector<std::atomic<live_series_entry*>> slots;
+  std::vector<std::atomic<live_series_entry*>> by_index;  // max_series + 1 (overflow last)
+  std::atomic<std::uint32_t> next_index{0};
+  std::atomic<std::uint64_t> overflowed_lookups{0};
+  std::vector<std::atomic<double>> kv_cache_usage;  // by series; NaN = never set
+  std::atomic<bool> prefix_cache_used{false};
+
+  // Scrape side: serialised by `scrape_lock` (a scrape spins; writers never take it).
+  std::atomic_flag scrape_lock = ATOMIC_FLAG_INIT;
+  live_side total;
+
+  [[nodiscard]] std::uint32_t overflow_index() const noexcept { return layout.series - 1; }
+
+ private:
+  static std::uint64_t next_id() noexcept {
+    static std::atomic<std::uint64_t> ids{0};
+    return ids.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  static live_layout make_layout(const live_options& o) {
+    live_layout l;
+    l.bounds = o.buckets;
+    std::uint32_t at = lc_count;
+    for (std::size_t h = 0; h < live_histogram_count; ++h) {
+      l.offset[h] = at;
+      at += static_cast<std::uint32_t>(l.bounds[h].size()) + 1;
+    }
+    l.counts = at;
+    l.series = static_cast<std::uint32_t>(o.max_series) + 1;
+    return l;
+  }
+
+ public:
+  /// The value a server-set gauge holds until first set.
+  static constexpr double not_set() noexcept { return -1.0; }
+};
+
+inline void live_release(live_state* s) noexcept {
+  if (s != nullptr && s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
+}
+
+/// The calling thread's shard of `st`, claiming or creating one on first use; nullptr when
+/// memory ran out. Lock-free: a retired shard is claimed by compare-and-swap, a new one pushed
+/// onto the list by compare-and-swap.
+inline live_shard* live_claim(live_state& st) noexcept {
+  for (live_shard* s = st.head.load(std::memory_order_acquire); s != nullptr; s = s->next) {
+    std::uint8_t expect = lo_retired;
+    if (s->owner.compare_exchange_strong(expect, lo_owned, std::memory_order_acq_rel)) return s;
+  }
+  live_shard* s = nullptr;
+  TOKCHRON_TRY { s = new (std::nothrow) live_shard(st.prototype, st.asymmetric); }
+  TOKCHRON_CATCH_ALL { s = nullptr; }
+  if (s == nullptr) return nullptr;
+  live_shard* h = st.head.load(std::memory_order_relaxed);
+  do {
+    s->next = h;
+  } while (
+      !st.head.compare_exchange_weak(h, s, std::memory_order_release, std::memory_order_relaxed));
+  return s;
+}
+
+/// The thread-local cache of (state, shard) pairs: a few direct-mapped entries. An evicted
+/// entry or an exiting thread retires its shard (release: after its last recording call) and
+/// drops its reference to the state.
+struct live_thread_cache {
+  struct entry {
+    live_state* state = nullptr;
+    live_shard* shard = nullptr;
+  };
+  static constexpr std::size_t ways = 8;
+  std::array<entry, ways> entries{};
+
+  live_thread_cache() = default;
+  live_thread_cache(const live_thread_cache&) = delete;
+  live_thread_cache& operator=(const live_thread_cache&) = delete;
+  ~live_thread_cache() {
+    for (auto& e : entries) evict(e);
+  }
+
+  static void evict(entry& e) noexcept {
+    if (e.state == nullptr) return;
+    e.shard->owner.store(lo_retired, std::memory_order_release);
+    live_release(e.state);
+    e = entry{};
+  }
+
+  live_shard* get(live_state& st) noexcept {
+    entry& e = entries[st.id % ways];
+    if (TOKCHRON_LIKELY(e.state == &st)) return e.shard;
+    live_shard* s = live_claim(st);
+    if (s == nullptr) return nullptr;
+    evict(e);
+    st.refs.fetch_add(1, std::memory_order_relaxed);
+    e.state = &st;
+    e.shard = s;
+    return s;
+  }
+};
+
+inline live_thread_cache& live_this_thread() noexcept {
+  thread_local live_thread_cache cache;
+  return cache;
+}
+
+}  // namespace detail
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_LIVE_DETAIL_STATE_HPP

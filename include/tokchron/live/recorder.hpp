@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_LIVE_RECORDER_HPP
+#define TOKCHRON_LIVE_RECORDER_HPP
+
+/// \file
+/// `basic_live_metrics`: a server's live metrics. Any number of threads record request events
+/// (arrival, scheduling, each streamed chunk, preemption, finish) without a lock; a scrape
+/// (live/scrape.hpp) may run at any time and sees every event recorded before it exactly once.
+/// This is the recording header for a server's hot files: standard library only, no `<thread>`,
+/// `<mutex>`, `<sstream>`, `<map>` or `<functional>`.
+///
+/// \code
+///   // once, where the server sets up its metrics (that file includes live/presets.hpp):
+///   tokchron::live_metrics metrics(tokchron::vllm_live_options("llama-3-8b", 8192));
+///   // per request, on whatever threads handle it:
+///   tokchron::live_request r;
+///   metrics.arrive(r, {tokchron::live_series{}, prompt_tokens});
+///   metrics.scheduled(r);
+///   metrics.chunk(r, 1);            // each streamed chunk, with its token count
+///   metrics.finish(r, tokchron::finish_reason::stop);
+///   // on the /metrics thread (live/scrape.hpp):
+///   std::string text = tokchron::to_prometheus(tokchron::scrape(metrics));
+/// \endcode
+///
+/// Design: each writer thread records into its own shard (a thread-local pointer per metrics
+/// object, claimed lock-free the first time the thread records). A shard has two sides, as the
+/// collector's (collect/collector.hpp): the writer records into the active side with plain
+/// stores, bracketed by a sequence number; a scrape flips every shard's active side, waits for
+/// recording calls in progress to leave the old side, adds the old sides into a running total
+/// and clears them. Everything one recording call adds lands in one side, so a scrape sees a
+/// request's chunk, or its finish, entirely or not at all: bucket counts, `_count` and `_sum`
+/// always agree.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokchron/clock.hpp"
+#include "tokchron/config.hpp"
+#include "tokchron/live/detail/state.hpp"
+#include "tokchron/live/options.hpp"
+#include "tokchron/metrics/canonical.hpp"
+#include "tokchron/timeline/event.hpp"
+#include "tokchron/timeline/request_timeline.hpp"
+#include "tokchron/timeline/store.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+template <class Clock>
+class basic_live_metrics;
+
+/// A label-value set of a `basic_live_metrics` object, interned by `series(...)`. The default
+/// value is the default series (the options' `default_label_values`). Cheap to copy; keep it
+/// (per model, adapter, engine...) rather than looking it up per request.
+struct live_series {
+  std::uint32_t index = 0;  ///< position in the object's series table
+};
+
+/// What a server knows about a request when it arrives.
+struct live_request_info {
+  live_series series;                          ///< its labels
+  std::optional<std::uint64_t> prompt_tokens;  ///< its prompt length, when known
+  std::uint64_t max_tokens = 0;                ///< its max_tokens parameter, 0 if none
+};
+
+/// One request's state as a `basic_live_metrics` object tracks it: its timeline (O(1) memory,
+/// a streaming store), its series and its phase. The server keeps one per request (e.g. in its
+/// request object) and passes it to every recording call. Not thread-safe by itself: the
+/// server hands a request from thread to thread as it already does (a queue gives the
+/// happens-before). Reusable: `arrive` starts it afresh once it has finished.
+template <class Clock = std::chrono::steady_clock>
+class basic_live_request {
+ public:
+  using clock_type = Clock;
+  using timeline_type = basic_request_timeline<Clock, streaming_store<>>;
+
+  basic_live_request() = default;
+
+  /// The request's timeline so far (canonical metrics of it: metrics/canonical.hpp).
+  [[nodiscard]] const timeline_type& timeline() const noexcept { return tl_; }
+  /// Its series.
+  [[nodiscard]] live_series series() const noexcept { return live_series{series_}; }
+  /// True between `arrive` and the finish.
+  [[nodiscard]] bool active() const noexcept { return phase_ == waiting || phase_ == running; }
+
+ private:
+  friend class basic_live_metrics<Clock>;
+  enum phase_t : std::uint8_t { idle, waiting, running, done };
+
+  timeline_type tl_;
+  std::uint64_t owner_ = 0;  // id of the metrics object that started it
+  std::uint64_t max_tokens_ = 0;
+  std::uint32_t series_ = 0;
+  phase_t phase_ = idle;
+  bool counted_prompt_ = false;
+};
+
+/// Live server metrics: lock-free recording from any number of threads, labelled series with
+/// a bounded number of label-value sets, an inclusion policy, tokchron's or vLLM's semantics.
+/// Scrape with `scrape(m)` (live/scrape.hpp), or the prometheus-cpp adaptor
+/// (export/prometheus_cpp.hpp).
+///
+/// Recording calls are noexcept, never block and never allocate after a thread's first call
+/// into a series (which allocates that series' block in the thread's shard). Misuse (an event
+/// for a request this object did not start or that has finished, time going backwards, finish
+/// twice, ...) is refused: the call returns the reason, changes nothing else and is counted in
+/// `misuse()` (and the exported misuse counter).
+///
+/// Thread safety: every member function may be called from any thread at any time; one
+/// `basic_live_request` is used by one thread at a time. Not copyable or movable (hold it in
+/// the server, or a `std::shared_ptr`).
+template <class Clock = std::chrono::steady_clock>
+class basic_live_metrics {
+ public:
+  using clock_type = Clock;
+  using time_point = typename Clock::time_point;
+  using duration = typename Clock::duration;
+  using request_type = basic_live_request<Clock>;
+
+  /// Metrics configured by `options` (presets: live/presets.hpp), reading `clock` for the
+  /// recording calls without a time. Throws std::invalid_argument for bad options (bucket
+  /// bounds not finite and increasing, default label values not one per label name, a label
+  /// name not [a-zA-Z_][a-zA-Z0-9_]*, max_series 0), std::bad_alloc if memory runs out.
+  explicit basic_live_metrics(live_options options, Clock clock = Clock())
+      : clock_(std::move(clock)) {
+    check(options);
+    struct guard {
+      detail::live_state* s;
+      ~guard() { detail::live_release(s); }
+    } g{new detail::live_state(std::move(options))};
+    state_ = g.s;
+    const auto& d = state_->options.default_label_values;
+    const std::vector<std::string_view> v(d.begin(), d.end());
+    (void)intern(v.data(), v.size());  // the default series: index 0
+    g.s = nullptr;
+  }
+  basic_live_metrics(const basic_live_metrics&) = delete;
+  basic_live_metrics& operator=(const basic_live_metrics&) = delete;
+  ~basic_live_metrics() { detail::live_release(state_); }
+
+  // --- labels ------------------------------------------------------------------------------
+
+  /// The series of a label-value set (one value per label name, in order), interning it on
+  /// first use; lock-free. Beyond `max_series` distinct sets, or for the wrong number of
+  /// values (also counted as misuse), the overflow series. Thread-safe, noexcept.
+  [[nodiscard]] live_series series(std::initializer_list<std::string_view> values) noexcept {
+    return series(values.begin(), values.size());
+  }
+  /// `series` for `n` values at `values`.
+  [[nodiscard]] live_series series(const std::string_view* values, std::size_t n) noexcept {
+    if (n != state_->options.label_names.size()) {
+      count_misuse();
+      return live_series{state_->overflow_index()};
+    }
+    return live_series{intern(values, n)};
+  }
+  /// The label values of series `s` (the overflow series: every value `overflow_value`).
+  [[nodiscard]] std::vector<std::string> label_values(live_series s) const {
+    if (s.index >= state_->overflow_index() ||
+        state_->by_index[s.index].load(std::memory_order_acquire) == nullptr)
+      return std::vector<std::string>(state_->options.label_names.size(),
+                                      state_->options.overflow_value);
+    return state_->by_index[s.index].load(std::memory_order_acquire)->values;
+  }
+
+  // --- request events ----------------------------------------------------------------------
+
+  /// The request arrived (entered the server's queue): starts `r` afresh (it must not be
+  /// active), counts it as waiting. `info` gives its series, prompt length and max_tokens.
+  record_status arrive(request_type& r, const live_request_info& info = {}) noexcept {
+    return arrive(r, clock_.now(), info);
+  }
+  /// `arrive` at time `t`.
+  record_status arrive(request_type& r, time_point t, const live_request_info& info = {}) noexcept {
+    if (r.active()) return misuse(record_status::already_started);
+    request_type fresh;
+    const record_status s = fresh.tl_.arrive(t);
+    if (s != record_status::ok) return misuse(s);
+    fresh.owner_ = state_->id;
+    fresh.series_ =
+        info.series.index < state_->layout.series ? info.series.index : state_->overflow_index();
+    if (info.prompt_tokens) fresh.tl_.set_prompt_tokens(*info.prompt_tokens);
+    fresh.max_tokens_ = info.max_tokens;
+    fresh.phase_ = request_type::waiting;
+    r = fresh;
+    in_shard([&](detail::live_side& d) noexcept {
+      d.count(r.series_, detail::lc_waiting, 1);
+      if (r.series_ == state_->overflow_index())
+        d.count(r.series_, detail::lc_overflow_requests, 1);
+    });
+    return record_status::ok;
+  }
+  /// Sets or corrects the prompt length before the first token (e.g. after tokenization).
+  record_status set_prompt_tokens(request_type& r, std::uint64_t n) noexcept {
+    if (!mine(r))
+      return misuse(r.phase_ == request_type::done ? record_status::after_finish
+                                                   : record_status::not_started);
+    if (r.counted_prompt_) return misuse(record_status::out_of_order);
+    r.tl_.set_prompt_tokens(n);
+    return record_status::ok;
+  }
+  /// The request entered the engine's waiting queue, if that differs from its arrival (vLLM's
+  /// QUEUED event: queue time is measured from here). No gauge moves.
+  record_status queued(request_type& r) noexcept { return queued(r, clock_.now()); }
+  /// `queued` at time `t`.
+  record_status queued(request_type& r, time_point t) noexcept {
+    if (!mine(r)) return not_mine(r);
+    return checked(r.tl_.queued(t));
+  }
+  /// The engine scheduled the request (first time, or again after a preemption): waiting ->
+  /// running.
+  record_status scheduled(request_type& r) noexcept { return scheduled(r, clock_.now()); }
+  /// `scheduled` at time `t`.
+  record_status scheduled(request_type& r, time_point t) noexcept {
+    if (!mine(r)) return not_mine(r);
+    if (record_status s = r.tl_.scheduled(t); s != record_status::ok) return misuse(s);
+    if (r.phase_ == request_type::waiting) {
+      r.phase_ = request_type::running;
+      in_shard([&](detail::live_side& d) noexcept {
+        d.count(r.series_, detail::lc_waiting, ~std::uint64_t{0});
+        d.count(r.series_, detail::lc_running, 1);
+      });
+    }
+    return record_status::ok;
+  }
+  /// The engine preempted the request: running -> waiting, and the preemptions counter moves
+  /// now (vLLM counts preemptions as they happen).
+  record_status preempted(request_type& r) noexcept { return preempted(r, clock_.now()); }
+  /// `preempted` at time `t`.
+  record_status preempted(request_type& r, time_point t) noexcept {
+    if (!mine(r)) return not_mine(r);
+    if (record_status s = r.tl_.preempted(t); s != record_status::ok) return misuse(s);
+    const bool was_running = r.phase_ == request_type::running;
+    r.phase_ = request_type::waiting;
+    in_shard([&](detail::live_side& d) noexcept {
+      d.count(r.series_, detail::lc_preemptions, 1);
+      if (was_running) {
+        d.count(r.series_, detail::lc_running, ~std::uint64_t{0});
+        d.count(r.series_, detail::lc_waiting, 1);
+      }
+    });
+    return record_status::ok;
+  }
+  /// A streamed chunk carrying `tokens` output tokens arrived. Generation tokens count now;
+  /// the first chunk with tokens also counts the prompt tokens and records TTFT; every later
+  /// chunk with tokens records ITL (per step or per token, see `live_semantics`). Under
+  /// `live_inclusion::completed` counters and TTFT wait for the finish.
+  record_status chunk(request_type& r, std::uint32_t tokens,
+                      chunk_kind kind = chunk_kind::text) noexcept {
+    return chunk(r, clock_.now(), tokens, kind);
+  }
+  /// `chunk` at time `t`.
+  record_status chunk(request_type& r, time_point t, std::uint32_t tokens,
+                      chunk_kind kind = chunk_kind::text) noexcept {
+    if (!mine(r)) return not_mine(r);
+    const std::optional<time_point> prev = r.tl_.last_token_time();
+    if (record_status s = r.tl_.chunk(t, tokens, kind); s != record_status::ok) return misuse(s);
+    if (tokens == 0) return record_status::ok;
+    const bool streaming = state_->options.inclusion != live_inclusion::completed;
+    in_shard([&](detail::live_side& d) noexcept {
+      const std::uint32_t s = r.series_;
+      if (prev) {
+        observe_itl(d, s, seconds(t - *prev), tokens);
+      } else {
+        if (state_->options.semantics == live_semantics::tokchron && tokens > 1)
+          d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
+        if (streaming) {
+          if (const auto v = ttft(r.tl_)) d.observe(s, live_histogram::ttft, seconds(*v));
+          if (const auto p = r.tl_.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
+          r.counted_prompt_ = true;
+        }
+      }
+      if (streaming) d.count(s, detail::lc_generation_tokens, tokens);
+    });
+    return record_status::ok;
+  }
+  /// The request finished for `reason`: leaves the running or waiting gauge, counts in the
+  /// requests counter, and enters the per-request histograms as the inclusion policy says.
+  record_status finish(request_type& r, finish_reason reason = finish_reason::stop) noexcept {
+    return finish(r, clock_.now(), reason);
+  }
+  /// `finish` at time `t`.
+  record_status finish(request_type& r, time_point t,
+                       finish_reason reason = finish_reason::stop) noexcept {
+    if (!mine(r)) return not_mine(r);
+    if (record_status s = r.tl_.finish(t, reason); s != record_status::ok) return misuse(s);
+    const auto was = r.phase_;
+    r.phase_ = request_type::done;
+    in_shard([&](detail::live_side& d) noexcept {
+      const std::uint32_t s = r.series_;
+      d.count(s, was == request_type::running ? detail::lc_running : detail::lc_waiting,
+              ~std::uint64_t{0});
+      finished(d, s, r.tl_, r.max_tokens_, r.counted_prompt_);
+    });
+    return record_status::ok;
+  }
+  /// `finish(r, t, finish_reason::rejected)`: refused before scheduling (queue full, ...).
+  record_status reject(request_type& r) noexcept { return reject(r, clock_.now()); }
+  /// `reject` at time `t`.
+  record_status reject(request_type& r, time_point t) noexcept {
+    return finish(r, t, finish_reason::rejected);
+  }
+  /// `finish(r, t, finish_reason::aborted)`: the client went away or cancelled.
+  record_status abort(request_type& r) noexcept { return abort(r, clock_.now()); }
+  /// `abort` at time `t`.
+  record_status abort(request_type& r, time_point t) noexcept {
+    return finish(r, t, finish_reason::aborted);
+  }
+  /// `finish(r, t, finish_reason::error)`: the server failed the request.
+  record_status fail(request_type& r) noexcept { return fail(r, clock_.now()); }
+  /// `fail` at time `t`.
+  record_status fail(request_type& r, time_point t) noexcept {
+    return finish(r, t, finish_reason::error);
+  }
+
+  /// Records a finished request in one call, for servers that report only at finish: the
+  /// same series as the event calls would give, except the gauges (it never was waiting or
+  /// running here). ITL needs a timeline that keeps chunks (`full_store`); from a streaming
+  /// timeline no ITL is recorded. Unfinished timelines are refused (misuse, `not_started`).
+  template <class C, class Store>
+  record_status record(const basic_request_timeline<C, Store>& tl, live_series series = {},
+                       std::uint64_t max_tokens = 0) noexcept {
+    if (!tl.finished()) return misuse(record_status::not_started);
+    const std::uint32_t s =
+        series.index < state_->layout.series ? series.index : state_->overflow_index();
+    const bool streaming = state_->options.inclusion != live_inclusion::completed;
+    bool counted_prompt = false;
+    in_shard([&](detail::live_side& d) noexcept {
+      if (s == state_->overflow_index()) d.count(s, detail::lc_overflow_requests, 1);
+      d.count(s, detail::lc_preemptions, tl.preemptions());
+      if (tl.first_token_time()) {
+        if constexpr (Store::template bind<C>::keeps_chunks) {
+          if (state_->options.semantics == live_semantics::vllm)
+            (void)for_each_itl_per_chunk(
+                tl, [&](auto gap) noexcept { d.observe(s, live_histogram::itl, seconds(gap)); });
+          else
+            (void)for_each_itl_per_token(tl, [&](auto gap, std::uint64_t k) noexcept {
+              d.observe(s, live_histogram::itl, seconds(gap), k);
+            });
+        }
+        if (streaming) {
+          if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
+          if (const auto p = tl.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
+          d.count(s, detail::lc_generation_tokens, tl.output_tokens());
+          counted_prompt = true;
+        }
+      }
+      finished(d, s, tl, max_tokens, counted_prompt);
+    });
+    return record_status::ok;
+  }
+
+  // --- what the server knows that tokchron cannot -------------------------------------------
+
+  /// Sets the KV-cache usage gauge of series `s` (a fraction, 1 = full; vLLM's
+  /// `vllm:kv_cache_usage_perc`). Not exported until first set. Lock-free, noexcept.
+  void set_kv_cache_usage(live_series s, double fraction) noexcept {
+    if (s.index < state_->layout.series)
+      state_->kv_cache_usage[s.index].store(fraction, std::memory_order_relaxed);
+  }
+  /// Adds prefix-cache lookups of series `s`, in tokens: `queries` looked up, `hits` found
+  /// (vLLM's `vllm:prefix_cache_queries` / `_hits`). Not exported until first fed.
+  void add_prefix_cache(live_series s, std::uint64_t queries, std::uint64_t hits) noexcept {
+    if (!state_->prefix_cache_used.load(std::memory_order_relaxed))
+      state_->prefix_cache_used.store(true, std::memory_order_relaxed);
+    const std::uint32_t i = s.index < state_->layout.series ? s.index : state_->overflow_index();
+    in_shard([&](detail::live_side& d) noexcept {
+      d.count(i, detail::lc_prefix_queries, queries);
+      d.count(i, detail::lc_prefix_hits, hits);
+    });
+  }
+
+  // --- queries -----------------------------------------------------------------------------
+
+  /// The options this object was built with.
+  [[nodiscard]] const live_options& options() const noexcept { return state_->options; }
+  /// The clock the recording calls without a time read.
+  [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+  /// Refused recording calls seen by the scrapes so far plus those not yet scraped is what the
+  /// exported misuse counter shows; this is the count since construction, exact at any time.
+  [[nodiscard]] std::uint64_t misuse() const noexcept {
+    return misuse_.load(std::memory_order_relaxed);
+  }
+  /// `series(...)` lookups that found no room and returned the overflow series.
+  [[nodiscard]] std::uint64_t overflowed_lookups() const noexcept {
+    return state_->overflowed_lookups.load(std::memory_order_relaxed);
+  }
+
+  /// The shared state, for live/scrape.hpp. Not part of the API.
+  [[nodiscard]] detail::live_state& state_for_scrape() const noexcept { return *state_; }
+
+ private:
+  template <class D>
+  static double seconds(D d) noexcept {
+    return std::chrono::duration<double>(d).count();
+  }
+
+  static void check(const live_options& o) {
+    if (o.max_series == 0 || o.max_series > (std::uint32_t{1} << 20))
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.max_series must be 1..2^20");
+    if (o.default_label_values.size() != o.label_names.size())
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: live_options.default_label_values needs one value per label name");
+    for (const auto& n : o.label_names) {
+      bool ok = !n.empty() && !(n.size() >= 2 && n[0] == '_' && n[1] == '_');
+      for (std::size_t i = 0; ok && i < n.size(); ++i) {
+        const char c = n[i];
+        ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+             (i > 0 && c >= '0' && c <= '9');
+      }
+      if (!ok || n == "le" || n == o.names.reason_label)
+        TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: invalid label name");
+    }
+    for (const auto& b : o.buckets)
+      for (std::size_t i = 0; i < b.size(); ++i)
+        if (!(b[i] == b[i] && b[i] - b[i] == 0) || (i > 0 && !(b[i] > b[i - 1])))
+          TOKCHRON_THROW(std::invalid_argument,
+                         "tokchron: live_options.buckets must be finite and strictly increasing");
+  }
+
+  bool mine(const request_type& r) const noexcept { return r.owner_ == state_->id && r.active(); }
+  record_status not_mine(const request_type& r) noexcept {
+    return misuse(r.owner_ == state_->id && r.phase_ == request_type::done
+                      ? record_status::after_finish
+                      : record_status::not_started);
+  }
+  record_status checked(record_status s) noexcept { return s == record_status::ok ? s : misuse(s); }
+  record_status misuse(record_status s) noexcept {
+    count_misuse();
+    return s;
+  }
+  void count_misuse() noexcept {
+    misuse_.fetch_add(1, std::memory_order_relaxed);
+    in_shard([](detail::live_side& d) noexcept { ++d.misuse; });
+  }
+
+  /// Runs `f(side)` on the calling thread's active side, inside the shard's hand-over bracket.
+  template <class F>
+  void in_shard(F&& f) noexcept {
+    detail::live_shard* sh = detail::live_this_thread().get(*state_);
+    if (TOKCHRON_UNLIKELY(sh == nullptr)) {
+      state_->lost_shards.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    detail::live_side& side = sh->core.enter();
+    f(side);
+    sh->core.leave();
+  }
+
+  void observe_itl(detail::live_side& d, std::uint32_t s, double gap,
+                   std::uint32_t tokens) const noexcept {
+    if (state_->options.semantics == live_semantics::vllm)
+      d.observe(s, live_histogram::itl, gap);  // one sample per step
+    else
+      d.observe(s, live_histogram::itl, gap / tokens, tokens);  // k samples of g/k
+  }
+
+  /// The finish-time series of a finished timeline, as the inclusion policy says.
+  template <class Timeline>
+  void finished(detail::live_side& d, std::uint32_t s, const Timeline& tl, std::uint64_t max_tokens,
+                bool counted_prompt) const noexcept {
+    const finish_reason reason = *tl.reason();
+    d.count(s, detail::lc_requests + static_cast<std::uint32_t>(reason), 1);
+    const live_inclusion inc = state_->options.inclusion;
+    const bool included = inc == live_inclusion::completed   ? is_success(reason)
+                          : inc == live_inclusion::scheduled ? tl.first_scheduled().has_value()
+                                                             : true;
+    if (!included) return;
+    const bool vllm = state_->options.semantics == live_semantics::vllm;
+    const std::uint64_t n = tl.output_tokens();
+    if (inc == live_inclusion::completed) {
+      if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
+      d.count(s, detail::lc_generation_tokens, n);
+    }
+    if (!counted_prompt && inc != live_inclusion::scheduled)
+      if (const auto p = tl.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
+    if (const auto v = e2e(tl)) d.observe(s, live_histogram::e2e, seconds(*v));
+    if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
+    if (const auto v = prefill_time(tl)) d.observe(s, live_histogram::prefill_time, seconds(*v));
+    const auto dec = decode_time(tl);
+    if (dec) d.observe(s, live_histogram::decode_time, seconds(*dec));
+    if (tl.first_scheduled() && tl.last_token_time())
+      d.observe(s, live_histogram::inference_time,
+                seconds(*tl.last_token_time() - *tl.first_scheduled()));
+    if (vllm) {
+      // stats.py: decode_time / (N - 1) when N - 1 > 0, else 0 (also for N = 0 and 1).
+      d.observe(s, live_histogram::tpot,
+                n > 1 && dec ? seconds(*dec) / static_cast<double>(n - 1) : 0.0);
+    } else if (const auto v = tpot(tl)) {
+      d.observe(s, live_histogram::tpot, seconds(*v));
+    }
+    if (const auto p = tl.prompt_tokens())
+      d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
+    d.observe(s, live_histogram::generation_tokens, static_cast<double>(n));
+    if (max_tokens > 0) d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
+  }
+
+  /// Interns a label-value set: its index, or the overflow index when the table is full or
+  /// memory ran out. Lock-free: probing reads published entries; a new entry is published by
+  /// compare-and-swap into an empty slot and only then given an index.
+  std::uint32_t intern(const std::string_view* v, std::size_t n) noexcept {
+    detail::live_state& st = *state_;
+    const std::uint64_t h = detail::live_hash(v, n);
+    const std::size_t mask = st.slots.size() - 1;
+    detail::live_series_entry* mine = nullptr;
+    for (std::size_t probe = 0, i = h & mask; probe <= mask; ++probe, i = (i + 1) & mask) {
+      detail::live_series_entry* e = st.slots[i].load(std::memory_order_acquire);
+      if (e == nullptr) {
+        if (st.next_index.load(std::memory_order_relaxed) >= st.options.max_series) break;
+        if (mine == nullptr) {
+          TOKCHRON_TRY {
+            mine = new (std::nothrow) detail::live_series_entry;
+            if (mine != nullptr) {
+              mine->hash = h;
+              mine->values.assign(v, v + n);
+            }
+          }
+          TOKCHRON_CATCH_ALL {
+            delete mine;
+            mine = nullptr;
+          }
+          if (mine == nullptr) break;
+        }
+        if (st.slots[i].compare_exchange_strong(e, mine, std::memory_order_acq_rel)) {
+          std::uint32_t idx = st.next_index.fetch_add(1, std::memory_order_relaxed);
+          if (idx >= st.options.max_series)
+            idx = st.overflow_index();
+          else
+            st.by_index[idx].store(mine, std::memory_order_release);
+          mine->index.store(idx, std::memory_order_release);
+          if (idx == st.overflow_index())
+            st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
+          return idx;
+        }
+        // Lost the race: `e` is the winner; compare it below.
+      }
+      if (e->hash == h && equal(e->values, v, n)) {
+        std::uint32_t idx;
+        while ((idx = e->index.load(std::memory_order_acquire)) == ~std::uint32_t{0}) {
+        }
+        delete mine;
+        if (idx == st.overflow_index())
+          st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
+        return idx;
+      }
+    }
+    delete mine;
+    st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
+    return st.overflow_index();
+  }
+  static bool equal(const std::vector<std::string>& a, const std::string_view* v,
+                    std::size_t n) noexcept {
+    if (a.size() != n) return false;
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::string_view(a[i]) != v[i]) return false;
+    return true;
+  }
+
+  Clock clock_;
+  detail::live_state* state_ = nullptr;
+  std::atomic<std::uint64_t> misuse_{0};
+};
+
+/// Live metrics on the steady clock.
+using live_metrics = basic_live_metrics<>;
+/// A request tracked by a `live_metrics`.
+using live_request = basic_live_request<>;
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_LIVE_RECORDER_HPP

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_LIVE_SCRAPE_HPP
+#define TOKCHRON_LIVE_SCRAPE_HPP
+
+/// \file
+/// `scrape(m)`: the cumulative `metrics_snapshot` of a `basic_live_metrics` object, for
+/// `to_prometheus`, the OpenMetrics writer, OTLP or the prometheus-cpp adaptor. Callable from
+/// any thread at any time, concurrently with writers and with other scrapes.
+///
+/// \code
+///   std::string text = tokchron::to_prometheus(tokchron::scrape(metrics));
+/// \endcode
+///
+/// Guarantees: every event recorded before the scrape began is in it exactly once; an event
+/// recorded concurrently is in this scrape or the next, whole (a chunk's counter, ITL sample
+/// and TTFT together; a finish's counter and histograms together). Cumulative series never
+/// decrease from one scrape to the next; each histogram's buckets, `_count` and `_sum` agree.
+/// Gauges (running, waiting) are the sums of the events scraped, so they are exact as of the
+/// scrape.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tokchron/collect/detail/asymmetric_barrier.hpp"
+#include "tokchron/config.hpp"
+#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/live/detail/state.hpp"
+#include "tokchron/live/options.hpp"
+#include "tokchron/live/presets.hpp"
+#include "tokchron/live/recorder.hpp"
+#include "tokchron/metrics/metric.hpp"
+#include "tokchron/timeline/event.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+namespace detail {
+
+/// Moves every shard's recorded side into `st.total` (scrape lock held). A shard whose thread
+/// let it go is emptied on both sides, guarded against a thread claiming it meanwhile.
+inline void live_drain(live_state& st) noexcept {
+  live_shard* const head = st.head.load(std::memory_order_acquire);
+  const auto order = st.asymmetric ? std::memory_order_release : std::memory_order_seq_cst;
+  for (live_shard* s = head; s != nullptr; s = s->next)
+    s->core.epoch_.store(s->core.epoch_.load(std::memory_order_relaxed) + 1, order);
+  if (st.asymmetric) asymmetric_barrier::heavy();
+  for (live_shard* s = head; s != nullptr; s = s->next) {
+    s->core.wait_quiescent([] { std::this_thread::yield(); });
+    const std::size_t old_side = (s->core.epoch_.load(std::memory_order_relaxed) - 1) & 1u;
+    (void)s->core.buffers_[old_side].value.merge_into(st.total);
+    std::uint8_t expect = lo_retired;
+    if (s->owner.compare_exchange_strong(expect, lo_draining, std::memory_order_acq_rel)) {
+      (void)s->core.buffers_[old_side ^ 1u].value.merge_into(st.total);
+      s->owner.store(lo_retired, std::memory_order_release);
+    }
+  }
+}
+
+/// The scrape lock: scrapes are rare and short, so a spin with yield.
+struct live_scrape_lock {
+  explicit live_scrape_lock(live_state& s) noexcept : st(s) {
+    while (st.scrape_lock.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  live_scrape_lock(const live_scrape_lock&) = delete;
+  live_scrape_lock& operator=(const live_scrape_lock&) = delete;
+  ~live_scrape_lock() { st.scrape_lock.clear(std::memory_order_release); }
+  live_state& st;
+};
+
+/// The finished_reason label value of `r` under `sem` (empty: not counted in `requests`).
+[[nodiscard]] inline std::string live_reason_value(live_semantics sem, finish_reason r) {
+  if (sem == live_semantics::tokchron) return std::string(to_string(r));
+  // vllm/v1/engine/__init__.py FINISH_REASON_STRINGS: stop, length, abort, error, repetition.
+  switch (r) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::aborted: return "abort";
+    case finish_reason::timed_out: return "abort";  // a server's timeout aborts the request
+    case finish_reason::error: return "error";
+    case finish_reason::rejected: return {};  // vLLM never counts a request it refused
+  }
+  return {};
+}
+
+[[nodiscard]] inline const char* live_help(live_histogram h, live_semantics sem) {
+  const bool v = sem == live_semantics::vllm;
+  switch (h) {
+    case live_histogram::ttft: return "Time to first token from arrival, seconds.";
+    case live_histogram::itl:
+      return v ? "Inter-token latency: one sample per streamed step with tokens after the "
+                 "first, seconds."
+               : "Inter-token latency, one sample per output token after the first, seconds.";
+    case live_histogram::tpot:
+      return v ? "Per-request time per output token: decode time / (N - 1), 0 when N <= 1."
+               : "Per-request time per output token after the first (N >= 2), seconds.";
+    case live_histogram::e2e: return "End-to-end request latency from arrival to finish, seconds.";
+    case live_histogram::queue_time:
+      return "Time from queueing (or arrival) to first scheduling, seconds.";
+    case live_histogram::prefill_time:
+      return "Time from first scheduling to the first token, seconds.";
+    case live_histogram::decode_time: return "Time from the first to the last token, seconds.";
+    case live_histogram::inference_time:
+      return "Time from first scheduling to the last token, seconds.";
+    case live_histogram::prompt_tokens: return "Prompt length of finished requests, tokens.";
+    case live_histogram::generation_tokens: return "Output length of finished requests, tokens.";
+    case live_histogram::max_tokens: return "The max_tokens parameter of finished requests.";
+  }
+  return "";
+}
+
+[[nodiscard]] inline bool live_is_time(live_histogram h) noexcept {
+  return h != live_histogram::prompt_tokens && h != live_histogram::generation_tokens &&
+         h != live_histogram::max_tokens;
+}
+
+}  // namespace detail
+
+/// The cumulative metrics of `m` since construction, as plain snapshot data. Families, in
+/// order: the histograms (`live_histogram` order, then the ITL and max_tokens aliases), the
+/// requests counter (one point per series and finish-reason value, zeros included), prompt and
+/// generation tokens, preemptions, the running and waiting gauges, the server-fed series once
+/// fed (KV-cache usage, prefix cache), then tokchron's own counters (rejected when the
+/// requests counter omits them, misuse, label overflow, dropped samples). Series: every
+/// interned label-value set in interning order, then the overflow series if it holds anything.
+/// Cost: O(writer threads x touched series x buckets); it allocates. Throws std::bad_alloc if
+/// memory runs out (nothing recorded is lost then: it comes with the next scrape).
+template <class Clock>
+[[nodiscard]] metrics_snapshot scrape(const basic_live_metrics<Clock>& m) {
+  detail::live_state& st = m.state_for_scrape();
+  const live_options& o = st.options;
+  const live_names& n = o.names;
+  const detail::live_layout& lay = st.layout;
+
+  // Copy the totals under the lock; build the families outside it.
+  std::vector<std::vector<std::uint64_t>> counts;
+  std::vector<std::vector<double>> sums;
+  std::vector<bool> present;
+  std::uint64_t misuse = 0, dropped = 0;
+  {
+    detail::live_scrape_lock lock(st);
+    detail::live_drain(st);
+    counts.resize(lay.series);
+    sums.resize(lay.series);
+    present.assign(lay.series, false);
+    for (std::uint32_t s = 0; s < lay.series; ++s) {
+      if (const detail::live_block* b = st.total.find(s)) {
+        counts[s].assign(b->n, b->n + lay.counts);
+        sums[s].assign(b->sum, b->sum + live_histogram_count);
+        present[s] = true;
+      }
+    }
+    misuse = st.total.misuse;
+    dropped = st.total.dropped + st.lost_shards.load(std::memory_order_relaxed);
+  }
+
+  // The series to write: interned ones (zeros if never touched), then the overflow series.
+  std::vector<std::pair<std::uint32_t, label_set>> series;
+  const std::uint32_t interned = st.next_index.load(std::memory_order_acquire);
+  for (std::uint32_t s = 0; s < interned && s < st.overflow_index(); ++s) {
+    const detail::live_series_entry* e = st.by_index[s].load(std::memory_order_acquire);
+    if (e == nullptr || e->index.load(std::memory_order_acquire) != s) continue;
+    label_set l;
+    for (std::size_t i = 0; i < o.label_names.size(); ++i)
+      l.push_back(label{o.label_names[i], e->values[i]});
+    series.emplace_back(s, std::move(l));
+  }
+  if (present[st.overflow_index()]) {
+    label_set l;
+    for (const auto& name : o.label_names) l.push_back(label{name, o.overflow_value});
+    series.emplace_back(st.overflow_index(), std::move(l));
+  }
+  auto counter = [&](std::uint32_t s, std::uint32_t c) -> std::uint64_t {
+    return present[s] ? counts[s][c] : 0;
+  };
+
+  metrics_snapshot out;
+  auto histogram_family = [&](const std::string& name, live_histogram h) {
+    if (name.empty()) return;
+    const auto hi = static_cast<std::size_t>(h);
+    const bool time = detail::live_is_time(h);
+    auto& f = out.family(name, detail::live_help(h, o.semantics), metric_kind::histogram,
+                         time ? "seconds" : "");
+    for (const auto& [s, labels] : series) {
+      histogram_data d;
+      std::uint64_t cum = 0;
+      for (std::size_t b = 0; b < lay.bounds[hi].size(); ++b) {
+        cum += counter(s, lay.offset[hi] + static_cast<std::uint32_t>(b));
+        d.buckets.push_back(histogram_bucket{lay.bounds[hi][b], cum});
+      }
+      d.count =
+          cum + counter(s, lay.offset[hi] + static_cast<std::uint32_t>(lay.bounds[hi].size()));
+      d.sum = present[s] ? sums[s][hi] : 0.0;
+      f.add(std::move(d), labels);
+    }
+  };
+  for (std::size_t h = 0; h < live_histogram_count; ++h)
+    histogram_family(n.histograms[h], static_cast<live_histogram>(h));
+  histogram_family(n.itl_alias, live_histogram::itl);
+  histogram_family(n.max_tokens_alias, live_histogram::max_tokens);
+
+  if (!n.requests.empty()) {
+    auto& f = out.family(n.requests, "Finished requests, by finish reason.", metric_kind::counter);
+    std::vector<std::string> values;  // label values in order, each once
+    for (std::uint32_t r = 0; r < 6; ++r) {
+      const std::string v = detail::live_reason_value(o.semantics, static_cast<finish_reason>(r));
+      bool seen = v.empty();
+      for (const auto& x : values) seen = seen || x == v;
+      if (!seen) values.push_back(v);
+    }
+    if (o.semantics == live_semantics::vllm) values.push_back("repetition");
+    for (const auto& [s, labels] : series)
+      for (const auto& v : values) {
+        std::uint64_t total = 0;
+        for (std::uint32_t r = 0; r < 6; ++r)
+          if (detail::live_reason_value(o.semantics, static_cast<finish_reason>(r)) == v)
+            total += counter(s, detail::lc_requests + r);
+        label_set l = labels;
+        l.push_back(label{n.reason_label, v});
+        f.add(static_cast<double>(total), std::move(l));
+      }
+  }
+  auto counter_family = [&](const std::string& name, const char* help, std::uint32_t c) {
+    if (name.empty()) return;
+    auto& f = out.family(name, help, metric_kind::counter);
+    for (const auto& [s, labels] : series) f.add(static_cast<double>(counter(s, c)), labels);
+  };
+  auto gauge_family = [&](const std::string& name, const char* help, std::uint32_t c) {
+    if (name.empty()) return;
+    auto& f = out.family(name, help, metric_kind::gauge);
+    for (const auto& [s, labels] : series)
+      f.add(static_cast<double>(static_cast<std::int64_t>(counter(s, c))), labels);
+  };
+  counter_family(n.prompt_tokens, "Prompt tokens of requests that reached their first token.",
+                 detail::lc_prompt_tokens);
+  counter_family(n.generation_tokens, "Output tokens, counted as they stream.",
+                 detail::lc_generation_tokens);
+  counter_family(n.preemptions, "Preemptions, counted as they happen.", detail::lc_preemptions);
+  gauge_family(n.running, "Requests scheduled and not finished or preempted.", detail::lc_running);
+  gauge_family(n.waiting, "Requests arrived or preempted and not yet scheduled.",
+               detail::lc_waiting);
+
+  auto kv_family = [&](const std::string& name) {
+    if (name.empty()) return;
+    metric_family f{
+        name, "KV-cache usage as the server reports it; 1 means full.", metric_kind::gauge, "", {}};
+    for (const auto& [s, labels] : series) {
+      const double v = st.kv_cache_usage[s].load(std::memory_order_relaxed);
+      if (v != detail::live_state::not_set()) f.add(v, labels);
+    }
+    if (!f.points.empty()) out.families.push_back(std::move(f));
+  };
+  kv_family(n.kv_cache_usage);
+  kv_family(n.kv_cache_usage_alias);
+  if (st.prefix_cache_used.load(std::memory_order_relaxed)) {
+    counter_family(n.prefix_cache_queries,
+                   "Prefix-cache queries as the server reports them, tokens.",
+                   detail::lc_prefix_queries);
+    counter_family(n.prefix_cache_hits, "Prefix-cache hits as the server reports them, tokens.",
+                   detail::lc_prefix_hits);
+  }
+  if (!n.rejected.empty()) {
+    auto& f = out.family(n.rejected, "Requests rejected before scheduling.", metric_kind::counter);
+    for (const auto& [s, labels] : series)
+      f.add(static_cast<double>(counter(
+                s, detail::lc_requests + static_cast<std::uint32_t>(finish_reason::rejected))),
+            labels);
+  }
+  if (!n.misuse.empty())
+    out.family(n.misuse, "Recording calls refused as misuse (nothing recorded).",
+               metric_kind::counter)
+        .add(static_cast<double>(misuse));
+  if (!n.label_overflow.empty())
+    out.family(n.label_overflow,
+               "Requests recorded into the overflow series: more label-value sets than allowed.",
+               metric_kind::counter)
+        .add(static_cast<double>(counter(st.overflow_index(), detail::lc_overflow_requests)));
+  if (!n.dropped.empty())
+    out.family(n.dropped, "Recorded events lost because memory ran out.", metric_kind::counter)
+        .add(static_cast<double>(dropped));
+  return out;
+}
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_LIVE_SCRAPE_HPP
