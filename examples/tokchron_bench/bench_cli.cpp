@@ -303,6 +303,9 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       }
     }
     std::vector<std::string> args = s.report_args;
+    if (!v.empty())  // each point's pictures in a folder of their own: DIR/NAME=V
+      for (std::size_t i = 0; i + 1 < args.size(); i += 2)
+        if (args[i] == "--plot") args[i + 1] += "/" + s.sweep_name + "=" + v;
     args.push_back(path);
     const int rc_report = tokchron_report::run(args, out, err);
     if (temporary) std::remove(path.c_str());

@@ -196,12 +196,13 @@ class connection : public std::enable_shared_from_this<connection> {
     step();
   }
 
-  // Writes synchronously; the time recorded is read just before the write.
+  // Writes synchronously; the time is read just before the write, and recorded before it too,
+  // so a client that has read the bytes always finds their record.
   void write_raw(const std::string& bytes, const std::vector<std::string>& kinds) {
     const auto t = sclock::now();
+    if (!kinds.empty()) srv_.record(id_, t, kinds);
     beast::error_code ec;
     net::write(socket_, net::buffer(bytes), ec);
-    if (!kinds.empty() && !ec) srv_.record(id_, t, kinds);
   }
 
   void wait_for_close() {

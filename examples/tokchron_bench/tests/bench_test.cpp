@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -285,4 +286,27 @@ TEST_CASE("the command line: the report of the run, and bad options refused") {
   CHECK(tb::run_cli({"--max-batch-size", "3"}, o2, e2) == 2);  // not a load option
   CHECK(tb::run_cli({"--sweep", "rate=1,x"}, o2, e2) == 2);
   CHECK(tb::run_cli({"--warmup", "10", "--duration", "5"}, o2, e2) == 2);
+}
+
+TEST_CASE("--sweep: one run, one report and one trace per value") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  const std::string trace = std::string(TOKCHRON_BENCH_TEST_DIR) + "/sweep.jsonl";
+  std::ostringstream out, err;
+  const int rc =
+      tb::run_cli({"--url", url, "--sweep", "users=1,3", "--max-requests", "6", "--output-len",
+                   "fixed:2", "--prompt-len", "fixed:2", "--format", "csv", "--profile",
+                   "canonical", "--progress", "never", "--trace-out", trace},
+                  out, err);
+  CAPTURE(err.str());
+  CHECK(rc == 0);
+  CHECK(out.str().find("== users = 1 ==") != std::string::npos);
+  CHECK(out.str().find("== users = 3 ==") != std::string::npos);
+  CHECK(srv.requests() == 12);
+  for (const char* v : {"1", "3"}) {
+    std::ifstream f(std::string(TOKCHRON_BENCH_TEST_DIR) + "/sweep.users=" + v + ".jsonl");
+    int lines = 0;
+    for (std::string l; std::getline(f, l);) ++lines;
+    CHECK(lines == 6);
+  }
 }
