@@ -280,7 +280,7 @@ class session : public std::enable_shared_from_this<session> {
 
   void read() {
     arm(lim_.idle);
-    stream_.async_read_some(buf_.prepare(64 * 1024),
+    stream_.async_read_some(buf_.prepare(16 * 1024),
                             [self = shared_from_this()](const beast::error_code& ec,
                                                         std::size_t n) { self->on_read(ec, n); });
   }
@@ -329,6 +329,13 @@ class session : public std::enable_shared_from_this<session> {
             return false;
           }
         } else {
+          const auto type = parser_.get()[http::field::content_type];
+          if (type.substr(0, 17) != "text/event-stream") {
+            fail(t, tc::finish_reason::error,
+                 "HTTP 200 with Content-Type '" + std::string(type.substr(0, 80)) +
+                     "', not text/event-stream (the server did not stream)");
+            return false;
+          }
           if (!body.empty()) {
             const bool ok = sse_.feed(body, t);
             body.clear();

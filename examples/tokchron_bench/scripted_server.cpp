@@ -101,6 +101,7 @@ class connection : public std::enable_shared_from_this<connection> {
     prompt_tokens_ = prompt.empty() ? 0 : 1;
     for (char c : prompt) prompt_tokens_ += c == ' ';
     if (model_ == "http500") return respond(500, "scripted failure");
+    if (model_ == "json") return respond(200, "not streamed");
     write_raw(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
@@ -112,8 +113,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void respond(unsigned status, const std::string& message) {
     const std::string body =
         nlohmann::json{{"error", {{"message", message}, {"type", "BadRequestError"}}}}.dump();
-    write_raw("HTTP/1.1 " + std::to_string(status) +
-                  " Error\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    write_raw("HTTP/1.1 " + std::to_string(status) + (status == 200 ? " OK\r\n" : " Error\r\n") +
+                  "Content-Type: application/json\r\nConnection: close\r\n"
                   "Content-Length: " +
                   std::to_string(body.size()) + "\r\n\r\n" + body,
               {});

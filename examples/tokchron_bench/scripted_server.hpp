@@ -17,7 +17,8 @@
 /// write. The request's `model` picks a misbehaviour, after `fault_after` text chunks:
 /// `cut` closes the connection, `stall` stops writing (and keeps the connection open),
 /// `malformed` writes a data line that is not JSON, `garbage` a line that is not an SSE field,
-/// `error` an in-stream error object; `http500` answers 500 with an OpenAI error body.
+/// `error` an in-stream error object; `http500` answers 500 with an OpenAI error body, `json`
+/// answers 200 with a JSON body (not a stream).
 /// Handlers run on one thread. Memory: one record per chunk written.
 
 #include <chrono>

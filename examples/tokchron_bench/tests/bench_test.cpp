@@ -166,6 +166,8 @@ TEST_CASE("failures are recorded with their reason and never hang the client") {
       {"garbage", "SSE line 5 is not a field", tc::finish_reason::error},
       {"error", "server error in the stream: scripted error", tc::finish_reason::error},
       {"http500", "HTTP 500: {\"error\"", tc::finish_reason::error},
+      {"json", "HTTP 200 with Content-Type 'application/json', not text/event-stream",
+       tc::finish_reason::error},
       {"stall", "idle timeout (no bytes for 0.2 s)", tc::finish_reason::timed_out},
   };
   tb::timeouts lim;
