@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
+// How exactly tokchron-bench times a stream. The scripted server (examples/tokchron_bench/
+// scripted_server.hpp) records the steady-clock time just before it writes each SSE event; the
+// client records the time just after the read that brought its bytes. Same machine, same clock,
+// so for each text chunk d = read - emission is the client's timing error (the loopback's
+// delivery, the client's wake-up and its queueing behind other streams). The error of a TTFT is
+// d of the first text chunk; the error of an ITL is the difference of two consecutive d.
+//
+//   BM_stream_timing/N/T: N concurrent streams (closed loop, N users, one request each), T
+//     client I/O threads; counters p99_ttft_err_us, p99_itl_err_us (targets: <= 50 us at N =
+//     10, <= 200 us at N = 1000), the maxima, and failed.
+//   BM_send_lag/R: an open loop at R requests/s for 3 s; counter p99_send_lag_us, the P99 of
+//     actual send - intended send (target <= 1000 us at 500/s).
+//
+// Run: tokchron_timing_bench --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "client.hpp"
+#include "scripted_server.hpp"
+
+namespace tb = tokchron_bench;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The P-th percentile (nearest rank) of `v` in microseconds; 0 when empty.
+double percentile_us(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)] * 1e-3;
+}
+
+double ns(std::chrono::steady_clock::duration d) {
+  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+tb::load_options options_for(const tb::scripted_server& srv) {
+  tb::load_options lo;
+  lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "completions", "m");
+  lo.work.prompt = batching::distribution::fixed(1, batching::quantity::prompt_length);
+  lo.limits.idle = 30s;
+  return lo;
+}
+
+void BM_stream_timing(benchmark::State& state) {
+  const auto streams = static_cast<std::uint32_t>(state.range(0));
+  const auto threads = static_cast<unsigned>(state.range(1));
+  constexpr std::uint32_t chunks = 20;
+  // Streams start over 200 ms, then each writes a chunk every 20 ms: 1000 streams make 50000
+  // writes/s, from one server thread.
+  std::vector<double> ttft_err, itl_err;
+  std::uint64_t failed = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    tb::scripted_server srv({20ms, 20ms, chunks + 1});  // request ids start again at 0
+    state.ResumeTiming();
+    tb::load_options lo = options_for(srv);
+    lo.work.mode = batching::arrival_mode::closed;
+    lo.work.users = streams;
+    lo.work.max_requests = streams;
+    lo.work.ramp_up_s = 0.2;
+    lo.work.duration_s = 10;
+    lo.work.output = batching::distribution::fixed(chunks, batching::quantity::output_length);
+    lo.threads = threads;
+    const tb::load_result r = tb::run_load(lo);
+    state.PauseTiming();
+    const auto sent = srv.emissions();
+    for (const auto& o : r.requests) {
+      const auto it = sent.find(std::to_string(o.id));
+      if (!o.error.empty() || it == sent.end()) {
+        ++failed;
+        continue;
+      }
+      // Text chunks, client and server, in order.
+      std::vector<std::chrono::steady_clock::time_point> read, wrote;
+      for (const auto& c : o.tl.store().chunks())
+        if (c.kind == tokchron::chunk_kind::text) read.push_back(c.time);
+      for (const auto& e : it->second)
+        if (e.kind == "text") wrote.push_back(e.time);
+      if (read.size() != wrote.size() || read.empty()) {
+        ++failed;
+        continue;
+      }
+      ttft_err.push_back(std::abs(ns(read[0] - wrote[0])));
+      for (std::size_t i = 1; i < read.size(); ++i)
+        itl_err.push_back(std::abs(ns((read[i] - read[i - 1]) - (wrote[i] - wrote[i - 1]))));
+    }
+    state.ResumeTiming();
+  }
+  state.counters["p99_ttft_err_us"] = percentile_us(ttft_err, 99);
+  state.counters["p99_itl_err_us"] = percentile_us(itl_err, 99);
+  state.counters["p50_itl_err_us"] = percentile_us(itl_err, 50);
+  state.counters["max_itl_err_us"] = percentile_us(itl_err, 100);
+  state.counters["failed"] = static_cast<double>(failed);
+  state.SetItemsProcessed(static_cast<std::int64_t>(itl_err.size() + ttft_err.size()));
+}
+BENCHMARK(BM_stream_timing)
+    ->ArgNames({"streams", "threads"})
+    ->Args({10, 1})
+    ->Args({100, 1})
+    ->Args({1000, 1})
+    ->Args({1000, 2})
+    ->Args({2000, 2})
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_send_lag(benchmark::State& state) {
+  const double rate = static_cast<double>(state.range(0));
+  std::vector<double> lag;
+  std::uint64_t failed = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    tb::scripted_server srv({0ms, 0ms, 2});
+    state.ResumeTiming();
+    tb::load_options lo = options_for(srv);
+    lo.work.mode = batching::arrival_mode::open;
+    lo.work.rate = rate;
+    lo.work.duration_s = 3;
+    lo.work.output = batching::distribution::fixed(1, batching::quantity::output_length);
+    const tb::load_result r = tb::run_load(lo);
+    state.PauseTiming();
+    for (const auto& o : r.requests) {
+      failed += !o.error.empty();
+      lag.push_back(ns(*o.tl.send_time() - *o.tl.arrival()));
+    }
+    state.ResumeTiming();
+  }
+  state.counters["p99_send_lag_us"] = percentile_us(lag, 99);
+  state.counters["p50_send_lag_us"] = percentile_us(lag, 50);
+  state.counters["max_send_lag_us"] = percentile_us(lag, 100);
+  state.counters["failed"] = static_cast<double>(failed);
+  state.SetItemsProcessed(static_cast<std::int64_t>(lag.size()));
+}
+BENCHMARK(BM_send_lag)
+    ->ArgName("rate")
+    ->Arg(500)
+    ->Arg(2000)
+    ->Arg(5000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace

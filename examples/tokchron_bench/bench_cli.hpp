@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
+#ifndef TOKCHRON_EXAMPLES_TOKCHRON_BENCH_BENCH_CLI_HPP
+#define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_BENCH_CLI_HPP
+
+/// \file
+/// tokchron-bench's command line (docs/tokchron-bench.md lists the options). `main.cpp` only
+/// calls `run_cli`.
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace tokchron_bench {
+
+/// Runs tokchron-bench on `argv[1..]`: parses the options, runs the load (each point of
+/// `--sweep` in turn), writes the traces and prints tokchron-report's report of each. Returns
+/// the exit code: tokchron-report's (0, 1, 3, 4; the worst of a sweep's), 2 for a bad command
+/// line, 1 when the target cannot be reached at all. Never throws.
+int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
+            bool terminal = false);
+
+}  // namespace tokchron_bench
+
+#endif  // TOKCHRON_EXAMPLES_TOKCHRON_BENCH_BENCH_CLI_HPP

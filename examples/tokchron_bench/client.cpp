@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
+#include "client.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <nlohmann/json.hpp>
+
+namespace tokchron_bench {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+std::string target::path() const {
+  return prefix + (endpoint == endpoint_kind::chat ? "/v1/chat/completions" : "/v1/completions");
+}
+
+target parse_target(const std::string& url, const std::string& endpoint, const std::string& model) {
+  auto bad = [&](const std::string& why) {
+    throw std::invalid_argument("--url '" + url + "': " + why);
+  };
+  target t;
+  const std::string scheme = "http://";
+  if (url.rfind("https://", 0) == 0) bad("HTTPS is not supported (the client speaks plain HTTP)");
+  if (url.rfind(scheme, 0) != 0) bad("must start with http://");
+  std::string rest = url.substr(scheme.size());
+  const auto slash = rest.find('/');
+  std::string authority = rest.substr(0, slash);
+  if (slash != std::string::npos) t.prefix = rest.substr(slash);
+  while (!t.prefix.empty() && t.prefix.back() == '/') t.prefix.pop_back();
+  if (t.prefix.size() >= 3 && t.prefix.compare(t.prefix.size() - 3, 3, "/v1") == 0)
+    t.prefix.resize(t.prefix.size() - 3);  // http://host:8000/v1 names the same server
+  if (authority.empty()) bad("no host");
+  const auto colon = authority.rfind(':');
+  if (colon != std::string::npos && authority.find(']') == std::string::npos) {
+    t.port = authority.substr(colon + 1);
+    authority.resize(colon);
+    if (t.port.empty() || t.port.size() > 5 ||
+        !std::all_of(t.port.begin(), t.port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        std::stoul(t.port) == 0 || std::stoul(t.port) > 65535)
+      bad("the port must be a number in [1, 65535]");
+  } else {
+    t.port = "80";
+  }
+  if (authority.empty()) bad("no host");
+  t.host = authority;
+  if (endpoint == "completions")
+    t.endpoint = endpoint_kind::completions;
+  else if (endpoint == "chat")
+    t.endpoint = endpoint_kind::chat;
+  else
+    throw std::invalid_argument("--endpoint '" + endpoint + "': must be completions or chat");
+  t.model = model;
+  return t;
+}
+
+std::string request_body(const target& t, std::uint32_t prompt_tokens, std::uint32_t max_tokens) {
+  std::string prompt;
+  prompt.reserve(std::size_t{4} * prompt_tokens);
+  for (std::uint32_t i = 0; i < prompt_tokens; ++i) prompt += i ? " the" : "the";
+  nlohmann::ordered_json j;
+  j["model"] = t.model;
+  if (t.endpoint == endpoint_kind::chat)
+    j["messages"] = nlohmann::ordered_json::array(
+        {nlohmann::ordered_json{{"role", "user"}, {"content", std::move(prompt)}}});
+  else
+    j["prompt"] = std::move(prompt);
+  j["max_tokens"] = max_tokens;
+  j["ignore_eos"] = true;
+  j["stream"] = true;
+  j["stream_options"] = {{"include_usage", true}};
+  return j.dump();
+}
+
+// ---- SSE ----------------------------------------------------------------------------------
+
+bool sse_decoder::fail(std::string why) {
+  if (error_.empty()) error_ = std::move(why);
+  return false;
+}
+
+bool sse_decoder::feed(std::string_view bytes, clock::time_point t) {
+  if (failed()) return false;
+  while (!bytes.empty()) {
+    const auto nl = bytes.find('\n');
+    const std::string_view part = bytes.substr(0, nl);
+    if (line_.size() + part.size() > max_sse_line)
+      return fail("SSE line " + std::to_string(lines_ + 1) + " is longer than " +
+                  std::to_string(max_sse_line) + " bytes");
+    if (nl == std::string_view::npos) {
+      line_.append(part);
+      return true;
+    }
+    bytes.remove_prefix(nl + 1);
+    std::string_view l;
+    if (line_.empty()) {
+      l = part;
+    } else {
+      line_.append(part);
+      l = line_;
+    }
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    const bool ok = line(l, t);
+    line_.clear();
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// One line of the stream (SSE: "field: value", ":" comment, blank = end of event). A line
+// without a colon is a field with an empty value in the SSE grammar, but no OpenAI-compatible
+// server sends one: it is taken as a broken stream (the line is named in the reason).
+bool sse_decoder::line(std::string_view l, clock::time_point t) {
+  ++lines_;
+  if (l.empty()) return event(t);
+  if (l.front() == ':') return true;
+  const auto colon = l.find(':');
+  if (colon == std::string_view::npos)
+    return fail("SSE line " + std::to_string(lines_) + " is not a field: '" +
+                std::string(l.substr(0, 80)) + "'");
+  const std::string_view field = l.substr(0, colon);
+  std::string_view value = l.substr(colon + 1);
+  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (field != "data") return true;  // event, id, retry: nothing to record
+  if (has_data_) data_ += '\n';
+  if (data_.size() + value.size() > max_sse_line)
+    return fail("SSE event " + std::to_string(events_ + 1) + " is longer than " +
+                std::to_string(max_sse_line) + " bytes");
+  data_.append(value);
+  has_data_ = true;
+  return true;
+}
+
+bool sse_decoder::event(clock::time_point t) {
+  if (!has_data_) return true;
+  has_data_ = false;
+  const std::string data = std::move(data_);
+  data_.clear();
+  ++events_;
+  const std::string where = "SSE event " + std::to_string(events_);
+  if (done_) return fail(where + " comes after [DONE]");
+  if (data == "[DONE]") {
+    done_ = true;
+    (void)tl_->chunk(t, 0, tc::chunk_kind::done);
+    (void)tl_->finish(t, reason_);
+    return true;
+  }
+  const auto j = nlohmann::json::parse(data, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return fail(where + " is not a JSON object: '" + data.substr(0, 80) + "'");
+  if (const auto e = j.find("error"); e != j.end()) {
+    std::string msg = e->dump();
+    if (e->is_object() && e->contains("message") && (*e)["message"].is_string())
+      msg = (*e)["message"].get<std::string>();
+    return fail("server error in the stream: " + msg.substr(0, 200));
+  }
+  bool has_choice = false, has_text = false;
+  if (const auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
+    const auto& c0 = c->front();
+    if (!c0.is_object()) return fail(where + ": choices[0] is not an object");
+    has_choice = true;
+    const nlohmann::json* text = nullptr;
+    if (endpoint_ == endpoint_kind::chat) {
+      if (const auto d = c0.find("delta"); d != c0.end() && d->is_object())
+        if (const auto x = d->find("content"); x != d->end()) text = &*x;
+    } else if (const auto x = c0.find("text"); x != c0.end()) {
+      text = &*x;
+    }
+    if (text && !text->is_null() && !text->is_string())
+      return fail(where + ": the choice's text is not a string");
+    has_text = text && text->is_string() && !text->get_ref<const std::string&>().empty();
+    if (const auto f = c0.find("finish_reason"); f != c0.end() && f->is_string())
+      reason_ = f->get_ref<const std::string&>() == "length" ? tc::finish_reason::length
+                                                             : tc::finish_reason::stop;
+  }
+  bool has_usage = false;
+  if (const auto u = j.find("usage"); u != j.end() && u->is_object()) {
+    has_usage = true;
+    auto count = [&](const char* name) -> std::optional<std::uint64_t> {
+      const auto x = u->find(name);
+      if (x == u->end() || !x->is_number_unsigned()) return std::nullopt;
+      return x->get<std::uint64_t>();
+    };
+    if (const auto p = count("prompt_tokens")) tl_->set_prompt_tokens(*p);
+    if (const auto o = count("completion_tokens")) tl_->set_reported_output_tokens(*o);
+  }
+  if (has_choice)
+    (void)tl_->chunk(t, has_text ? 1 : 0, has_text ? tc::chunk_kind::text : tc::chunk_kind::empty);
+  else if (has_usage)
+    (void)tl_->chunk(t, 0, tc::chunk_kind::usage);
+  else
+    return fail(where + " has neither choices nor usage");
+  return true;
+}
+
+// ---- one request ----------------------------------------------------------------------------
+
+namespace {
+
+std::string describe(const beast::error_code& ec) { return ec.message(); }
+
+// One streamed request on one connection (Connection: close), on one io_context run by one
+// thread (so its handlers never run concurrently). Reports its end through `done`.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(net::io_context& ioc, const tcp::endpoint& ep, const target& tgt, const timeouts& lim,
+          request_outcome& out, std::string body, std::function<void()> done)
+      : stream_(ioc),
+        deadline_(ioc),
+        ep_(ep),
+        lim_(lim),
+        out_(out),
+        sse_(tgt.endpoint, out.tl),
+        done_(std::move(done)) {
+    req_ = "POST " + tgt.path() + " HTTP/1.1\r\nHost: " + tgt.host + ":" + tgt.port +
+           "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n"
+           "Connection: close\r\nX-Request-Id: " +
+           std::to_string(out.id) + "\r\n";
+    if (!tgt.api_key.empty()) req_ += "Authorization: Bearer " + tgt.api_key + "\r\n";
+    req_ += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    parser_.eager(true);
+    parser_.body_limit((std::numeric_limits<std::uint64_t>::max)());
+  }
+
+  void start() {
+    (void)out_.tl.send(clock::now());
+    if (lim_.request.count() > 0) {
+      deadline_.expires_after(lim_.request);
+      deadline_.async_wait([self = shared_from_this()](const beast::error_code& ec) {
+        if (ec || self->ended_) return;
+        self->request_expired_ = true;
+        beast::error_code ignored;
+        self->stream_.socket().close(ignored);  // the pending operation ends with an error
+      });
+    }
+    arm(lim_.connect);
+    stream_.async_connect(
+        ep_, [self = shared_from_this()](const beast::error_code& ec) { self->on_connect(ec); });
+  }
+
+ private:
+  void arm(clock::duration d) {
+    if (d.count() > 0)
+      stream_.expires_after(d);
+    else
+      stream_.expires_never();
+  }
+
+  void on_connect(const beast::error_code& ec) {
+    if (ec) return io_failure(ec, "connect");
+    arm(lim_.idle);
+    net::async_write(stream_, net::buffer(req_),
+                     [self = shared_from_this()](const beast::error_code& e, std::size_t) {
+                       if (e) return self->io_failure(e, "write");
+                       self->read();
+                     });
+  }
+
+  void read() {
+    arm(lim_.idle);
+    stream_.async_read_some(buf_.prepare(16 * 1024),
+                            [self = shared_from_this()](const beast::error_code& ec,
+                                                        std::size_t n) { self->on_read(ec, n); });
+  }
+
+  void on_read(const beast::error_code& ec, std::size_t n) {
+    const clock::time_point t = clock::now();  // first: the moment the bytes were read
+    if (ended_) return;
+    buf_.commit(n);
+    if (n > 0 && !parse(t)) return;
+    if (ended_) return;
+    if (ec) {
+      if (ec == net::error::eof || ec == http::error::end_of_stream) {
+        // A close-delimited body ends here; anything else ended early.
+        beast::error_code pe;
+        parser_.put_eof(pe);
+        if (!pe && parser_.is_done()) return end_of_body(t);
+        return fail(t, tc::finish_reason::error,
+                    sse_.events() ? "the connection closed before [DONE]"
+                                  : "the connection closed before the response ended");
+      }
+      return io_failure(ec, "read");
+    }
+    read();
+  }
+
+  // Feeds what was read into the HTTP parser and the body into the SSE decoder. False once the
+  // request ended.
+  bool parse(clock::time_point t) {
+    for (;;) {
+      beast::error_code pe;
+      const std::size_t used = parser_.put(buf_.data(), pe);
+      buf_.consume(used);
+      if (pe == http::error::need_more) pe = {};
+      if (pe) {
+        fail(t, tc::finish_reason::error, "HTTP: " + describe(pe));
+        return false;
+      }
+      if (parser_.is_header_done()) {
+        std::string& body = parser_.get().body();
+        const unsigned status = parser_.get().result_int();
+        if (status != 200) {
+          if (body.size() > 4096) body.resize(4096);
+          if (parser_.is_done() || body.size() >= 4096) {
+            fail(t, tc::finish_reason::error,
+                 "HTTP " + std::to_string(status) + ": " + body.substr(0, 300));
+            return false;
+          }
+        } else {
+          const auto type = parser_.get()[http::field::content_type];
+          if (type.substr(0, 17) != "text/event-stream") {
+            fail(t, tc::finish_reason::error,
+                 "HTTP 200 with Content-Type '" + std::string(type.substr(0, 80)) +
+                     "', not text/event-stream (the server did not stream)");
+            return false;
+          }
+          if (!body.empty()) {
+            const bool ok = sse_.feed(body, t);
+            body.clear();
+            if (!ok) {
+              fail(t, tc::finish_reason::error, sse_.error());
+              return false;
+            }
+          }
+          if (parser_.is_done()) {
+            end_of_body(t);
+            return false;
+          }
+        }
+      }
+      if (used == 0 || buf_.size() == 0) return true;
+    }
+  }
+
+  void end_of_body(clock::time_point t) {
+    if (sse_.done()) return end(std::string());
+    fail(t, tc::finish_reason::error, "the response ended before [DONE]");
+  }
+
+  void io_failure(const beast::error_code& ec, const char* what) {
+    const clock::time_point t = clock::now();
+    if (request_expired_)
+      return fail(t, tc::finish_reason::timed_out,
+                  "request timeout (" + seconds(lim_.request) + ") during " + what);
+    if (ec == beast::error::timeout) {
+      const bool connecting = std::string_view(what) == "connect";
+      return fail(t, tc::finish_reason::timed_out,
+                  connecting
+                      ? "connect timeout (" + seconds(lim_.connect) + ")"
+                      : "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " + what);
+    }
+    fail(t, tc::finish_reason::error, std::string(what) + ": " + describe(ec));
+  }
+
+  static std::string seconds(clock::duration d) {
+    std::string s = std::to_string(std::chrono::duration<double>(d).count());
+    while (s.size() > 1 && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s + " s";
+  }
+
+  void fail(clock::time_point t, tc::finish_reason why, std::string reason) {
+    if (ended_) return;
+    if (!out_.tl.finished()) (void)out_.tl.finish(t, why);
+    end(std::move(reason));
+  }
+
+  void end(std::string reason) {
+    if (ended_) return;
+    ended_ = true;
+    out_.error = std::move(reason);
+    beast::error_code ignored;
+    deadline_.cancel();
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+    done_();
+  }
+
+  beast::tcp_stream stream_;
+  net::steady_timer deadline_;
+  tcp::endpoint ep_;
+  timeouts lim_;
+  request_outcome& out_;
+  sse_decoder sse_;
+  std::function<void()> done_;
+  std::string req_;
+  beast::flat_buffer buf_;
+  http::response_parser<http::string_body> parser_;
+  bool ended_ = false, request_expired_ = false;
+};
+
+}  // namespace
+
+// ---- the run --------------------------------------------------------------------------------
+
+load_result run_load(const load_options& opt) {
+  if (opt.threads == 0) throw std::invalid_argument("--threads must be > 0");
+  if (!(opt.warmup_s >= 0)) throw std::invalid_argument("--warmup must be >= 0");
+  batching::workload work = opt.work;
+  if (work.memory_limit == 0) work.memory_limit = batching::default_memory_limit;
+  batching::clock_type virtual_clock;  // the load generator's schedule, in time since `zero`
+  batching::load_generator gen(work, virtual_clock);
+
+  // Resolve once: every request connects to the same address.
+  tcp::endpoint ep;
+  {
+    net::io_context ioc;
+    tcp::resolver res(ioc);
+    beast::error_code ec;
+    const auto r = res.resolve(opt.tgt.host, opt.tgt.port, ec);
+    if (ec || r.empty())
+      throw std::runtime_error("cannot resolve " + opt.tgt.host + ":" + opt.tgt.port + ": " +
+                               ec.message());
+    ep = *r.begin();
+  }
+
+  std::vector<std::unique_ptr<net::io_context>> iocs;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> guards;
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < opt.threads; ++i) {
+    iocs.push_back(std::make_unique<net::io_context>(1));
+    guards.push_back(net::make_work_guard(*iocs.back()));
+  }
+  for (unsigned i = 0; i < opt.threads; ++i) threads.emplace_back([&, i] { iocs[i]->run(); });
+
+  load_result result;
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<std::size_t> ended;  // indices in result.requests of the requests that ended
+  std::uint64_t in_flight = 0, sent = 0, finished = 0, failed = 0;
+  std::size_t next_thread = 0;
+
+  result.zero = clock::now() + std::chrono::milliseconds(20);  // a lead so t = 0 is not late
+  const auto at = [&](batching::time_point v) {
+    return result.zero + std::chrono::duration_cast<clock::duration>(v.time_since_epoch());
+  };
+  const auto virtual_now = [&](clock::time_point t) {
+    return batching::time_point(std::chrono::duration_cast<batching::duration>(t - result.zero));
+  };
+  auto next_progress = result.zero;
+  std::vector<batching::request*> released;
+  for (;;) {
+    std::vector<std::size_t> now_ended;
+    {
+      std::lock_guard<std::mutex> lock(m);
+      now_ended.swap(ended);
+    }
+    for (const std::size_t i : now_ended) {
+      --in_flight;
+      ++finished;
+      const request_outcome& o = result.requests[i];
+      if (!o.error.empty()) ++failed;
+      gen.on_finish(gen.requests()[o.id], virtual_now(*o.tl.finish_time()));
+    }
+    const auto now = clock::now();
+    if (opt.on_progress && now >= next_progress) {
+      opt.on_progress({std::chrono::duration<double>(now - result.zero).count(), sent, finished,
+                       failed, in_flight});
+      next_progress = now + opt.progress_every;
+    }
+    const auto next = gen.next_arrival();
+    const bool more = next && *next < gen.end();
+    if (!more && in_flight == 0) break;
+    const auto wake = more ? std::min(at(*next), next_progress) : next_progress;
+    if (!more || now < at(*next)) {
+      std::unique_lock<std::mutex> lock(m);
+      if (opt.on_progress)
+        cv.wait_until(lock, wake, [&] { return !ended.empty(); });
+      else if (more)
+        cv.wait_until(lock, at(*next), [&] { return !ended.empty(); });
+      else
+        cv.wait(lock, [&] { return !ended.empty(); });
+      continue;
+    }
+    released.clear();
+    gen.release(virtual_now(now), released);
+    for (batching::request* r : released) {
+      if (r->arrival >= gen.end()) continue;
+      request_outcome& o = result.requests.emplace_back();
+      o.id = r->id;
+      o.measured =
+          std::chrono::duration<double>(r->arrival.time_since_epoch()).count() >= opt.warmup_s;
+      (void)o.tl.arrive(at(r->arrival));
+      ++in_flight;
+      ++sent;
+      const std::size_t index = result.requests.size() - 1;
+      auto s = std::make_shared<session>(*iocs[next_thread], ep, opt.tgt, opt.limits, o,
+                                         request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
+                                         [&m, &cv, &ended, index] {
+                                           {
+                                             std::lock_guard<std::mutex> lock(m);
+                                             ended.push_back(index);
+                                           }
+                                           cv.notify_one();
+                                         });
+      net::post(*iocs[next_thread], [s] { s->start(); });
+      next_thread = (next_thread + 1) % iocs.size();
+    }
+  }
+  for (auto& g : guards) g.reset();
+  for (auto& t : threads) t.join();
+  if (opt.on_progress)
+    opt.on_progress({std::chrono::duration<double>(clock::now() - result.zero).count(), sent,
+                     finished, failed, in_flight});
+  return result;
+}
+
+std::vector<tc::trace_record> to_trace(const load_result& r) {
+  std::vector<tc::trace_record> out;
+  for (const request_outcome& o : r.requests)
+    if (o.measured) out.push_back(tc::to_trace_record(o.tl, r.zero, std::to_string(o.id), o.error));
+  return out;
+}
+
+}  // namespace tokchron_bench

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
+#ifndef TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRIPTED_SERVER_HPP
+#define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRIPTED_SERVER_HPP
+
+/// \file
+/// A tiny OpenAI-style SSE server with known emission times: the test and timing harness of
+/// tokchron-bench. It listens on 127.0.0.1 (an ephemeral port), answers every POST with a
+/// chunked `text/event-stream` on a fixed schedule, and records the steady-clock time at which it
+/// handed each event's bytes to the kernel (read just before the write), keyed by the request's
+/// `X-Request-Id` header. Client and server share the machine's clock, so a client's read time
+/// minus the emission time is the client's timing error plus the loopback's delay.
+///
+/// The stream of a request asking for `max_tokens` = n: for chat a role chunk (empty content) at
+/// `first_delay`, then n text chunks, the first at `first_delay` and one every `interval`, then
+/// (with `stream_options.include_usage`) a usage chunk and `[DONE]` in the last text chunk's
+/// write. The request's `model` picks a misbehaviour, after `fault_after` text chunks:
+/// `cut` closes the connection, `stall` stops writing (and keeps the connection open),
+/// `malformed` writes a data line that is not JSON, `garbage` a line that is not an SSE field,
+/// `error` an in-stream error object; `http500` answers 500 with an OpenAI error body, `json`
+/// answers 200 with a JSON body (not a stream).
+/// Handlers run on one thread. Memory: one record per chunk written.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tokchron_bench {
+
+/// The schedule every stream follows.
+struct server_script {
+  std::chrono::steady_clock::duration first_delay = std::chrono::milliseconds(5);
+  std::chrono::steady_clock::duration interval = std::chrono::milliseconds(2);
+  std::uint32_t fault_after = 2;  ///< text chunks before a misbehaviour
+};
+
+/// One written event: when its bytes went to the kernel, and its kind ("role", "text", "usage",
+/// "done").
+struct emission {
+  std::chrono::steady_clock::time_point time;
+  std::string kind;
+};
+
+class scripted_server {
+ public:
+  /// Starts listening and serving on a thread of its own. Throws `std::runtime_error` when it
+  /// cannot listen.
+  explicit scripted_server(server_script s = {});
+  ~scripted_server();
+  scripted_server(const scripted_server&) = delete;
+  scripted_server& operator=(const scripted_server&) = delete;
+
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// The events written so far per `X-Request-Id` (a copy; thread-safe).
+  [[nodiscard]] std::map<std::string, std::vector<emission>> emissions() const;
+  /// Requests received so far (thread-safe).
+  [[nodiscard]] std::uint64_t requests() const;
+  /// Stops serving, joins the thread and closes the listener: later connections are refused
+  /// (the destructor calls it).
+  void stop();
+
+  struct impl;  ///< the listener, its thread and the records (scripted_server.cpp)
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace tokchron_bench
+
+#endif  // TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRIPTED_SERVER_HPP

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
+// tokchron-bench against its scripted SSE server (scripted_server.hpp): what each request
+// records, its failures with their reasons, timeouts that end a silent stream, and the number of
+// requests the open and closed loops send.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_cli.hpp"
+#include "client.hpp"
+#include "scripted_server.hpp"
+
+namespace tb = tokchron_bench;
+namespace tc = tokchron;
+using namespace std::chrono_literals;
+
+namespace {
+
+// One request (closed loop, one user, max_requests 1) of `prompt` words asking for `output`
+// tokens from `srv` with model `model`.
+tb::load_result one(const tb::scripted_server& srv, const std::string& model,
+                    tb::endpoint_kind e = tb::endpoint_kind::completions, tb::timeouts lim = {},
+                    std::uint32_t prompt = 7, std::uint32_t output = 5) {
+  tb::load_options o;
+  o.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()),
+                           e == tb::endpoint_kind::chat ? "chat" : "completions", model);
+  o.work.mode = batching::arrival_mode::closed;
+  o.work.users = 1;
+  o.work.max_requests = 1;
+  o.work.duration_s = 30;
+  o.work.prompt = batching::distribution::fixed(prompt, batching::quantity::prompt_length);
+  o.work.output = batching::distribution::fixed(output, batching::quantity::output_length);
+  o.limits = lim;
+  return tb::run_load(o);
+}
+
+std::vector<tc::chunk_kind> kinds(const tb::timeline& tl) {
+  std::vector<tc::chunk_kind> k;
+  for (const auto& c : tl.store().chunks()) k.push_back(c.kind);
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("sse_decoder: events split across reads are recorded at the read that completed them") {
+  tb::timeline tl;
+  const auto t0 = tb::clock::time_point(1s);
+  REQUIRE(tl.arrive(t0) == tc::record_status::ok);
+  tb::sse_decoder d(tb::endpoint_kind::chat, tl);
+  CHECK(d.feed("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\nda",
+               t0 + 1ms));
+  CHECK(d.feed("ta: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\r\n", t0 + 2ms));
+  CHECK(tl.store().chunks().size() == 1);  // the second event has no blank line yet
+  CHECK(d.feed("\r\n: a comment\nevent: x\n\n", t0 + 3ms));
+  CHECK(
+      d.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n"
+             "data: [DONE]\n\n",
+             t0 + 4ms));
+  CHECK(d.done());
+  CHECK_FALSE(d.failed());
+  const auto& c = tl.store().chunks();
+  REQUIRE(c.size() == 4);
+  CHECK(kinds(tl) == std::vector<tc::chunk_kind>{tc::chunk_kind::empty, tc::chunk_kind::text,
+                                                 tc::chunk_kind::usage, tc::chunk_kind::done});
+  CHECK(c[0].time == t0 + 1ms);
+  CHECK(c[1].time == t0 + 3ms);
+  CHECK(c[1].tokens == 1);
+  CHECK(c[2].time == t0 + 4ms);
+  CHECK(tl.prompt_tokens() == 3u);
+  CHECK(tl.reported_output_tokens() == 1u);
+  CHECK(tl.succeeded());
+}
+
+TEST_CASE("sse_decoder: malformed lines and events fail with the reason") {
+  const auto t = tb::clock::time_point(1s);
+  struct bad {
+    std::string bytes, reason;
+  };
+  const std::vector<bad> cases{
+      {"data: {\"choices\": [oops\n\n", "SSE event 1 is not a JSON object"},
+      {"this is not an SSE field\n", "SSE line 1 is not a field"},
+      {"data: {\"error\":{\"message\":\"boom\"}}\n\n", "server error in the stream: boom"},
+      {"data: {\"id\":1}\n\n", "has neither choices nor usage"},
+      {"data: {\"choices\":[{\"text\":3}]}\n\n", "text is not a string"},
+      {"data: [DONE]\n\ndata: [DONE]\n\n", "comes after [DONE]"},
+  };
+  for (const auto& b : cases) {
+    CAPTURE(b.bytes);
+    tb::timeline tl;
+    REQUIRE(tl.arrive(t) == tc::record_status::ok);
+    tb::sse_decoder d(tb::endpoint_kind::completions, tl);
+    CHECK_FALSE(d.feed(b.bytes, t));
+    CHECK(d.error().find(b.reason) != std::string::npos);
+    CHECK_FALSE(d.feed("data: [DONE]\n\n", t));  // nothing more is read
+  }
+  // A line that never ends stops at max_sse_line: memory stays bounded.
+  tb::timeline tl;
+  REQUIRE(tl.arrive(t) == tc::record_status::ok);
+  tb::sse_decoder d(tb::endpoint_kind::completions, tl);
+  const std::string block(64 * 1024, 'x');
+  bool ok = true;
+  for (std::size_t i = 0; ok && i < 2 * tb::max_sse_line / block.size(); ++i) ok = d.feed(block, t);
+  CHECK_FALSE(ok);
+  CHECK(d.error().find("longer than") != std::string::npos);
+}
+
+TEST_CASE("parse_target: URLs and endpoints") {
+  const auto t = tb::parse_target("http://localhost:9000/v1/", "chat", "m");
+  CHECK(t.host == "localhost");
+  CHECK(t.port == "9000");
+  CHECK(t.path() == "/v1/chat/completions");
+  CHECK(tb::parse_target("http://h/api", "completions", "m").path() == "/api/v1/completions");
+  CHECK_THROWS_AS((void)tb::parse_target("https://h", "chat", "m"), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::parse_target("http://h:0", "chat", "m"), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::parse_target("http://h:99999", "chat", "m"), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::parse_target("http://h", "embeddings", "m"), std::invalid_argument);
+}
+
+TEST_CASE("a chat stream: chunk kinds, times after the server wrote them, usage") {
+  tb::scripted_server srv({5ms, 3ms, 2});
+  const auto r = one(srv, "m", tb::endpoint_kind::chat, {}, 7, 5);
+  REQUIRE(r.requests.size() == 1);
+  const auto& o = r.requests.front();
+  CHECK(o.error.empty());
+  REQUIRE(o.tl.succeeded());
+  using k = tc::chunk_kind;
+  CHECK(kinds(o.tl) ==
+        std::vector<k>{k::empty, k::text, k::text, k::text, k::text, k::text, k::usage, k::done});
+  CHECK(o.tl.output_tokens() == 5);
+  CHECK(o.tl.prompt_tokens() == 7u);
+  CHECK(o.tl.reported_output_tokens() == 5u);
+  CHECK(o.tl.reason() == tc::finish_reason::length);
+  // Every chunk was read after the server wrote it (same clock), and the send came first.
+  const auto sent = srv.emissions().at(std::to_string(o.id));
+  const auto& c = o.tl.store().chunks();
+  REQUIRE(sent.size() == c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    CAPTURE(i);
+    CHECK(c[i].time >= sent[i].time);
+  }
+  CHECK(*o.tl.send_time() <= sent.front().time);
+  CHECK(*o.tl.arrival() <= *o.tl.send_time());
+  // The trace record keeps it all.
+  const auto trace = tb::to_trace(r);
+  REQUIRE(trace.size() == 1);
+  CHECK(trace[0].ok);
+  CHECK(trace[0].chunks.size() == c.size());
+  CHECK(trace[0].usage_output_tokens == 5u);
+}
+
+TEST_CASE("failures are recorded with their reason and never hang the client") {
+  tb::scripted_server srv({2ms, 2ms, 2});
+  struct fault {
+    std::string model, reason;
+    tc::finish_reason finish;
+  };
+  const std::vector<fault> faults{
+      {"cut", "the connection closed before [DONE]", tc::finish_reason::error},
+      {"malformed", "SSE event 3 is not a JSON object", tc::finish_reason::error},
+      {"garbage", "SSE line 5 is not a field", tc::finish_reason::error},
+      {"error", "server error in the stream: scripted error", tc::finish_reason::error},
+      {"http500", "HTTP 500: {\"error\"", tc::finish_reason::error},
+      {"json", "HTTP 200 with Content-Type 'application/json', not text/event-stream",
+       tc::finish_reason::error},
+      {"stall", "idle timeout (no bytes for 0.2 s)", tc::finish_reason::timed_out},
+  };
+  tb::timeouts lim;
+  lim.idle = 200ms;
+  for (const auto& f : faults) {
+    CAPTURE(f.model);
+    const auto start = tb::clock::now();
+    const auto r = one(srv, f.model, tb::endpoint_kind::completions, lim);
+    REQUIRE(r.requests.size() == 1);
+    const auto& o = r.requests.front();
+    CHECK(o.error.find(f.reason) != std::string::npos);
+    CHECK(o.tl.reason() == f.finish);
+    CHECK_FALSE(o.tl.succeeded());
+    CHECK(tb::clock::now() - start < 10s);
+    const auto trace = tb::to_trace(r);
+    REQUIRE(trace.size() == 1);
+    CHECK_FALSE(trace[0].ok);
+    CHECK(trace[0].error == o.error);
+  }
+  // The text chunks before the fault are kept.
+  const auto r = one(srv, "cut");
+  CHECK(r.requests.front().tl.output_tokens() == 2);
+}
+
+TEST_CASE("the request timeout ends a stalled stream; a refused connection fails") {
+  tb::scripted_server srv({2ms, 2ms, 1});
+  tb::timeouts lim;
+  lim.idle = 0s;
+  lim.request = 300ms;
+  const auto r = one(srv, "stall", tb::endpoint_kind::completions, lim);
+  const auto& o = r.requests.front();
+  CHECK(o.error.find("request timeout (0.3 s)") != std::string::npos);
+  CHECK(o.tl.reason() == tc::finish_reason::timed_out);
+  const auto took = *o.tl.finish_time() - *o.tl.send_time();
+  CHECK(took >= 300ms);
+  CHECK(took < 5s);
+
+  const std::uint16_t port = srv.port();
+  srv.stop();
+  tb::load_options lo;
+  lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(port), "completions", "m");
+  lo.work.users = 2;
+  lo.work.max_requests = 3;
+  lo.work.duration_s = 30;
+  lo.limits.idle = 2s;
+  const auto refused = tb::run_load(lo);
+  CHECK(refused.requests.size() == 3);
+  for (const auto& x : refused.requests) {
+    CAPTURE(x.error);
+    CHECK(x.error.rfind("connect: ", 0) == 0);
+  }
+}
+
+TEST_CASE("open and closed loops send the load generator's requests") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  tb::load_options lo;
+  lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "completions", "m");
+  lo.work.prompt = batching::distribution::parse("uniform:1,20", batching::quantity::prompt_length);
+  lo.work.output = batching::distribution::parse("uniform:1,4", batching::quantity::output_length);
+  SUBCASE("open loop: the arrivals the executor's generator counts, warm-up left out") {
+    lo.work.mode = batching::arrival_mode::open;
+    lo.work.rate = 40;
+    lo.work.burstiness = 0.5;
+    lo.work.duration_s = 1.5;
+    lo.work.seed = 7;
+    lo.warmup_s = 0.5;
+    const auto n = batching::count_open_arrivals(lo.work, lo.warmup_s, 1000000);
+    const auto r = tb::run_load(lo);
+    CHECK(r.requests.size() == n.total);
+    CHECK(tb::to_trace(r).size() == n.from);
+    CHECK(srv.requests() == n.total);
+    for (const auto& o : r.requests) {
+      CHECK(o.error.empty());
+      CHECK(*o.tl.send_time() >= *o.tl.arrival());
+    }
+  }
+  SUBCASE("closed loop: max_requests over users, each user one at a time") {
+    lo.work.mode = batching::arrival_mode::closed;
+    lo.work.users = 3;
+    lo.work.max_requests = 10;
+    lo.work.duration_s = 30;
+    lo.threads = 2;
+    const auto r = tb::run_load(lo);
+    CHECK(r.requests.size() == 10);
+    CHECK(srv.requests() == 10);
+    // At most 3 requests in flight at any send time.
+    for (const auto& o : r.requests) {
+      CHECK(o.error.empty());
+      int overlapping = 0;
+      for (const auto& p : r.requests)
+        overlapping +=
+            *p.tl.send_time() <= *o.tl.send_time() && *p.tl.finish_time() > *o.tl.send_time();
+      CHECK(overlapping <= 3);
+    }
+  }
+}
+
+TEST_CASE("the command line: the report of the run, and bad options refused") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  std::ostringstream out, err;
+  const int rc = tb::run_cli(
+      {"--url",          url,    "--endpoint",   "chat",    "--users",      "2",
+       "--max-requests", "6",    "--output-len", "fixed:3", "--prompt-len", "fixed:4",
+       "--format",       "json", "--profile",    "vllm",    "--slo",        "max(ttft) < 10s",
+       "--progress",     "never"},
+      out, err);
+  CAPTURE(err.str());
+  CHECK(rc == 0);
+  CHECK(out.str().find("\"requests\"") != std::string::npos);
+  CHECK(out.str().find("\"status\": \"pass\"") != std::string::npos);
+  CHECK(srv.requests() == 6);
+
+  std::ostringstream o2, e2;
+  CHECK(tb::run_cli({"--rate", "0"}, o2, e2) == 2);
+  CHECK(e2.str().find("--rate") != std::string::npos);
+  CHECK(tb::run_cli({"--url", "ftp://x"}, o2, e2) == 2);
+  CHECK(tb::run_cli({"--max-batch-size", "3"}, o2, e2) == 2);  // not a load option
+  CHECK(tb::run_cli({"--sweep", "rate=1,x"}, o2, e2) == 2);
+  CHECK(tb::run_cli({"--warmup", "10", "--duration", "5"}, o2, e2) == 2);
+}
+
+TEST_CASE("--sweep: one run, one report and one trace per value") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  const std::string trace = std::string(TOKCHRON_BENCH_TEST_DIR) + "/sweep.jsonl";
+  std::ostringstream out, err;
+  const int rc =
+      tb::run_cli({"--url", url, "--sweep", "users=1,3", "--max-requests", "6", "--output-len",
+                   "fixed:2", "--prompt-len", "fixed:2", "--format", "csv", "--profile",
+                   "canonical", "--progress", "never", "--trace-out", trace},
+                  out, err);
+  CAPTURE(err.str());
+  CHECK(rc == 0);
+  CHECK(out.str().find("== users = 1 ==") != std::string::npos);
+  CHECK(out.str().find("== users = 3 ==") != std::string::npos);
+  CHECK(srv.requests() == 12);
+  for (const char* v : {"1", "3"}) {
+    std::ifstream f(std::string(TOKCHRON_BENCH_TEST_DIR) + "/sweep.users=" + v + ".jsonl");
+    int lines = 0;
+    for (std::string l; std::getline(f, l);) ++lines;
+    CHECK(lines == 6);
+  }
+}
