@@ -183,11 +183,11 @@ template <class Clock>
       histogram_data d;
       std::uint64_t cum = 0;
       for (std::size_t b = 0; b < lay.bounds[hi].size(); ++b) {
-        cum += counter(s, lay.offset[hi] + static_cast<std::uint32_t>(b));
+        cum = detail::live_sat_add(cum, counter(s, lay.offset[hi] + static_cast<std::uint32_t>(b)));
         d.buckets.push_back(histogram_bucket{lay.bounds[hi][b], cum});
       }
-      d.count =
-          cum + counter(s, lay.offset[hi] + static_cast<std::uint32_t>(lay.bounds[hi].size()));
+      d.count = detail::live_sat_add(
+          cum, counter(s, lay.offset[hi] + static_cast<std::uint32_t>(lay.bounds[hi].size())));
       d.sum = present[s] ? sums[s][hi] : 0.0;
       f.add(std::move(d), labels);
     }
@@ -212,7 +212,7 @@ template <class Clock>
         std::uint64_t total = 0;
         for (std::uint32_t r = 0; r < 6; ++r)
           if (detail::live_reason_value(o.semantics, static_cast<finish_reason>(r)) == v)
-            total += counter(s, detail::lc_requests + r);
+            total = detail::live_sat_add(total, counter(s, detail::lc_requests + r));
         label_set l = labels;
         l.push_back(label{n.reason_label, v});
         f.add(static_cast<double>(total), std::move(l));
