@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <set>
 #include <string>
@@ -232,4 +233,47 @@ TEST_CASE("live: threads created and destroyed reuse shards: memory bounded by p
   const auto s = scrape(m);
   CHECK(value(s, "tokchron_requests", {{"outcome", "stop"}}) == 150);
   CHECK(value(s, "tokchron_prompt_tokens") == 450);
+}
+
+TEST_CASE(
+    "live: the exposition of a hostile scripted run, for promtool (build dir live_hostile.*)") {
+  // Writes <build>/live_hostile_{vllm,tokchron}.{prom,om}: `promtool check metrics < FILE`
+  // checks them (docs/live-metrics.md, "Exposition validity"). Here: one series per label set.
+  for (const bool vllm : {true, false}) {
+    CAPTURE(vllm);
+    auto o = vllm ? tokchron::vllm_live_options("m\"1\\\n", 100)
+                  : tokchron::tokchron_live_options({"model", "adapter"}, {"m\"1\\\n", ""});
+    o.max_series = 6;
+    metrics m(o);
+    double at = 0;
+    for (const auto* v : {"\xff", "", "\"", "\\", "\n", "\xe2\x82\xac", "a,b=c}", "x", "y", "z"}) {
+      const auto s = m.series({v, "0"});
+      request r;
+      REQUIRE(m.arrive(r, ms(at), {s, 5, 8}) == record_status::ok);
+      REQUIRE(m.scheduled(r, ms(at + 1)) == record_status::ok);
+      REQUIRE(m.chunk(r, ms(at + 2), 1) == record_status::ok);
+      REQUIRE(m.chunk(r, ms(at + 3), 2) == record_status::ok);
+      REQUIRE(m.finish(r, ms(at + 4),
+                       at < 30 ? tokchron::finish_reason::aborted
+                               : tokchron::finish_reason::stop) == record_status::ok);
+      m.set_kv_cache_usage(s, 0.5);
+      at += 10;
+    }
+    const auto snap = scrape(m);
+    for (const auto& f : snap.families) CHECK(distinct_series(snap, f.name) == f.points.size());
+    tokchron::prometheus_options om;
+    om.openmetrics = true;
+    const std::string base =
+        std::string(TOKCHRON_BINARY_DIR) + "/live_hostile_" + (vllm ? "vllm" : "tokchron");
+    std::FILE* f = std::fopen((base + ".prom").c_str(), "wb");
+    REQUIRE(f != nullptr);
+    const std::string text = tokchron::to_prometheus(snap);
+    CHECK(std::fwrite(text.data(), 1, text.size(), f) == text.size());
+    std::fclose(f);
+    f = std::fopen((base + ".om").c_str(), "wb");
+    REQUIRE(f != nullptr);
+    const std::string otext = tokchron::to_prometheus(snap, om);
+    CHECK(std::fwrite(otext.data(), 1, otext.size(), f) == otext.size());
+    std::fclose(f);
+  }
 }
