@@ -21,18 +21,15 @@
 namespace batching {
 namespace {
 
-// A fitted constant: its --sim key, whether it is a fraction in (0, 1] (searched as a logit) or
-// a time in seconds (searched as a log), and where a time of 0 starts.
+// A fitted constant: its --sim key, and whether it is a fraction in (0, 1] (searched as a
+// logit) or a time in seconds (searched as a log).
 struct fit_key {
   const char* key;
   bool fraction;
-  double zero_start;
 };
-constexpr fit_key fit_keys[] = {{"eta_bw", true, 0},
-                                {"eta_compute", true, 0},
-                                {"t_fixed", false, 1e-4},
-                                {"t_seq", false, 1e-6},
-                                {"t_request", false, 1e-4}};
+constexpr fit_key fit_keys[] = {
+    {"eta_bw", true}, {"eta_compute", true}, {"t_fixed", false}, {"t_seq", false},
+    {"t_request", false}};
 
 const fit_key& key_of(const std::string& k) {
   for (const auto& f : fit_keys)
@@ -50,13 +47,21 @@ double value_of(const sim_config& c, const std::string& k) {
   return c.t_request_s;
 }
 
+// The natural size of a time constant, from the starting constants: where a zero starts, and
+// the least change the sensitivity check makes. t_fixed (1 ms if 0) sets the scale of a step;
+// a sequence's share of a step starts at a tenth of it, a request's start at all of it.
+double time_scale(const sim_config& start, const std::string& k) {
+  const double step = start.t_fixed_s > 0 ? start.t_fixed_s : 1e-3;
+  return k == "t_seq" ? step / 10 : step;
+}
+
 // Search coordinate <-> value. A fraction's logit is capped so the value stays in (0, 1].
-double to_search(const fit_key& f, double v) {
+double to_search(const fit_key& f, double v, double scale) {
   if (f.fraction) {
     v = std::clamp(v, 1e-6, 1 - 1e-9);
     return std::log(v / (1 - v));
   }
-  return std::log(v > 0 ? v : f.zero_start);
+  return std::log(v > 0 ? v : scale);
 }
 double from_search(const fit_key& f, double x) {
   if (f.fraction) return std::min(1.0, 1 / (1 + std::exp(-x)));
@@ -71,21 +76,24 @@ std::string fmt(const char* f, double v) {
 
 // Replays measured requests: at their recorded arrival times, or (concurrency N) each as soon
 // as fewer than N are in flight, in arrival order (a closed loop without think time, or vLLM's
-// --max-concurrency).
+// --max-concurrency). With background, once every traced request is out, repeats of them (from
+// the first) keep N in flight until the traced ones have finished, and are then aborted, as
+// batching-executor's closed loop does (its trace leaves those later requests out); they get ids
+// from requests.size() on and arrive after end().
 class replay_source final : public request_source {
  public:
   replay_source(const calib_trace& t, const clock_type& clock) : t_(t), clock_(clock) {}
-  [[nodiscard]] time_point end() const noexcept override { return time_point::max(); }
+  [[nodiscard]] time_point end() const noexcept override { return end_; }
   [[nodiscard]] std::optional<time_point> next_arrival() const override {
-    if (next_ >= t_.requests.size()) return std::nullopt;
     if (t_.concurrency && in_flight_ >= *t_.concurrency) return std::nullopt;
-    return std::max(at(next_), free_at_);
+    if (next_ >= t_.requests.size() && !(t_.background && t_.concurrency)) return std::nullopt;
+    return due();
   }
   void release(time_point now, std::vector<request*>& out) override {
-    while (next_ < t_.requests.size() && (!t_.concurrency || in_flight_ < *t_.concurrency) &&
-           std::max(at(next_), free_at_) <= now) {
-      const replay_request& m = t_.requests[next_];
-      const time_point when = std::max(at(next_), free_at_);
+    while ((next_ < t_.requests.size() || (t_.background && t_.concurrency)) &&
+           (!t_.concurrency || in_flight_ < *t_.concurrency) && due() <= now) {
+      const replay_request& m = t_.requests[next_ % t_.requests.size()];
+      const time_point when = due();
       request& q = requests_.emplace_back(clock_);
       q.id = next_++;
       q.prompt_tokens = m.prompt;
@@ -97,6 +105,7 @@ class replay_source final : public request_source {
       q.tl.set_prompt_tokens(q.prompt_tokens);
       ++in_flight_;
       out.push_back(&q);
+      if (next_ == t_.requests.size() && t_.background) end_ = when + duration(1);
     }
   }
   void on_finish(const request&, time_point t) override {
@@ -106,8 +115,12 @@ class replay_source final : public request_source {
   [[nodiscard]] std::deque<request> take_requests() override { return std::move(requests_); }
 
  private:
-  [[nodiscard]] time_point at(std::size_t i) const {
-    return time_point(tokchron::from_seconds<duration>(t_.requests[i].arrival_s));
+  // When the next request may go: its recorded arrival (none for a background one), not before
+  // a slot freed, and a background one after end().
+  [[nodiscard]] time_point due() const {
+    if (next_ >= t_.requests.size()) return std::max(free_at_, end_);
+    return std::max(
+        time_point(tokchron::from_seconds<duration>(t_.requests[next_].arrival_s)), free_at_);
   }
   const calib_trace& t_;
   clock_type clock_;
@@ -115,6 +128,7 @@ class replay_source final : public request_source {
   std::size_t next_ = 0;
   std::uint32_t in_flight_ = 0;
   time_point free_at_{};
+  time_point end_ = time_point::max();
 };
 
 tokchron::summary_options summary_opts(const calib_settings& s) {
@@ -175,15 +189,18 @@ fit_result fit_constants(const std::vector<std::string>& keys, const sim_config&
       c.emplace_back(fk[i]->key, free[i] ? from_search(*fk[i], x[i]) : held[i]);
     return c;
   };
-  std::vector<double> x0, held;
+  std::vector<double> x0, held, scale;
   for (const auto* f : fk) {
     held.push_back(value_of(start, f->key));
-    x0.push_back(to_search(*f, held.back()));
+    scale.push_back(f->fraction ? 0 : time_scale(start, f->key));
+    x0.push_back(to_search(*f, held.back(), scale.back()));
   }
   std::vector<bool> free(fk.size(), true);
   out.rms_start = std::sqrt(objective(constants(x0, free, held)));
   std::vector<double> x = x0;
-  for (int pass = 0; pass < 2; ++pass) {
+  // Each pass fits the free constants, then holds at their starting values those the error
+  // does not depend on, and refits; until every free one is identified.
+  for (std::size_t pass = 0; pass <= fk.size(); ++pass) {
     std::vector<std::size_t> idx;  // the free coordinates
     for (std::size_t i = 0; i < fk.size(); ++i)
       if (free[i]) idx.push_back(i);
@@ -191,7 +208,7 @@ fit_result fit_constants(const std::vector<std::string>& keys, const sim_config&
     std::vector<double> y, step;
     for (std::size_t i : idx) {
       y.push_back(x[i]);
-      step.push_back(0.5);
+      step.push_back(fk[i]->fraction ? 0.5 : 1.0);  // x1.65 / x2.7 to start
     }
     const nelder_mead_result r = nelder_mead(
         [&](const std::vector<double>& v) {
@@ -203,7 +220,9 @@ fit_result fit_constants(const std::vector<std::string>& keys, const sim_config&
     out.evals += r.evals;
     for (std::size_t j = 0; j < idx.size(); ++j) x[idx[j]] = r.x[j];
     out.rms = std::sqrt(r.f);
-    // Sensitivity: each free constant x1.25 and x0.8 (a fraction capped at 1).
+    // Sensitivity: each free constant x1.25 and x0.8 (a fraction capped at 1); a time is moved
+    // by at least a quarter of its scale, so one fitted to about 0 is tested where it would
+    // matter (and found identified, at 0, when the data rule it out).
     out.sensitivity.clear();
     bool dropped = false;
     for (std::size_t i = 0; i < fk.size(); ++i) {
@@ -211,16 +230,21 @@ fit_result fit_constants(const std::vector<std::string>& keys, const sim_config&
       cs.key = fk[i]->key;
       cs.value = free[i] ? from_search(*fk[i], x[i]) : held[i];
       if (free[i]) {
-        auto at = [&](double factor) {
+        auto at = [&](double moved) {
           std::vector<double> v = x;
-          v[i] = to_search(*fk[i], std::min(fk[i]->fraction ? 1.0 : HUGE_VAL, cs.value * factor));
+          v[i] = to_search(*fk[i], moved, scale[i]);
           return std::sqrt(objective(constants(v, free, held)));
         };
-        cs.rms_up = at(1.25);
-        cs.rms_down = at(0.8);
+        if (fk[i]->fraction) {
+          cs.rms_up = at(std::min(1.0, cs.value * 1.25));
+          cs.rms_down = at(cs.value * 0.8);
+        } else {
+          cs.rms_up = at(std::max(cs.value * 1.25, cs.value + scale[i] / 4));
+          cs.rms_down = at(cs.value * 0.8);
+        }
         out.evals += 2;
         cs.identifiable = std::max(cs.rms_up, cs.rms_down) - out.rms >= identifiable_rms;
-        if (!cs.identifiable && pass == 0) {
+        if (!cs.identifiable) {
           free[i] = false;  // held at its starting value in the refit
           x[i] = x0[i];
           dropped = true;
@@ -320,7 +344,8 @@ tokchron::run_summary simulate_trace(const calib_trace& t, const sim_config& sim
                                      const calib_settings& s) {
   const run_result r = simulate_run(t, sim);
   tokchron::run_summarizer<timeline> sum(tokchron::profiles::canonical, summary_opts(s));
-  for (const request& q : r.requests) sum.add(q.tl);
+  for (const request& q : r.requests)
+    if (q.id < t.requests.size()) sum.add(q.tl);  // not the background
   return sum.summary();
 }
 
@@ -367,7 +392,9 @@ const char* calibrate_usage =
     "simulated to the measured TTFT, TPOT, ITL and E2E quantiles and output throughput.\n"
     "Per-trace keys besides the run options: concurrency=N (replay at most N requests in flight,\n"
     "in arrival order: a closed loop without think time, vLLM's --max-concurrency; default: the\n"
-    "recorded arrival times), kind=auto|trace|vllm (a vLLM --save-detailed result file).\n"
+    "recorded arrival times), background=on (with concurrency: keep N in flight until the last\n"
+    "traced request finished, as batching-executor's closed loop does; off: the end drains, as\n"
+    "a benchmark that stops sending does), kind=auto|trace|vllm (a vLLM --save-detailed result).\n"
     "Options:\n"
     "  --fit KEYS          constants to fit (default eta_bw,eta_compute,t_fixed,t_seq,t_request)\n"
     "  --percentiles LIST  quantiles compared (default 50,90,95,99)\n"
@@ -381,6 +408,7 @@ struct trace_arg {
   std::string file, kind = "auto";
   std::vector<std::pair<std::string, std::string>> options;
   std::optional<std::uint32_t> concurrency;
+  bool background = false;
 };
 
 trace_arg parse_trace_arg(const std::string& v) {
@@ -400,6 +428,10 @@ trace_arg parse_trace_arg(const std::string& v) {
         throw std::invalid_argument("--trace '" + v + "': concurrency '" + val +
                                     "' is not an integer in [1, 1000000]");
       t.concurrency = static_cast<std::uint32_t>(*n);
+    } else if (k == "background") {
+      if (val != "on" && val != "off")
+        throw std::invalid_argument("--trace '" + v + "': background '" + val + "' (on or off)");
+      t.background = val == "on";
     } else if (k == "kind") {
       if (val != "auto" && val != "trace" && val != "vllm")
         throw std::invalid_argument("--trace '" + v + "': kind '" + val +
@@ -503,11 +535,15 @@ int calibrate_main(const std::vector<std::string>& args) {
         label += " " + k + "=" + v;
       }
       if (ta.concurrency) label += " concurrency=" + std::to_string(*ta.concurrency);
+      if (ta.background) label += " background=on";
+      if (ta.background && !ta.concurrency)
+        throw std::invalid_argument("--trace '" + ta.file + "': background=on needs concurrency=N");
       c.backend = "sim";
       c.sched.validate();
       c.sim.validate();
       traces.push_back(load_calib_trace(ta.file, ta.kind, c, ta.concurrency, settings));
       traces.back().label = label;
+      traces.back().background = ta.background;
     }
   } catch (const std::exception& e) {  // usage errors and bad inputs alike: nothing was fitted
     std::cerr << "batching-executor calibrate: " << e.what()
@@ -520,10 +556,13 @@ int calibrate_main(const std::vector<std::string>& args) {
       const auto& t = traces[i];
       std::printf("  #%zu %s: %zu requests replayed", i + 1, t.label.c_str(), t.requests.size());
       if (t.failed) std::printf(" (%zu failed, not replayed)", t.failed);
-      std::printf(", %s; sim %s %s, max batch %u, token budget %u\n",
+      const auto& sc = t.cfg.sim;
+      std::printf(", %s;\n     sim: %s %s %s (BW %.3g B/s, F %.3g FLOP/s, W %.4g B, KV %.4g B/token), "
+                  "max batch %u, token budget %u\n",
                   t.concurrency ? ("at most " + std::to_string(*t.concurrency) + " in flight").c_str()
                                 : "at their recorded arrival times",
-                  t.cfg.sim.hw.name.c_str(), t.cfg.sim.model.name.c_str(),
+                  sc.hw.name.c_str(), sc.model.name.c_str(), sc.precision.name.c_str(),
+                  sc.hw.bandwidth, sc.hw.flops, sc.model.weight_bytes, sc.model.kv_bytes_per_token,
                   t.cfg.sched.max_batch_size, t.cfg.sched.max_num_batched_tokens);
     }
     const fit_objective objective = [&](const std::vector<std::pair<std::string, double>>& c) {
@@ -541,7 +580,8 @@ int calibrate_main(const std::vector<std::string>& args) {
     std::printf("\nRMS log error (all traces, metrics and quantiles): %.3f at the start, %.3f "
                 "fitted (typical error %.1f %%)\n",
                 f.rms_start, f.rms, (std::exp(f.rms) - 1) * 100);
-    std::printf("\nidentifiability (RMS log error with the constant x1.25 / x0.8; fitted %.4f):\n",
+    std::printf("\nidentifiability (RMS log error with the constant x1.25 / x0.8, a time near 0 "
+                "raised by a quarter of its scale; fitted %.4f):\n",
                 f.rms);
     bool all_ok = true;
     for (const auto& c : f.sensitivity) {
@@ -556,6 +596,12 @@ int calibrate_main(const std::vector<std::string>& args) {
                             .c_str());
       all_ok = all_ok && c.identifiable;
     }
+    for (const auto& c : f.sensitivity)
+      if ((c.key == "eta_bw" || c.key == "eta_compute") && c.value >= 0.98)
+        std::printf("  warning: %s fitted at its cap of 1: the nominal %s is below what the "
+                    "server reaches; give a higher ceiling (--sim %s=...) and calibrate again\n",
+                    c.key.c_str(), c.key == "eta_bw" ? "bandwidth" : "FLOP rate",
+                    c.key == "eta_bw" ? "bandwidth" : "flops");
     if (!all_ok)
       std::printf("  (eta_compute needs compute-bound steps: long prompts or large batches; t_seq "
                   "needs several batch sizes; t_request needs TTFT of short prompts)\n");
@@ -572,7 +618,8 @@ int calibrate_main(const std::vector<std::string>& args) {
                                                 tokchron::profiles::canonical, o));
         const run_result r = simulate_run(t, sim);
         std::vector<timeline> tls;
-        for (const request& q : r.requests) tls.push_back(q.tl);
+        for (const request& q : r.requests)
+          if (q.id < t.requests.size()) tls.push_back(q.tl);
         series.push_back(plot::summarize_series("simulated #" + std::to_string(i + 1), tls,
                                                 tokchron::profiles::canonical, o));
       }

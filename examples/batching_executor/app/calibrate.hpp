@@ -44,7 +44,10 @@ inline constexpr double identifiable_rms = 0.005;
 struct constant_sensitivity {
   std::string key;
   double value = 0;
-  double rms_up = 0, rms_down = 0;  ///< RMS log error with the constant x1.25 and x0.8
+  /// RMS log error with the constant x1.25 and x0.8 (a time: raised by at least a quarter of
+  /// its scale, a tenth of t_fixed for t_seq and t_fixed for t_request, so a time fitted to 0
+  /// is tested where it would matter)
+  double rms_up = 0, rms_down = 0;
   bool identifiable = true;
 };
 
@@ -78,6 +81,9 @@ struct calib_trace {
   std::string file, label;
   run_config cfg;                          ///< backend sim; the trace's known configuration
   std::optional<std::uint32_t> concurrency;  ///< replay at most this many in flight (else times)
+  /// With `concurrency`: keep that many in flight until the last traced request finished
+  /// (batching-executor's closed loop; its trace leaves the later requests out).
+  bool background = false;
   std::vector<replay_request> requests;    ///< the successful ones, in arrival order
   std::size_t failed = 0;                  ///< requests that did not succeed (not replayed)
   std::vector<tokchron::trace_timeline> timelines;  ///< the successful ones
