@@ -50,11 +50,15 @@ rc=0
 "$bx" --backend sim $SIM $fit $LOAD --sweep max_batch_size=3,4,5,6 \
   --slo 'p95(ttft)<5s' --slo "p95(tpot)<$tpot_limit" --format json >plan.json || rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 3 ] || { echo "sweep exited $rc"; exit 1; }
+# "choice" is the chosen row ("#2"), or null when no configuration meets the SLA (then the
+# middle one is measured all the same: the prediction is checked either way).
 pick=$(python3 -c "
 import json
-c = json.load(open('plan.json'))['choice']
-print(c.split('=')[1] if c else 4)")
-echo "4. the planner's choice: max_batch_size=$pick"
+j = json.load(open('plan.json'))
+c = j['choice']
+row = j['runs'][int(c[1:]) - 1] if c else j['runs'][1]
+print(row['configuration'].split('=')[1])")
+echo "--- 4. the planner's choice: max_batch_size=$pick"
 
 echo "--- 5. measure the choice"
 # shellcheck disable=SC2086
