@@ -13,10 +13,10 @@
 
 #include "distribution.hpp"
 #include "engine.hpp"
-#include "trace_report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 #include "plot.hpp"
 #include "tokchron/clock.hpp"
 #include "tokchron/metrics/profiles.hpp"
+#include "trace_report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 
 namespace batching {
 namespace {
@@ -27,9 +27,11 @@ struct fit_key {
   const char* key;
   bool fraction;
 };
-constexpr fit_key fit_keys[] = {
-    {"eta_bw", true}, {"eta_compute", true}, {"t_fixed", false}, {"t_seq", false},
-    {"t_request", false}};
+constexpr fit_key fit_keys[] = {{"eta_bw", true},
+                                {"eta_compute", true},
+                                {"t_fixed", false},
+                                {"t_seq", false},
+                                {"t_request", false}};
 
 const fit_key& key_of(const std::string& k) {
   for (const auto& f : fit_keys)
@@ -119,8 +121,8 @@ class replay_source final : public request_source {
   // a slot freed, and a background one after end().
   [[nodiscard]] time_point due() const {
     if (next_ >= t_.requests.size()) return std::max(free_at_, end_);
-    return std::max(
-        time_point(tokchron::from_seconds<duration>(t_.requests[next_].arrival_s)), free_at_);
+    return std::max(time_point(tokchron::from_seconds<duration>(t_.requests[next_].arrival_s)),
+                    free_at_);
   }
   const calib_trace& t_;
   clock_type clock_;
@@ -307,16 +309,15 @@ calib_trace load_calib_trace(const std::string& file, const std::string& kind,
     const std::uint64_t prompt = *tl.prompt_tokens();
     const std::uint64_t output = tl.reported_output_tokens().value_or(tl.output_tokens());
     if (prompt > max_length || output > max_length || output == 0)
-      throw std::invalid_argument("trace '" + file + "': request " + in.names[i] +
-                                  ": prompt " + std::to_string(prompt) + " / output " +
-                                  std::to_string(output) + " tokens out of range [1, " +
-                                  std::to_string(max_length) + "]");
+      throw std::invalid_argument("trace '" + file + "': request " + in.names[i] + ": prompt " +
+                                  std::to_string(prompt) + " / output " + std::to_string(output) +
+                                  " tokens out of range [1, " + std::to_string(max_length) + "]");
     if (double(prompt + output) > kv_tokens)
       throw std::invalid_argument(
           "trace '" + file + "': request " + in.names[i] + " holds " +
           std::to_string(prompt + output) + " tokens, more than the configuration's KV cache (" +
-          fmt("%.0f", kv_tokens) + " tokens on " + cfg.sim.hw.name + " with " +
-          cfg.sim.model.name + "): the hardware, model or memory given do not match the trace");
+          fmt("%.0f", kv_tokens) + " tokens on " + cfg.sim.hw.name + " with " + cfg.sim.model.name +
+          "): the hardware, model or memory given do not match the trace");
     if (!cfg.sched.chunked_prefill && prompt > cfg.sched.max_num_batched_tokens)
       throw std::invalid_argument("trace '" + file + "': request " + in.names[i] + "'s prompt (" +
                                   std::to_string(prompt) +
@@ -364,8 +365,8 @@ std::vector<calib_residual> residuals(const tokchron::run_summary& measured,
     }
   }
   if (measured.output_throughput && *measured.output_throughput > 0)
-    out.push_back({"throughput", 0, *measured.output_throughput,
-                   simulated.output_throughput.value_or(0.0)});
+    out.push_back(
+        {"throughput", 0, *measured.output_throughput, simulated.output_throughput.value_or(0.0)});
   return out;
 }
 
@@ -516,8 +517,9 @@ int calibrate_main(const std::vector<std::string>& args) {
         plot_dir = value();
       } else if (a == "--backend" || a == "--sweep" || a == "--slo" || a == "--trace-out" ||
                  a == "--format" || a == "--metrics-out") {
-        throw std::invalid_argument(a + " is not an option of calibrate (it fits the sim; see "
-                                        "--help)");
+        throw std::invalid_argument(a +
+                                    " is not an option of calibrate (it fits the sim; see "
+                                    "--help)");
       } else {
         run_args.push_back(a);
         if (a.rfind("--", 0) == 0) run_args.push_back(value());
@@ -557,13 +559,14 @@ int calibrate_main(const std::vector<std::string>& args) {
       std::printf("  #%zu %s: %zu requests replayed", i + 1, t.label.c_str(), t.requests.size());
       if (t.failed) std::printf(" (%zu failed, not replayed)", t.failed);
       const auto& sc = t.cfg.sim;
-      std::printf(", %s;\n     sim: %s %s %s (BW %.3g B/s, F %.3g FLOP/s, W %.4g B, KV %.4g B/token), "
-                  "max batch %u, token budget %u\n",
-                  t.concurrency ? ("at most " + std::to_string(*t.concurrency) + " in flight").c_str()
-                                : "at their recorded arrival times",
-                  sc.hw.name.c_str(), sc.model.name.c_str(), sc.precision.name.c_str(),
-                  sc.hw.bandwidth, sc.hw.flops, sc.model.weight_bytes, sc.model.kv_bytes_per_token,
-                  t.cfg.sched.max_batch_size, t.cfg.sched.max_num_batched_tokens);
+      std::printf(
+          ", %s;\n     sim: %s %s %s (BW %.3g B/s, F %.3g FLOP/s, W %.4g B, KV %.4g B/token), "
+          "max batch %u, token budget %u\n",
+          t.concurrency ? ("at most " + std::to_string(*t.concurrency) + " in flight").c_str()
+                        : "at their recorded arrival times",
+          sc.hw.name.c_str(), sc.model.name.c_str(), sc.precision.name.c_str(), sc.hw.bandwidth,
+          sc.hw.flops, sc.model.weight_bytes, sc.model.kv_bytes_per_token,
+          t.cfg.sched.max_batch_size, t.cfg.sched.max_num_batched_tokens);
     }
     const fit_objective objective = [&](const std::vector<std::pair<std::string, double>>& c) {
       std::vector<calib_residual> all;
@@ -577,34 +580,38 @@ int calibrate_main(const std::vector<std::string>& args) {
     const fit_result f = fit_constants(keys, start, objective, nm);
     std::printf("\nfitted constants (%zu simulations), ready to paste:\n ", f.evals);
     for (const auto& [k, v] : f.constants) std::printf(" --sim %s=%.4g", k.c_str(), v);
-    std::printf("\nRMS log error (all traces, metrics and quantiles): %.3f at the start, %.3f "
-                "fitted (typical error %.1f %%)\n",
-                f.rms_start, f.rms, (std::exp(f.rms) - 1) * 100);
-    std::printf("\nidentifiability (RMS log error with the constant x1.25 / x0.8, a time near 0 "
-                "raised by a quarter of its scale; fitted %.4f):\n",
-                f.rms);
+    std::printf(
+        "\nRMS log error (all traces, metrics and quantiles): %.3f at the start, %.3f "
+        "fitted (typical error %.1f %%)\n",
+        f.rms_start, f.rms, (std::exp(f.rms) - 1) * 100);
+    std::printf(
+        "\nidentifiability (RMS log error with the constant x1.25 / x0.8, a time near 0 "
+        "raised by a quarter of its scale; fitted %.4f):\n",
+        f.rms);
     bool all_ok = true;
     for (const auto& c : f.sensitivity) {
-      std::printf("  %-12s %-10.4g %s\n", c.key.c_str(), c.value,
-                  c.identifiable
-                      ? (fmt("%.4f", c.rms_up) + " / " + fmt("%.4f", c.rms_down) + "  identified")
-                            .c_str()
-                      : ("NOT identifiable from these traces (a 25 % change moves the error by "
-                         "less than " +
-                         fmt("%.3f", identifiable_rms) +
-                         "): kept at its starting value; measure a load point where it matters")
-                            .c_str());
+      std::printf(
+          "  %-12s %-10.4g %s\n", c.key.c_str(), c.value,
+          c.identifiable
+              ? (fmt("%.4f", c.rms_up) + " / " + fmt("%.4f", c.rms_down) + "  identified").c_str()
+              : ("NOT identifiable from these traces (a 25 % change moves the error by "
+                 "less than " +
+                 fmt("%.3f", identifiable_rms) +
+                 "): kept at its starting value; measure a load point where it matters")
+                    .c_str());
       all_ok = all_ok && c.identifiable;
     }
     for (const auto& c : f.sensitivity)
       if ((c.key == "eta_bw" || c.key == "eta_compute") && c.value >= 0.98)
-        std::printf("  warning: %s fitted at its cap of 1: the nominal %s is below what the "
-                    "server reaches; give a higher ceiling (--sim %s=...) and calibrate again\n",
-                    c.key.c_str(), c.key == "eta_bw" ? "bandwidth" : "FLOP rate",
-                    c.key == "eta_bw" ? "bandwidth" : "flops");
+        std::printf(
+            "  warning: %s fitted at its cap of 1: the nominal %s is below what the "
+            "server reaches; give a higher ceiling (--sim %s=...) and calibrate again\n",
+            c.key.c_str(), c.key == "eta_bw" ? "bandwidth" : "FLOP rate",
+            c.key == "eta_bw" ? "bandwidth" : "flops");
     if (!all_ok)
-      std::printf("  (eta_compute needs compute-bound steps: long prompts or large batches; t_seq "
-                  "needs several batch sizes; t_request needs TTFT of short prompts)\n");
+      std::printf(
+          "  (eta_compute needs compute-bound steps: long prompts or large batches; t_seq "
+          "needs several batch sizes; t_request needs TTFT of short prompts)\n");
     std::vector<plot::run_series> series;
     for (std::size_t i = 0; i < traces.size(); ++i) {
       const auto& t = traces[i];

@@ -79,13 +79,13 @@ struct replay_request {
 /// and the measured summary.
 struct calib_trace {
   std::string file, label;
-  run_config cfg;                          ///< backend sim; the trace's known configuration
+  run_config cfg;                            ///< backend sim; the trace's known configuration
   std::optional<std::uint32_t> concurrency;  ///< replay at most this many in flight (else times)
   /// With `concurrency`: keep that many in flight until the last traced request finished
   /// (batching-executor's closed loop; its trace leaves the later requests out).
   bool background = false;
-  std::vector<replay_request> requests;    ///< the successful ones, in arrival order
-  std::size_t failed = 0;                  ///< requests that did not succeed (not replayed)
+  std::vector<replay_request> requests;  ///< the successful ones, in arrival order
+  std::size_t failed = 0;                ///< requests that did not succeed (not replayed)
   std::vector<tokchron::trace_timeline> timelines;  ///< the successful ones
   tokchron::run_summary measured;
 };
@@ -113,7 +113,7 @@ struct calib_settings {
 
 /// One compared figure: a metric's quantile (or "out tok/s"), measured and simulated.
 struct calib_residual {
-  std::string metric;  ///< ttft, tpot, itl, e2e, throughput
+  std::string metric;     ///< ttft, tpot, itl, e2e, throughput
   double percentile = 0;  ///< 0 for throughput
   double measured = 0, simulated = 0;
   [[nodiscard]] double ratio() const noexcept { return simulated / measured; }

@@ -132,8 +132,7 @@ const std::vector<option_def>& defs() {
           });
         });
     add("sim", "KEY=VALUE",
-        std::string("override a sim constant (") + sim_config::keys() +
-            "), base units; repeatable",
+        std::string("override a sim constant (") + sim_config::keys() + "), base units; repeatable",
         [](run_config& c, std::string_view opt, std::string_view v) {
           const auto eq = v.find('=');
           if (eq == std::string_view::npos) bad_value(opt, v, "expected KEY=VALUE");

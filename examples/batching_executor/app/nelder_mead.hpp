@@ -64,12 +64,12 @@ inline nelder_mead_result nelder_mead(const std::function<double(const std::vect
     bool done = false;
     while (r.evals < o.max_evals) {
       std::iota(idx.begin(), idx.end(), std::size_t(0));
-      std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return fv[a] < fv[b]; });
+      std::sort(idx.begin(), idx.end(),
+                [&](std::size_t a, std::size_t b) { return fv[a] < fv[b]; });
       const std::size_t lo = idx.front(), hi = idx.back(), nh = idx[n - 1];
       double spread = 0;
       for (std::size_t i = 0; i <= n; ++i)
-        for (std::size_t k = 0; k < n; ++k)
-          spread = std::max(spread, std::abs(p[i][k] - p[lo][k]));
+        for (std::size_t k = 0; k < n; ++k) spread = std::max(spread, std::abs(p[i][k] - p[lo][k]));
       if (std::abs(fv[hi] - fv[lo]) <= o.f_tol && spread <= o.x_tol) {
         done = true;
         break;

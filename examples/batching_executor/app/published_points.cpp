@@ -46,8 +46,8 @@ std::vector<published_point> read_published_points(std::istream& in, const std::
       pos = at + 3;
     }
     auto bad = [&](const std::string& field, const std::string& why) {
-      throw std::invalid_argument(name + ":" + std::to_string(n) + ": field '" + field + "': " +
-                                  why);
+      throw std::invalid_argument(name + ":" + std::to_string(n) + ": field '" + field +
+                                  "': " + why);
     };
     if (f.size() != 5) bad("(line)", "expected 5 fields separated by ' | '");
     published_point p;
@@ -85,8 +85,7 @@ double simulate_point(const published_point& p,
   if (p.metric == "ttft_mean") v = s.ttft.mean;
   if (p.metric == "tpot_mean") v = s.tpot.mean;
   if (p.metric == "output_tps") v = s.output_throughput;
-  if (!v || !(*v > 0))
-    throw std::runtime_error("point " + p.id + ": the run gave no " + p.metric);
+  if (!v || !(*v > 0)) throw std::runtime_error("point " + p.id + ": the run gave no " + p.metric);
   return *v;
 }
 
@@ -147,7 +146,8 @@ int published_main(const std::vector<std::string>& args) {
     auto ratios = [&](const std::vector<std::pair<std::string, double>>& s) {
       std::vector<double> r(pts.size());
       auto half = [&](std::size_t first) {
-        for (std::size_t i = first; i < pts.size(); i += 2) r[i] = simulate_point(pts[i], s) / pts[i].value;
+        for (std::size_t i = first; i < pts.size(); i += 2)
+          r[i] = simulate_point(pts[i], s) / pts[i].value;
       };
       auto other = std::async(std::launch::async, half, std::size_t(1));
       half(0);
@@ -187,9 +187,10 @@ int published_main(const std::vector<std::string>& args) {
                   t ? p.value : p.value * 1e3, t ? 0 : 2, t ? v : v * 1e3, r[i]);
       within += r[i] >= 0.67 && r[i] <= 1.5;
     }
-    std::printf("ratio = sim / published (below 1: a time too short, a throughput too low); times in ms\n"
-                "RMS log ratio %.3f; %zu of %zu points within [0.67, 1.5]\n",
-                rms(r), within, pts.size());
+    std::printf(
+        "ratio = sim / published (below 1: a time too short, a throughput too low); times in ms\n"
+        "RMS log ratio %.3f; %zu of %zu points within [0.67, 1.5]\n",
+        rms(r), within, pts.size());
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "batching-executor published: " << e.what() << "\n";

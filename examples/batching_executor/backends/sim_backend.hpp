@@ -68,13 +68,13 @@ struct sim_config {
   hardware_spec hw = hardware_preset("a10g");
   model_spec model = model_preset("llama2-7b");
   precision_spec precision = precision_preset("fp16");
-  double eta_bw = 0.8;        ///< achieved fraction of peak bandwidth (Vidur fits 0.75-0.8)
-  double eta_compute = 0.55;  ///< achieved fraction of peak FLOP/s (0.5-0.55)
-  double t_fixed_s = 0.002;   ///< per-step launch/scheduling overhead (1-3 ms)
-  double t_seq_s = 0;         ///< per-sequence cost of a step (sampling, bookkeeping)
-  double t_request_s = 0;     ///< per-request cost of the step its prefill starts in
-  double jitter = 0.02;       ///< sd of the relative step-time noise
-  double mem_util = 0.9;      ///< share of memory the engine may use (vLLM gpu_memory_utilization)
+  double eta_bw = 0.9957;       ///< achieved fraction of peak bandwidth (docs/executor.md, fit)
+  double eta_compute = 0.5789;  ///< achieved fraction of peak FLOP/s (fit)
+  double t_fixed_s = 0.003616;  ///< per-step launch/scheduling overhead (fit)
+  double t_seq_s = 4.647e-6;    ///< per-sequence cost of a step (sampling, bookkeeping; fit)
+  double t_request_s = 0.001;   ///< per-request cost of the step its prefill starts in
+  double jitter = 0.02;         ///< sd of the relative step-time noise
+  double mem_util = 0.9;  ///< share of memory the engine may use (vLLM gpu_memory_utilization)
   double activation_reserve_bytes = 1073741824.0;  ///< kept free for activations (1 GiB)
   std::uint64_t seed = 1;
 
@@ -103,8 +103,8 @@ struct sim_config {
 struct step_cost {
   double bytes = 0, flops = 0;
   double memory_s = 0, compute_s = 0;  ///< bytes / (eta_bw BW), flops / (eta_c F)
-  double overhead_s = 0;  ///< t_fixed + t_seq n_seqs + t_request n_starts
-  double seconds = 0;     ///< overhead_s + max(memory_s, compute_s)
+  double overhead_s = 0;               ///< t_fixed + t_seq n_seqs + t_request n_starts
+  double seconds = 0;                  ///< overhead_s + max(memory_s, compute_s)
   [[nodiscard]] bool compute_bound() const noexcept { return compute_s > memory_s; }
 };
 

@@ -33,9 +33,7 @@ std::string temp_path(const std::string& name) {
   return std::string(P_tmpdir) + "/bx_calibrate_test_" + name;
 }
 
-run_config config_of(const std::vector<std::string>& args) {
-  return parse_command_line(args).base;
-}
+run_config config_of(const std::vector<std::string>& args) { return parse_command_line(args).base; }
 
 double value(const fit_result& f, const std::string& k) {
   for (const auto& [key, v] : f.constants)
@@ -116,8 +114,7 @@ TEST_CASE("sim: precision presets set bytes and throughput; memory in GiB") {
   CHECK(c.model.weight_bytes == 13.48e9);
   sim_config a;
   a.set_hardware("a100-80g");
-  CHECK_THROWS_WITH_AS(a.set_precision("fp8"), doctest::Contains("no fp8"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(a.set_precision("fp8"), doctest::Contains("no fp8"), std::invalid_argument);
   CHECK_THROWS_AS(a.set_precision("int4"), std::invalid_argument);
   // The CLI applies them in order; --sim after them wins.
   const run_config r = config_of({"--hw", "h100", "--precision", "fp8", "--model", "llama3.1-8b",
@@ -129,12 +126,14 @@ TEST_CASE("sim: precision presets set bytes and throughput; memory in GiB") {
 TEST_CASE("calibrate: recovers the constants that made two load points") {
   // Truth: constants unlike the defaults; no jitter, so the replay at the true constants is the
   // run itself and the fit's error there is 0.
-  const std::vector<std::string> truth = {"--sim", "eta_bw=0.6",  "--sim", "eta_compute=0.4",
+  const std::vector<std::string> truth = {"--sim", "eta_bw=0.6",    "--sim", "eta_compute=0.4",
                                           "--sim", "t_fixed=0.004", "--sim", "t_seq=0.0002",
                                           "--sim", "jitter=0"};
-  const std::vector<std::string> common = {"--rate", "4", "--duration", "40", "--prompt-len",
-                                           "uniform:100,1200", "--output-len", "uniform:10,60",
-                                           "--progress", "never"};
+  const std::vector<std::string> common = {"--rate",       "4",
+                                           "--duration",   "40",
+                                           "--prompt-len", "uniform:100,1200",
+                                           "--output-len", "uniform:10,60",
+                                           "--progress",   "never"};
   std::vector<calib_trace> traces;
   calib_settings s;
   for (const char* mbs : {"2", "12"}) {
@@ -195,9 +194,8 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
   a.insert(a.end(), common.begin(), common.end());
   a.insert(a.end(), {"--max-batch-size", "6"});
   make_trace(a, path);
-  const calib_trace held =
-      load_calib_trace(path, "auto", config_of({"--max-batch-size", "6", "--sim", "jitter=0"}),
-                       std::nullopt, s);
+  const calib_trace held = load_calib_trace(
+      path, "auto", config_of({"--max-batch-size", "6", "--sim", "jitter=0"}), std::nullopt, s);
   std::remove(path.c_str());
   sim_config fitted = held.cfg.sim;
   for (const auto& [k, v] : f.constants) fitted.set(k, v);
@@ -209,20 +207,19 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
 
 TEST_CASE("calibrate: batch-1 decode says nothing of compute efficiency") {
   const std::string path = temp_path("b1.jsonl");
-  make_trace({"--users", "1", "--prompt-len", "fixed:16", "--output-len", "fixed:100",
-              "--duration", "20", "--max-batch-size", "1", "--progress", "never"},
+  make_trace({"--users", "1", "--prompt-len", "fixed:16", "--output-len", "fixed:100", "--duration",
+              "20", "--max-batch-size", "1", "--progress", "never"},
              path);
   calib_settings s;
-  const calib_trace t =
-      load_calib_trace(path, "auto", config_of({"--max-batch-size", "1"}), 1u, s);
+  const calib_trace t = load_calib_trace(path, "auto", config_of({"--max-batch-size", "1"}), 1u, s);
   std::remove(path.c_str());
-  const fit_result f = fit_constants(
-      {"eta_bw", "eta_compute"}, sim_config{},
-      [&](const std::vector<std::pair<std::string, double>>& c) {
-        sim_config sc = t.cfg.sim;
-        for (const auto& [k, v] : c) sc.set(k, v);
-        return mean_squared_log(residuals(t.measured, simulate_trace(t, sc, s), s), s);
-      });
+  const fit_result f = fit_constants({"eta_bw", "eta_compute"}, sim_config{},
+                                     [&](const std::vector<std::pair<std::string, double>>& c) {
+                                       sim_config sc = t.cfg.sim;
+                                       for (const auto& [k, v] : c) sc.set(k, v);
+                                       return mean_squared_log(
+                                           residuals(t.measured, simulate_trace(t, sc, s), s), s);
+                                     });
   CHECK(sens(f, "eta_bw").identifiable);
   CHECK_FALSE(sens(f, "eta_compute").identifiable);
   CHECK(value(f, "eta_compute") == sim_config{}.eta_compute);  // kept at its starting value
@@ -236,8 +233,9 @@ TEST_CASE("calibrate: bad inputs are refused with the file and the reason") {
   CHECK_THROWS_WITH_AS((void)load_calib_trace(empty, "auto", cfg, std::nullopt, s),
                        doctest::Contains("has no requests"), std::invalid_argument);
   const std::string failed = temp_path("failed.jsonl");
-  std::ofstream(failed) << R"({"id":"a","send":0,"prompt_tokens":10,"chunks":[],"ok":false,"error":"timeout"})"
-                        << "\n";
+  std::ofstream(failed)
+      << R"({"id":"a","send":0,"prompt_tokens":10,"chunks":[],"ok":false,"error":"timeout"})"
+      << "\n";
   CHECK_THROWS_WITH_AS((void)load_calib_trace(failed, "auto", cfg, std::nullopt, s),
                        doctest::Contains("none of its 1 requests succeeded"),
                        std::invalid_argument);
@@ -247,11 +245,13 @@ TEST_CASE("calibrate: bad inputs are refused with the file and the reason") {
   CHECK_THROWS_WITH_AS((void)load_calib_trace(huge, "auto", cfg, std::nullopt, s),
                        doctest::Contains("do not match the trace"), std::invalid_argument);
   const std::string noprompt = temp_path("noprompt.jsonl");
-  std::ofstream(noprompt) << R"({"id":"x","send":0,"chunks":[[0.5,1],[0.6,1]]})" << "\n";
+  std::ofstream(noprompt) << R"({"id":"x","send":0,"chunks":[[0.5,1],[0.6,1]]})"
+                          << "\n";
   CHECK_THROWS_WITH_AS((void)load_calib_trace(noprompt, "auto", cfg, std::nullopt, s),
                        doctest::Contains("has no prompt_tokens"), std::invalid_argument);
   const std::string bad = temp_path("bad.jsonl");
-  std::ofstream(bad) << R"({"id":"x","send":"soon","chunks":[]})" << "\n";
+  std::ofstream(bad) << R"({"id":"x","send":"soon","chunks":[]})"
+                     << "\n";
   CHECK_THROWS_WITH_AS((void)load_calib_trace(bad, "auto", cfg, std::nullopt, s),
                        doctest::Contains("line 1"), std::invalid_argument);
   CHECK_THROWS_AS((void)load_calib_trace(temp_path("missing.jsonl"), "auto", cfg, std::nullopt, s),
