@@ -128,7 +128,7 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
   // run itself and the fit's error there is 0.
   const std::vector<std::string> truth = {"--sim", "eta_bw=0.6",    "--sim", "eta_compute=0.4",
                                           "--sim", "t_fixed=0.004", "--sim", "t_seq=0.0002",
-                                          "--sim", "jitter=0"};
+                                          "--sim", "t_request=0",   "--sim", "jitter=0"};
   const std::vector<std::string> common = {"--rate",       "4",
                                            "--duration",   "40",
                                            "--prompt-len", "uniform:100,1200",
@@ -142,12 +142,17 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
     a.insert(a.end(), {"--max-batch-size", mbs});
     const std::string path = temp_path(std::string("mbs") + mbs + ".jsonl");
     make_trace(a, path);
-    const run_config cfg = config_of({"--max-batch-size", mbs, "--sim", "jitter=0"});
+    const run_config cfg =
+        config_of({"--max-batch-size", mbs, "--sim", "t_request=0", "--sim", "jitter=0"});
     traces.push_back(load_calib_trace(path, "auto", cfg, std::nullopt, s));
     std::remove(path.c_str());
   }
   CHECK(traces[0].requests.size() > 100);
-  sim_config start;  // the defaults
+  sim_config start;  // the constants before the published-point fit, as a start away from truth
+  start.eta_bw = 0.8;
+  start.eta_compute = 0.55;
+  start.t_fixed_s = 0.002;
+  start.t_seq_s = 0;
   start.jitter = 0;
   const fit_result f = fit_constants(
       {"eta_bw", "eta_compute", "t_fixed", "t_seq"}, start,
@@ -172,6 +177,7 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
   auto step_time = [&](const std::vector<std::pair<std::string, double>>& c, int n) {
     sim_config sc;
     sc.jitter = 0;
+    sc.t_request_s = 0;
     for (const auto& [k, v] : c) sc.set(k, v);
     batch b;
     for (int i = 0; i < n; ++i) {
@@ -182,8 +188,11 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
     }
     return sim_backend(sc).cost(b).seconds;
   };
-  const std::vector<std::pair<std::string, double>> true_c = {
-      {"eta_bw", 0.6}, {"eta_compute", 0.4}, {"t_fixed", 0.004}, {"t_seq", 0.0002}};
+  const std::vector<std::pair<std::string, double>> true_c = {{"eta_bw", 0.6},
+                                                              {"eta_compute", 0.4},
+                                                              {"t_fixed", 0.004},
+                                                              {"t_seq", 0.0002},
+                                                              {"t_request", 0}};
   for (int n : {1, 8}) {
     CAPTURE(n);
     CHECK(step_time(f.constants, n) == doctest::Approx(step_time(true_c, n)).epsilon(0.03));
@@ -195,7 +204,9 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
   a.insert(a.end(), {"--max-batch-size", "6"});
   make_trace(a, path);
   const calib_trace held = load_calib_trace(
-      path, "auto", config_of({"--max-batch-size", "6", "--sim", "jitter=0"}), std::nullopt, s);
+      path, "auto",
+      config_of({"--max-batch-size", "6", "--sim", "t_request=0", "--sim", "jitter=0"}),
+      std::nullopt, s);
   std::remove(path.c_str());
   sim_config fitted = held.cfg.sim;
   for (const auto& [k, v] : f.constants) fitted.set(k, v);
