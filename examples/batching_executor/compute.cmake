@@ -54,6 +54,18 @@ tokchron_target_warnings(cpu-roofline)
 
 if(TARGET batching_executor_tests)
   target_link_libraries(batching_executor_tests PRIVATE bx_compute_cpu)
+  # docs/capacity-planning.md end to end on the cpu backend (about 2 minutes): in optimised
+  # builds without sanitizers only, where the model runs at the speed users see (the steps are
+  # timed on the thread's CPU clock, so parallel tests do not distort them). Skipped (77)
+  # without python3, which reads the runs' JSON.
+  if(NOT CMAKE_BUILD_TYPE MATCHES "^(Debug|)$" AND NOT CMAKE_CXX_FLAGS MATCHES "sanitize")
+    add_test(NAME batching_executor.capacity_planning
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tests/capacity_planning_check.sh
+                     $<TARGET_FILE:batching-executor>
+                     ${CMAKE_CURRENT_BINARY_DIR}/capacity_planning)
+    set_tests_properties(batching_executor.capacity_planning PROPERTIES TIMEOUT 600
+                                                                        SKIP_RETURN_CODE 77)
+  endif()
 endif()
 
 option(TOKCHRON_CUDA "Build the CUDA backend when nvcc is found" ON)

@@ -108,16 +108,31 @@ const std::vector<option_def>& defs() {
           if (eq == std::string_view::npos) bad_value(opt, v, "expected KEY=VALUE");
           c.compute.emplace_back(std::string(v.substr(0, eq)), std::string(v.substr(eq + 1)));
         });
-    add_choice(
-        "hw", "NAME", "sim hardware: a10g (default), a100-80g, h100, h200",
-        [](run_config& c) { return &c.sim.hw; }, hardware_preset);
-    add_choice(
-        "model", "NAME", "sim model: llama2-7b (default), llama3-8b",
-        [](run_config& c) { return &c.sim.model; }, model_preset);
+    add("hw", "NAME", "sim hardware: a10g (default), a100-80g, h100, h200",
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          named(opt, v, [&] {
+            c.sim.set_hardware(v);
+            return 0;
+          });
+        });
+    add("model", "NAME", "sim model: llama2-7b (default), llama3-8b, llama3.1-8b",
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          named(opt, v, [&] {
+            c.sim.set_model(v);
+            return 0;
+          });
+        });
+    add("precision", "NAME",
+        "sim weights, KV and tensor throughput: fp16 (default), bf16, fp8 (weights and KV), "
+        "fp8-weights (KV in 16 bits); --sim overrides given later win",
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          named(opt, v, [&] {
+            c.sim.set_precision(v);
+            return 0;
+          });
+        });
     add("sim", "KEY=VALUE",
-        "override a sim constant (bandwidth, flops, memory, params, weight_bytes, "
-        "kv_bytes_per_token, layers, hidden, eta_bw, eta_compute, t_fixed, jitter, mem_util, "
-        "activation_reserve), base units; repeatable",
+        std::string("override a sim constant (") + sim_config::keys() + "), base units; repeatable",
         [](run_config& c, std::string_view opt, std::string_view v) {
           const auto eq = v.find('=');
           if (eq == std::string_view::npos) bad_value(opt, v, "expected KEY=VALUE");

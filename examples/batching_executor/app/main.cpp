@@ -15,12 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "calibrate.hpp"
 #include "cli.hpp"
 #ifdef BATCHING_HAVE_CUDA_BACKEND
 #include "cuda/cuda_backend.hpp"
 #endif
 #include "engine.hpp"
 #include "plot/executor_plot.hpp"
+#include "published_points.hpp"
 #include "report.hpp"
 #include "run_limits.hpp"
 #include "server.hpp"
@@ -72,6 +74,10 @@ int main(int argc, char** argv) {
   using namespace batching;
   if (argc > 1 && std::string(argv[1]) == "serve")  // the OpenAI HTTP server (serve/)
     return serve::serve_main(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc > 1 && std::string(argv[1]) == "calibrate")
+    return calibrate_main(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc > 1 && std::string(argv[1]) == "published")
+    return published_main(std::vector<std::string>(argv + 2, argv + argc));
   command_line cl;
   report_settings settings;
   std::vector<configuration> configs;

@@ -39,9 +39,15 @@ struct cpu_backend_config {
   /// on each other whenever one is descheduled); use 2 on an idle 2-core machine.
   unsigned threads = 1;
   bool measure_bandwidth = true;  ///< measure copy bandwidth once (for `name()`)
+  /// `clock=cpu`: a step lasts the CPU time this thread spent in it (CLOCK_THREAD_CPUTIME_ID),
+  /// and the run's clock advances by it (as the sim's does) instead of following the wall: on a
+  /// machine shared with other work, the wall time of a step measures the other processes too,
+  /// its CPU time does not. Needs threads = 1 (OpenBLAS then computes in this thread).
+  bool cpu_clock = false;
 
   /// Keys: the model's (layers, hidden, heads, ffn, vocab, seed, norm_eps, rope_theta),
-  /// kv_memory (bytes), threads. Throws `std::invalid_argument` for an unknown key or bad value.
+  /// kv_memory (bytes), threads, clock (wall or cpu). Throws `std::invalid_argument` for an
+  /// unknown key or bad value.
   void set(std::string_view key, std::string_view value);
   /// Throws `std::invalid_argument` when a value is out of range.
   void validate() const;
@@ -63,7 +69,8 @@ class cpu_backend final : public backend {
   /// "cpu L4 d768 h12 f3072 V8192, 138.3 MB weights, 2 threads; copy 9.1 GB/s, decode floor
   /// 15.2 ms" (the floor: streamed weight bytes / measured copy bandwidth).
   [[nodiscard]] std::string name() const override;
-  [[nodiscard]] bool virtual_time() const noexcept override { return false; }
+  /// False: steps take the wall time they take; true with `clock=cpu`.
+  [[nodiscard]] bool virtual_time() const noexcept override { return cfg_.cpu_clock; }
   [[nodiscard]] std::uint32_t kv_blocks(std::uint32_t block_size) const override;
   /// Runs the step for real. Throws `std::runtime_error` when the batch is inconsistent with
   /// the tokens it has seen (a decode with no sampled token to feed, say) or the block size

@@ -11,22 +11,79 @@
 namespace batching {
 
 hardware_spec hardware_preset(std::string_view name) {
-  // Dense fp16 tensor throughput and memory bandwidth from the vendors' data sheets
-  // (docs/executor.md). The A10G's 125 TF is NVIDIA's figure; 70 TF is also quoted.
-  if (name == "a10g") return {"a10g", 24e9, 600e9, 125e12};
-  if (name == "a100-80g") return {"a100-80g", 80e9, 2.0e12, 312e12};
-  if (name == "h100") return {"h100", 80e9, 3.35e12, 989e12};
-  if (name == "h200") return {"h200", 141e9, 4.8e12, 989e12};
+  // Dense (not sparse) fp16/bf16 and fp8 tensor throughput, memory bandwidth and memory from
+  // the vendors' data sheets (docs/executor.md). The A10G's 125 TF is NVIDIA's figure; 70 TF is
+  // also quoted. A100 80GB and H100 80GB carry 80 GiB; the A10G's 24 GB and the H200's 141 GB
+  // are the data sheets' figures.
+  constexpr double gib = 1073741824.0;
+  auto hw = [](const char* n, double mem, double bw, double f16, double f8) {
+    return hardware_spec{n, mem, bw, f16, f16, f8};
+  };
+  if (name == "a10g") return hw("a10g", 24e9, 600e9, 125e12, 0);
+  if (name == "a100-80g") return hw("a100-80g", 80 * gib, 2.0e12, 312e12, 0);
+  if (name == "h100") return hw("h100", 80 * gib, 3.35e12, 989e12, 1979e12);
+  if (name == "h200") return hw("h200", 141e9, 4.8e12, 989e12, 1979e12);
   throw std::invalid_argument("unknown hardware '" + std::string(name) +
                               "' (a10g, a100-80g, h100, h200)");
 }
 
 model_spec model_preset(std::string_view name) {
-  // fp16: 2 bytes a parameter; KV bytes per token = 2 (K and V) * layers * kv width * 2 bytes.
-  if (name == "llama2-7b") return {"llama2-7b", 6.74e9, 13.48e9, 2.0 * 32 * 4096 * 2, 32, 4096};
-  if (name == "llama3-8b")  // GQA: 8 KV heads of 128
-    return {"llama3-8b", 8.03e9, 16.06e9, 2.0 * 32 * 1024 * 2, 32, 4096};
-  throw std::invalid_argument("unknown model '" + std::string(name) + "' (llama2-7b, llama3-8b)");
+  // fp16: 2 bytes a parameter; KV values per token = 2 (K and V) * layers * kv width.
+  auto m = [](const char* n, double params, std::uint32_t layers, std::uint32_t hidden,
+              double kv_width) {
+    const double kv_values = 2.0 * layers * kv_width;
+    return model_spec{n, params, 2 * params, 2 * kv_values, layers, hidden, kv_values};
+  };
+  if (name == "llama2-7b") return m("llama2-7b", 6.74e9, 32, 4096, 4096);
+  // GQA: 8 KV heads of 128. Llama 3.1 8B has Llama 3 8B's shape (it changes RoPE scaling and the
+  // context length, 128k), so its step cost is the same.
+  if (name == "llama3-8b") return m("llama3-8b", 8.03e9, 32, 4096, 1024);
+  if (name == "llama3.1-8b") return m("llama3.1-8b", 8.03e9, 32, 4096, 1024);
+  throw std::invalid_argument("unknown model '" + std::string(name) +
+                              "' (llama2-7b, llama3-8b, llama3.1-8b)");
+}
+
+precision_spec precision_preset(std::string_view name) {
+  if (name == "fp16" || name == "bf16") return {std::string(name), 2, 2, false};
+  if (name == "fp8") return {"fp8", 1, 1, true};
+  if (name == "fp8-weights") return {"fp8-weights", 1, 2, true};
+  throw std::invalid_argument("unknown precision '" + std::string(name) +
+                              "' (fp16, bf16, fp8, fp8-weights)");
+}
+
+void sim_config::set_hardware(std::string_view name) {
+  hardware_spec h = hardware_preset(name);
+  if (precision.fp8_compute) {
+    if (!(h.flops_8 > 0))
+      throw std::invalid_argument("hardware '" + h.name + "' has no fp8 throughput (precision " +
+                                  precision.name + "); give it with --sim flops=...");
+    h.flops = h.flops_8;
+  }
+  hw = h;
+}
+
+void sim_config::set_model(std::string_view name) {
+  model = model_preset(name);
+  model.weight_bytes = model.params * precision.weight_bytes;
+  model.kv_bytes_per_token = model.kv_values_per_token * precision.kv_bytes;
+}
+
+void sim_config::set_precision(std::string_view name) {
+  const precision_spec p = precision_preset(name);
+  const double f = p.fp8_compute ? hw.flops_8 : hw.flops_16;
+  if (!(f > 0))
+    throw std::invalid_argument("hardware '" + hw.name + "' has no " +
+                                (p.fp8_compute ? "fp8" : "16-bit") + " throughput (precision " +
+                                p.name + "); give it with --sim flops=...");
+  precision = p;
+  hw.flops = f;
+  model.weight_bytes = model.params * p.weight_bytes;
+  model.kv_bytes_per_token = model.kv_values_per_token * p.kv_bytes;
+}
+
+const char* sim_config::keys() noexcept {
+  return "bandwidth, flops, memory, params, weight_bytes, kv_bytes_per_token, layers, hidden, "
+         "eta_bw, eta_compute, t_fixed, t_seq, t_request, jitter, mem_util, activation_reserve";
 }
 
 void sim_config::set(std::string_view key, double v) {
@@ -53,6 +110,10 @@ void sim_config::set(std::string_view key, double v) {
     eta_compute = v;
   else if (key == "t_fixed")
     t_fixed_s = v;
+  else if (key == "t_seq")
+    t_seq_s = v;
+  else if (key == "t_request")
+    t_request_s = v;
   else if (key == "jitter")
     jitter = v;
   else if (key == "mem_util")
@@ -60,10 +121,7 @@ void sim_config::set(std::string_view key, double v) {
   else if (key == "activation_reserve")
     activation_reserve_bytes = v;
   else
-    throw std::invalid_argument(
-        "unknown sim constant '" + std::string(key) +
-        "' (bandwidth, flops, memory, params, weight_bytes, kv_bytes_per_token, layers, hidden, "
-        "eta_bw, eta_compute, t_fixed, jitter, mem_util, activation_reserve)");
+    throw std::invalid_argument("unknown sim constant '" + std::string(key) + "' (" + keys() + ")");
 }
 
 double sim_config::kv_capacity_tokens() const noexcept {
@@ -80,7 +138,8 @@ void sim_config::validate() const {
     bad("params, weight_bytes, kv_bytes_per_token, layers and hidden must be > 0");
   if (!(eta_bw > 0 && eta_bw <= 1) || !(eta_compute > 0 && eta_compute <= 1))
     bad("eta_bw and eta_compute must be in (0, 1]");
-  if (!(t_fixed_s >= 0)) bad("t_fixed must be >= 0");
+  if (!(t_fixed_s >= 0) || !(t_seq_s >= 0) || !(t_request_s >= 0))
+    bad("t_fixed, t_seq and t_request must be >= 0");
   if (!(jitter >= 0 && jitter < 0.3)) bad("jitter must be in [0, 0.3)");
   if (!(mem_util > 0 && mem_util <= 1)) bad("mem_util must be in (0, 1]");
   if (!(activation_reserve_bytes >= 0)) bad("activation_reserve must be >= 0");
@@ -103,7 +162,7 @@ std::uint32_t sim_backend::kv_blocks(std::uint32_t block_size) const {
 step_cost sim_backend::cost(const batch& b) const noexcept {
   const double kvb = cfg_.model.kv_bytes_per_token;
   const double ld4 = 4.0 * cfg_.model.layers * static_cast<double>(cfg_.model.hidden);
-  double ctx_read = 0, new_tokens = 0, attn = 0;
+  double ctx_read = 0, new_tokens = 0, attn = 0, starts = 0;
   for (const auto& s : b.seqs) {
     const double past = s.past_tokens;
     if (s.decode) {
@@ -113,6 +172,7 @@ step_cost sim_backend::cost(const batch& b) const noexcept {
       const double c = s.prefill_tokens;
       attn += ld4 * c * (past + c / 2.0);
       new_tokens += c;
+      if (s.past_tokens == 0) starts += 1;
     }
     ctx_read += past;
   }
@@ -121,7 +181,9 @@ step_cost sim_backend::cost(const batch& b) const noexcept {
   k.flops = 2.0 * cfg_.model.params * new_tokens + attn;
   k.memory_s = k.bytes / (cfg_.eta_bw * cfg_.hw.bandwidth);
   k.compute_s = k.flops / (cfg_.eta_compute * cfg_.hw.flops);
-  k.seconds = cfg_.t_fixed_s + std::max(k.memory_s, k.compute_s);
+  k.overhead_s = cfg_.t_fixed_s + cfg_.t_seq_s * static_cast<double>(b.seqs.size()) +
+                 cfg_.t_request_s * starts;
+  k.seconds = k.overhead_s + std::max(k.memory_s, k.compute_s);
   return k;
 }
 
@@ -129,7 +191,7 @@ step_result sim_backend::step(const batch& b) {
   const step_cost k = cost(b);
   double factor = 1.0;
   if (cfg_.jitter > 0) factor += cfg_.jitter * std::clamp(rng_.normal(), -3.0, 3.0);
-  const double seconds = cfg_.t_fixed_s + std::max(k.memory_s, k.compute_s) * factor;
+  const double seconds = k.overhead_s + std::max(k.memory_s, k.compute_s) * factor;
   if (!(seconds < max_step_s))
     throw std::runtime_error("sim: a step of " + std::to_string(b.num_tokens()) +
                              " tokens would take " + std::to_string(seconds) +
