@@ -67,6 +67,25 @@ int main() {
   expect(full.store().schedule_event_count() == 3, "two schedulings and a preemption kept");
   tokchron::streaming_request_timeline<> streaming;
   record_one(streaming, t0);
+
+  // The live metrics' recording calls, each compiled in instances.cpp.
+  tokchron::live_metrics live{tokchron::live_options{}};
+  tokchron::live_request r;
+  using std::chrono::milliseconds;
+  expect(live.arrive(r, t0) == tokchron::record_status::ok, "live arrive");
+  expect(live.set_prompt_tokens(r, 7) == tokchron::record_status::ok, "live prompt tokens");
+  expect(live.queued(r, t0 + milliseconds(1)) == tokchron::record_status::ok, "live queued");
+  expect(live.scheduled(r, t0 + milliseconds(3)) == tokchron::record_status::ok, "live scheduled");
+  expect(live.chunk(r, t0 + milliseconds(10), 2) == tokchron::record_status::ok, "live chunk");
+  expect(live.preempted(r, t0 + milliseconds(12)) == tokchron::record_status::ok, "live preempt");
+  expect(live.chunk(r, t0 + milliseconds(11), 1) == tokchron::record_status::time_went_backwards,
+         "live chunk back in time is refused");
+  expect(live.finish(r, t0 + milliseconds(20)) == tokchron::record_status::ok, "live finish");
+  expect(live.finish(r, t0 + milliseconds(21)) == tokchron::record_status::after_finish,
+         "live second finish is refused");
+  expect(live.misuse() == 2, "two live misuses counted");
+  expect(!r.active() && r.timeline().output_tokens() == 2, "the live request's timeline");
+  expect_seconds(tokchron::canonical_metrics(r.timeline()).ttft, 0.010, "live ttft");
   if (failures == 0) std::printf("record_separate: all checks passed\n");
   return failures == 0 ? 0 : 1;
 }
