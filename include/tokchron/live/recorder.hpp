@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -149,18 +150,22 @@ class basic_live_metrics {
   // --- labels ------------------------------------------------------------------------------
 
   /// The series of a label-value set (one value per label name, in order), interning it on
-  /// first use; lock-free. Beyond `max_series` distinct sets, or for the wrong number of
-  /// values (also counted as misuse), the overflow series. Thread-safe, noexcept.
+  /// first use; lock-free. Beyond `max_series` distinct sets, the overflow series. A set the
+  /// exposition cannot carry as its own series is misuse (counted) and also gives the overflow
+  /// series: the wrong number of values, a value that is not valid UTF-8, or every value equal
+  /// to `overflow_value` (that is the overflow series' own label set). Any other value is
+  /// fine, empty ones and those with quotes, backslashes or newlines included (the writers
+  /// escape them). Thread-safe, noexcept.
   [[nodiscard]] live_series series(std::initializer_list<std::string_view> values) noexcept {
     return series(values.begin(), values.size());
   }
   /// `series` for `n` values at `values`.
   [[nodiscard]] live_series series(const std::string_view* values, std::size_t n) noexcept {
-    if (n != state_->options.label_names.size()) {
+    if (n != state_->options.label_names.size() || !exportable(values, n)) {
       count_misuse();
-      return live_series{state_->overflow_index()};
+      return live_series{resolve(live_series{state_->overflow_index()})};
     }
-    return live_series{intern(values, n)};
+    return live_series{resolve(live_series{intern(values, n)})};
   }
   /// The label values of series `s` (the overflow series: every value `overflow_value`).
   [[nodiscard]] std::vector<std::string> label_values(live_series s) const {
@@ -187,8 +192,7 @@ class basic_live_metrics {
     if (info.prompt_tokens) tl.set_prompt_tokens(*info.prompt_tokens);
     r.tl_ = std::move(tl);
     r.owner_ = state_->id;
-    r.series_ =
-        info.series.index < state_->layout.series ? info.series.index : state_->overflow_index();
+    r.series_ = resolve(info.series);
     r.max_tokens_ = info.max_tokens;
     r.counted_prompt_ = false;
     r.phase_ = request_type::waiting;
@@ -339,8 +343,7 @@ class basic_live_metrics {
   record_status record(const basic_request_timeline<C, Store>& tl, live_series series = {},
                        std::uint64_t max_tokens = 0) noexcept {
     if (!tl.finished()) return misuse(record_status::not_started);
-    const std::uint32_t s =
-        series.index < state_->layout.series ? series.index : state_->overflow_index();
+    const std::uint32_t s = resolve(series);
     const bool streaming = state_->options.inclusion != live_inclusion::completed;
     bool counted_prompt = false;
     in_shard([&](detail::live_side& d) noexcept {
@@ -371,17 +374,22 @@ class basic_live_metrics {
   // --- what the server knows that tokchron cannot -------------------------------------------
 
   /// Sets the KV-cache usage gauge of series `s` (a fraction, 1 = full; vLLM's
-  /// `vllm:kv_cache_usage_perc`). Not exported until first set. Lock-free, noexcept.
+  /// `vllm:kv_cache_usage_perc`). Not exported until first set. A value that is not a finite
+  /// number >= 0 (NaN, infinities, negatives) is refused as misuse: the gauge keeps its value.
+  /// Lock-free, noexcept.
   void set_kv_cache_usage(live_series s, double fraction) noexcept {
-    if (s.index < state_->layout.series)
-      state_->kv_cache_usage[s.index].store(fraction, std::memory_order_relaxed);
+    if (!(fraction >= 0 && fraction <= std::numeric_limits<double>::max())) {
+      count_misuse();
+      return;
+    }
+    state_->kv_cache_usage[resolve(s)].store(fraction, std::memory_order_relaxed);
   }
   /// Adds prefix-cache lookups of series `s`, in tokens: `queries` looked up, `hits` found
   /// (vLLM's `vllm:prefix_cache_queries` / `_hits`). Not exported until first fed.
   void add_prefix_cache(live_series s, std::uint64_t queries, std::uint64_t hits) noexcept {
     if (!state_->prefix_cache_used.load(std::memory_order_relaxed))
       state_->prefix_cache_used.store(true, std::memory_order_relaxed);
-    const std::uint32_t i = s.index < state_->layout.series ? s.index : state_->overflow_index();
+    const std::uint32_t i = resolve(s);
     in_shard([&](detail::live_side& d) noexcept {
       d.count(i, detail::lc_prefix_queries, queries);
       d.count(i, detail::lc_prefix_hits, hits);
@@ -419,7 +427,11 @@ class basic_live_metrics {
     if (o.default_label_values.size() != o.label_names.size())
       TOKCHRON_THROW(std::invalid_argument,
                      "tokchron: live_options.default_label_values needs one value per label name");
-    for (const auto& n : o.label_names) {
+    for (std::size_t k = 0; k < o.label_names.size(); ++k) {
+      const std::string& n = o.label_names[k];
+      for (std::size_t j = 0; j < k; ++j)
+        if (o.label_names[j] == n)
+          TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: duplicate label name");
       bool ok = !n.empty() && !(n.size() >= 2 && n[0] == '_' && n[1] == '_');
       for (std::size_t i = 0; ok && i < n.size(); ++i) {
         const char c = n[i];
@@ -429,11 +441,42 @@ class basic_live_metrics {
       if (!ok || n == "le" || n == o.names.reason_label)
         TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: invalid label name");
     }
+    if (!detail::live_valid_utf8(o.overflow_value))
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: live_options.overflow_value is not valid UTF-8");
+    const std::vector<std::string_view> d(o.default_label_values.begin(),
+                                          o.default_label_values.end());
+    if (!exportable(d.data(), d.size(), o.overflow_value))
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: live_options.default_label_values: not valid UTF-8, or the "
+                     "overflow series' own values");
     for (const auto& b : o.buckets)
       for (std::size_t i = 0; i < b.size(); ++i)
         if (!(b[i] == b[i] && b[i] - b[i] == 0) || (i > 0 && !(b[i] > b[i - 1])))
           TOKCHRON_THROW(std::invalid_argument,
                          "tokchron: live_options.buckets must be finite and strictly increasing");
+  }
+
+  /// True if `n` label values can be a series of their own: valid UTF-8, and not every value
+  /// `overflow` (the overflow series' label set; with no labels, every set is the default).
+  static bool exportable(const std::string_view* v, std::size_t n,
+                         std::string_view overflow) noexcept {
+    bool all_overflow = n > 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!detail::live_valid_utf8(v[i])) return false;
+      all_overflow = all_overflow && v[i] == overflow;
+    }
+    return !all_overflow;
+  }
+  bool exportable(const std::string_view* v, std::size_t n) const noexcept {
+    return exportable(v, n, state_->options.overflow_value);
+  }
+  /// The block index of `s`: its own below the overflow index, else the overflow series; with
+  /// no label names the overflow series would have the default series' (empty) label set, so
+  /// it is the default series.
+  std::uint32_t resolve(live_series s) const noexcept {
+    if (s.index < state_->overflow_index()) return s.index;
+    return state_->options.label_names.empty() ? 0 : state_->overflow_index();
   }
 
   bool mine(const request_type& r) const noexcept { return r.owner_ == state_->id && r.active(); }

@@ -42,6 +42,26 @@ namespace detail {
 
 /// Moves every shard's recorded side into `st.total` (scrape lock held). A shard whose thread
 /// let it go is emptied on both sides, guarded against a thread claiming it meanwhile.
+///
+/// Why nothing is lost or counted twice:
+/// - Flip and quiescence are Dekker's pattern. A writer stores its odd `seq_` then loads
+///   `epoch_`; the scrape stores `epoch_` then loads `seq_`, with a full barrier between store
+///   and load on both sides (asymmetric: the writer's compiler barrier made full by the
+///   scrape's `membarrier`; otherwise seq_cst on both). So either the writer sees the new epoch
+///   (it records into the new side, which the scrape does not read), or the scrape sees the odd
+///   `seq_` and waits until it changes (the call left; release/acquire on `seq_` then makes its
+///   stores visible before the merge). A call that began after the flip reads the new epoch.
+/// - A writer descheduled inside a call for a long time delays the scrape (it spins, then
+///   yields) but is never skipped: the scrape cannot take a side a call may still write. Only
+///   the calls that chose the old side are waited for.
+/// - Two scrapes never run this at once (`live_scrape_lock`); each flips once, so a side is
+///   merged by exactly one scrape, after which it is zero.
+/// - A shard pushed after `head` was read began recording after this scrape began; its side
+///   is merged by the next scrape. A thread that exits stores `lo_retired` (release) after its
+///   last call; the CAS to `lo_draining` (acquire) lets the scrape take its other side too. A
+///   thread claiming the shard meanwhile either won first (the scrape's CAS fails; the thread
+///   records into the active side through the same bracket) or finds it draining and takes
+///   another shard: both cases are whole.
 inline void live_drain(live_state& st) noexcept {
   live_shard* const head = st.head.load(std::memory_order_acquire);
   const auto order = st.asymmetric ? std::memory_order_release : std::memory_order_seq_cst;
@@ -183,11 +203,11 @@ template <class Clock>
       histogram_data d;
       std::uint64_t cum = 0;
       for (std::size_t b = 0; b < lay.bounds[hi].size(); ++b) {
-        cum += counter(s, lay.offset[hi] + static_cast<std::uint32_t>(b));
+        cum = detail::live_sat_add(cum, counter(s, lay.offset[hi] + static_cast<std::uint32_t>(b)));
         d.buckets.push_back(histogram_bucket{lay.bounds[hi][b], cum});
       }
-      d.count =
-          cum + counter(s, lay.offset[hi] + static_cast<std::uint32_t>(lay.bounds[hi].size()));
+      d.count = detail::live_sat_add(
+          cum, counter(s, lay.offset[hi] + static_cast<std::uint32_t>(lay.bounds[hi].size())));
       d.sum = present[s] ? sums[s][hi] : 0.0;
       f.add(std::move(d), labels);
     }
@@ -212,7 +232,7 @@ template <class Clock>
         std::uint64_t total = 0;
         for (std::uint32_t r = 0; r < 6; ++r)
           if (detail::live_reason_value(o.semantics, static_cast<finish_reason>(r)) == v)
-            total += counter(s, detail::lc_requests + r);
+            total = detail::live_sat_add(total, counter(s, detail::lc_requests + r));
         label_set l = labels;
         l.push_back(label{n.reason_label, v});
         f.add(static_cast<double>(total), std::move(l));

@@ -61,6 +61,11 @@ struct live_layout {
   }
 };
 
+/// a + b, or 2^64 - 1 when that overflows.
+[[nodiscard]] constexpr std::uint64_t live_sat_add(std::uint64_t a, std::uint64_t b) noexcept {
+  return a + b < a ? ~std::uint64_t{0} : a + b;
+}
+
 /// One series' numbers: counters, then each histogram's non-cumulative bucket counts (its last
 /// slot the +Inf bucket), and each histogram's sum.
 struct live_block {
@@ -105,13 +110,24 @@ class live_side {
     return blocks_[s].n != nullptr ? &blocks_[s] : nullptr;
   }
 
+  /// Adds `delta` to `counter` of series `s`. The gauge deltas (running, waiting) wrap (two's
+  /// complement: ~0 is -1); every other slot saturates at 2^64 - 1, so a hostile token count
+  /// never makes a counter go backwards (which Prometheus would read as a reset).
   void count(std::uint32_t s, std::uint32_t counter, std::uint64_t delta) noexcept {
-    if (live_block* b = block(s)) b->n[counter] += delta;
+    if (live_block* b = block(s)) add(b->n[counter], delta, counter);
+  }
+  /// `a += d` for slot `slot`: wrapping for the gauge deltas, saturating for the rest.
+  static void add(std::uint64_t& a, std::uint64_t d, std::uint32_t slot) noexcept {
+    if (slot == lc_running || slot == lc_waiting)
+      a += d;
+    else
+      a = live_sat_add(a, d);
   }
   void observe(std::uint32_t s, live_histogram h, double v, std::uint64_t times = 1) noexcept {
     if (live_block* b = block(s)) {
       const auto i = static_cast<std::size_t>(h);
-      b->n[layout_->bucket(i, v)] += times;
+      const std::uint32_t at = layout_->bucket(i, v);
+      add(b->n[at], times, at);
       b->sum[i] += v * static_cast<double>(times);
     }
   }
@@ -128,7 +144,7 @@ class live_side {
         all = false;
         continue;
       }
-      for (std::uint32_t i = 0; i < layout_->counts; ++i) t->n[i] += b.n[i];
+      for (std::uint32_t i = 0; i < layout_->counts; ++i) add(t->n[i], b.n[i], i);
       for (std::size_t i = 0; i < live_histogram_count; ++i) t->sum[i] += b.sum[i];
       for (std::uint32_t i = 0; i < layout_->counts; ++i) b.n[i] = 0;
       for (std::size_t i = 0; i < live_histogram_count; ++i) b.sum[i] = 0;
@@ -146,6 +162,45 @@ class live_side {
   const live_layout* layout_;
   std::vector<live_block> blocks_;
 };
+
+/// True if `s` is valid UTF-8 (shortest forms, no surrogates, at most U+10FFFF): the
+/// Prometheus text format and OpenMetrics carry label values as UTF-8, and a scraper refuses
+/// the whole exposition for one bad byte.
+[[nodiscard]] inline bool live_valid_utf8(std::string_view s) noexcept {
+  std::size_t i = 0;
+  const std::size_t n = s.size();
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len;
+    std::uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1Fu;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0Fu;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0u) != 0x80u) return false;
+      cp = (cp << 6) | (d & 0x3Fu);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return false;
+    i += len;
+  }
+  return true;
+}
 
 /// Shard ownership: `owned` by a thread, `retired` (its thread let it go; both sides belong to
 /// the scrapes and the next thread may claim it), `draining` (a scrape is emptying a retired
