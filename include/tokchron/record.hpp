@@ -52,6 +52,7 @@ TOKCHRON_BEGIN_NAMESPACE
 extern template class full_store<>::bind<default_clock>;
 extern template class basic_request_timeline<default_clock, full_store<>>;
 extern template class basic_request_timeline<default_clock, streaming_store<>>;
+extern template class basic_live_metrics<default_clock>;
 extern template request_metrics canonical_metrics(const request_timeline&) noexcept;
 extern template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
 TOKCHRON_END_NAMESPACE

@@ -21,6 +21,7 @@ TOKCHRON_BEGIN_NAMESPACE
 template class full_store<>::bind<default_clock>;
 template class basic_request_timeline<default_clock, full_store<>>;
 template class basic_request_timeline<default_clock, streaming_store<>>;
+template class basic_live_metrics<default_clock>;
 template request_metrics canonical_metrics(const request_timeline&) noexcept;
 template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
 TOKCHRON_END_NAMESPACE
