@@ -49,12 +49,15 @@
 #ifdef TOKCHRON_SEPARATE_INSTANTIATION
 TOKCHRON_BEGIN_NAMESPACE
 // Defined by record_instantiate.hpp; keep the two lists the same.
+// (Hidden from Doxygen, which cannot match explicit instantiations to members.)
+/// \cond
 extern template class full_store<>::bind<default_clock>;
 extern template class basic_request_timeline<default_clock, full_store<>>;
 extern template class basic_request_timeline<default_clock, streaming_store<>>;
 extern template class basic_live_metrics<default_clock>;
 extern template request_metrics canonical_metrics(const request_timeline&) noexcept;
 extern template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
+/// \endcond
 TOKCHRON_END_NAMESPACE
 #endif
 

@@ -18,12 +18,15 @@
 
 TOKCHRON_BEGIN_NAMESPACE
 // The same list as record.hpp's extern declarations.
+// (Hidden from Doxygen, which cannot match explicit instantiations to members.)
+/// \cond
 template class full_store<>::bind<default_clock>;
 template class basic_request_timeline<default_clock, full_store<>>;
 template class basic_request_timeline<default_clock, streaming_store<>>;
 template class basic_live_metrics<default_clock>;
 template request_metrics canonical_metrics(const request_timeline&) noexcept;
 template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
+/// \endcond
 TOKCHRON_END_NAMESPACE
 
 #endif  // TOKCHRON_RECORD_INSTANTIATE_HPP
