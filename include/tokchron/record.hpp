@@ -13,6 +13,17 @@
 /// against `<chrono>` + `<vector>` + `<string>` + `<optional>` alone (bench/compile_cost/,
 /// docs/testing.md "Which header to include where").
 ///
+/// Separate instantiation (opt-in, as fmt and spdlog offer for header-only use): a server that
+/// defines `TOKCHRON_SEPARATE_INSTANTIATION` (e.g. `-DTOKCHRON_SEPARATE_INSTANTIATION` for its
+/// whole build) and includes `tokchron/record_instantiate.hpp` in exactly one of its `.cpp` files
+/// compiles the recording calls of the default types once, there: `request_timeline`,
+/// `streaming_request_timeline<>`, `live_metrics`, and `canonical_metrics` of the two timelines.
+/// Every other translation unit sees `extern template` declarations and calls those definitions
+/// instead of compiling its own (docs/testing.md, "Which header to include where", has the
+/// figures). Other instantiations (another clock, store or allocator) are compiled where they
+/// are used, as without the macro. Without `record_instantiate.hpp` in the program, the link
+/// fails with undefined `tokchron::` members: an explicit instantiation must exist exactly once.
+///
 /// Everything else (quantile estimators, SLA evaluation, exporters, traces) is in the umbrella
 /// header `tokchron/tokchron.hpp`, or its own header, for the files that report.
 ///
@@ -34,5 +45,20 @@
 #include "tokchron/timeline/event.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 #include "tokchron/timeline/store.hpp"
+
+#ifdef TOKCHRON_SEPARATE_INSTANTIATION
+TOKCHRON_BEGIN_NAMESPACE
+// Defined by record_instantiate.hpp; keep the two lists the same.
+// (Hidden from Doxygen, which cannot match explicit instantiations to members.)
+/// \cond
+extern template class full_store<>::bind<default_clock>;
+extern template class basic_request_timeline<default_clock, full_store<>>;
+extern template class basic_request_timeline<default_clock, streaming_store<>>;
+extern template class basic_live_metrics<default_clock>;
+extern template request_metrics canonical_metrics(const request_timeline&) noexcept;
+extern template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
+/// \endcond
+TOKCHRON_END_NAMESPACE
+#endif
 
 #endif  // TOKCHRON_RECORD_HPP

@@ -184,76 +184,24 @@ class basic_live_metrics {
     return arrive(r, clock_.now(), info);
   }
   /// `arrive` at time `t`.
-  record_status arrive(request_type& r, time_point t, const live_request_info& info = {}) noexcept {
-    if (r.active()) return misuse(record_status::already_started);
-    typename request_type::timeline_type tl(clock_);  // shares the clock: no allocation
-    const record_status s = tl.arrive(t);
-    if (s != record_status::ok) return misuse(s);
-    if (info.prompt_tokens) tl.set_prompt_tokens(*info.prompt_tokens);
-    r.tl_ = std::move(tl);
-    r.owner_ = state_->id;
-    r.series_ = resolve(info.series);
-    r.max_tokens_ = info.max_tokens;
-    r.counted_prompt_ = false;
-    r.phase_ = request_type::waiting;
-    in_shard([&](detail::live_side& d) noexcept {
-      d.count(r.series_, detail::lc_waiting, 1);
-      if (r.series_ == state_->overflow_index())
-        d.count(r.series_, detail::lc_overflow_requests, 1);
-    });
-    return record_status::ok;
-  }
+  record_status arrive(request_type& r, time_point t, const live_request_info& info = {}) noexcept;
   /// Sets or corrects the prompt length before the first token (e.g. after tokenization).
-  record_status set_prompt_tokens(request_type& r, std::uint64_t n) noexcept {
-    if (!mine(r))
-      return misuse(r.phase_ == request_type::done ? record_status::after_finish
-                                                   : record_status::not_started);
-    if (r.counted_prompt_) return misuse(record_status::out_of_order);
-    r.tl_.set_prompt_tokens(n);
-    return record_status::ok;
-  }
+  record_status set_prompt_tokens(request_type& r, std::uint64_t n) noexcept;
   /// The request entered the engine's waiting queue, if that differs from its arrival (vLLM's
   /// QUEUED event: queue time is measured from here). No gauge moves.
   record_status queued(request_type& r) noexcept { return queued(r, clock_.now()); }
   /// `queued` at time `t`.
-  record_status queued(request_type& r, time_point t) noexcept {
-    if (!mine(r)) return not_mine(r);
-    return checked(r.tl_.queued(t));
-  }
+  record_status queued(request_type& r, time_point t) noexcept;
   /// The engine scheduled the request (first time, or again after a preemption): waiting ->
   /// running.
   record_status scheduled(request_type& r) noexcept { return scheduled(r, clock_.now()); }
   /// `scheduled` at time `t`.
-  record_status scheduled(request_type& r, time_point t) noexcept {
-    if (!mine(r)) return not_mine(r);
-    if (record_status s = r.tl_.scheduled(t); s != record_status::ok) return misuse(s);
-    if (r.phase_ == request_type::waiting) {
-      r.phase_ = request_type::running;
-      in_shard([&](detail::live_side& d) noexcept {
-        d.count(r.series_, detail::lc_waiting, ~std::uint64_t{0});
-        d.count(r.series_, detail::lc_running, 1);
-      });
-    }
-    return record_status::ok;
-  }
+  record_status scheduled(request_type& r, time_point t) noexcept;
   /// The engine preempted the request: running -> waiting, and the preemptions counter moves
   /// now (vLLM counts preemptions as they happen).
   record_status preempted(request_type& r) noexcept { return preempted(r, clock_.now()); }
   /// `preempted` at time `t`.
-  record_status preempted(request_type& r, time_point t) noexcept {
-    if (!mine(r)) return not_mine(r);
-    if (record_status s = r.tl_.preempted(t); s != record_status::ok) return misuse(s);
-    const bool was_running = r.phase_ == request_type::running;
-    r.phase_ = request_type::waiting;
-    in_shard([&](detail::live_side& d) noexcept {
-      d.count(r.series_, detail::lc_preemptions, 1);
-      if (was_running) {
-        d.count(r.series_, detail::lc_running, ~std::uint64_t{0});
-        d.count(r.series_, detail::lc_waiting, 1);
-      }
-    });
-    return record_status::ok;
-  }
+  record_status preempted(request_type& r, time_point t) noexcept;
   /// A streamed chunk carrying `tokens` output tokens arrived (a request still waiting, e.g.
   /// one whose scheduling the server does not report, moves to running). Generation tokens
   /// count now;
@@ -266,36 +214,7 @@ class basic_live_metrics {
   }
   /// `chunk` at time `t`.
   record_status chunk(request_type& r, time_point t, std::uint32_t tokens,
-                      chunk_kind kind = chunk_kind::text) noexcept {
-    if (!mine(r)) return not_mine(r);
-    const std::optional<time_point> prev = r.tl_.last_token_time();
-    if (record_status s = r.tl_.chunk(t, tokens, kind); s != record_status::ok) return misuse(s);
-    if (tokens == 0) return record_status::ok;
-    const bool streaming = state_->options.inclusion != live_inclusion::completed;
-    // Tokens mean the engine runs it, whether or not the server reported the scheduling.
-    const bool implicit_schedule = r.phase_ == request_type::waiting;
-    r.phase_ = request_type::running;
-    in_shard([&](detail::live_side& d) noexcept {
-      const std::uint32_t s = r.series_;
-      if (implicit_schedule) {
-        d.count(s, detail::lc_waiting, ~std::uint64_t{0});
-        d.count(s, detail::lc_running, 1);
-      }
-      if (prev) {
-        observe_itl(d, s, seconds(t - *prev), tokens);
-      } else {
-        if (state_->options.semantics == live_semantics::tokchron && tokens > 1)
-          d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
-        if (streaming) {
-          if (const auto v = ttft(r.tl_)) d.observe(s, live_histogram::ttft, seconds(*v));
-          if (const auto p = r.tl_.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
-          r.counted_prompt_ = true;
-        }
-      }
-      if (streaming) d.count(s, detail::lc_generation_tokens, tokens);
-    });
-    return record_status::ok;
-  }
+                      chunk_kind kind = chunk_kind::text) noexcept;
   /// The request finished for `reason`: leaves the running or waiting gauge, counts in the
   /// requests counter, and enters the per-request histograms as the inclusion policy says.
   record_status finish(request_type& r, finish_reason reason = finish_reason::stop) noexcept {
@@ -303,19 +222,7 @@ class basic_live_metrics {
   }
   /// `finish` at time `t`.
   record_status finish(request_type& r, time_point t,
-                       finish_reason reason = finish_reason::stop) noexcept {
-    if (!mine(r)) return not_mine(r);
-    if (record_status s = r.tl_.finish(t, reason); s != record_status::ok) return misuse(s);
-    const auto was = r.phase_;
-    r.phase_ = request_type::done;
-    in_shard([&](detail::live_side& d) noexcept {
-      const std::uint32_t s = r.series_;
-      d.count(s, was == request_type::running ? detail::lc_running : detail::lc_waiting,
-              ~std::uint64_t{0});
-      finished(d, s, r.tl_, r.max_tokens_, r.counted_prompt_);
-    });
-    return record_status::ok;
-  }
+                       finish_reason reason = finish_reason::stop) noexcept;
   /// `finish(r, t, finish_reason::rejected)`: refused before scheduling (queue full, ...).
   record_status reject(request_type& r) noexcept { return reject(r, clock_.now()); }
   /// `reject` at time `t`.
@@ -622,6 +529,127 @@ class basic_live_metrics {
   detail::live_state* state_ = nullptr;
   std::atomic<std::uint64_t> misuse_{0};
 };
+
+// The recording calls taking a time are defined out of the class, so that they are not
+// inline: a translation unit that sees `extern template class basic_live_metrics<...>`
+// (tokchron/record.hpp with TOKCHRON_SEPARATE_INSTANTIATION) calls the one instantiation of
+// tokchron/record_instantiate.hpp instead of compiling its own.
+template <class Clock>
+record_status basic_live_metrics<Clock>::arrive(request_type& r, time_point t,
+                                                const live_request_info& info) noexcept {
+  if (r.active()) return misuse(record_status::already_started);
+  typename request_type::timeline_type tl(clock_);  // shares the clock: no allocation
+  const record_status s = tl.arrive(t);
+  if (s != record_status::ok) return misuse(s);
+  if (info.prompt_tokens) tl.set_prompt_tokens(*info.prompt_tokens);
+  r.tl_ = std::move(tl);
+  r.owner_ = state_->id;
+  r.series_ = resolve(info.series);
+  r.max_tokens_ = info.max_tokens;
+  r.counted_prompt_ = false;
+  r.phase_ = request_type::waiting;
+  in_shard([&](detail::live_side& d) noexcept {
+    d.count(r.series_, detail::lc_waiting, 1);
+    if (r.series_ == state_->overflow_index()) d.count(r.series_, detail::lc_overflow_requests, 1);
+  });
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::set_prompt_tokens(request_type& r,
+                                                           std::uint64_t n) noexcept {
+  if (!mine(r))
+    return misuse(r.phase_ == request_type::done ? record_status::after_finish
+                                                 : record_status::not_started);
+  if (r.counted_prompt_) return misuse(record_status::out_of_order);
+  r.tl_.set_prompt_tokens(n);
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::queued(request_type& r, time_point t) noexcept {
+  if (!mine(r)) return not_mine(r);
+  return checked(r.tl_.queued(t));
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::scheduled(request_type& r, time_point t) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (record_status s = r.tl_.scheduled(t); s != record_status::ok) return misuse(s);
+  if (r.phase_ == request_type::waiting) {
+    r.phase_ = request_type::running;
+    in_shard([&](detail::live_side& d) noexcept {
+      d.count(r.series_, detail::lc_waiting, ~std::uint64_t{0});
+      d.count(r.series_, detail::lc_running, 1);
+    });
+  }
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::preempted(request_type& r, time_point t) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (record_status s = r.tl_.preempted(t); s != record_status::ok) return misuse(s);
+  const bool was_running = r.phase_ == request_type::running;
+  r.phase_ = request_type::waiting;
+  in_shard([&](detail::live_side& d) noexcept {
+    d.count(r.series_, detail::lc_preemptions, 1);
+    if (was_running) {
+      d.count(r.series_, detail::lc_running, ~std::uint64_t{0});
+      d.count(r.series_, detail::lc_waiting, 1);
+    }
+  });
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, std::uint32_t tokens,
+                                               chunk_kind kind) noexcept {
+  if (!mine(r)) return not_mine(r);
+  const std::optional<time_point> prev = r.tl_.last_token_time();
+  if (record_status s = r.tl_.chunk(t, tokens, kind); s != record_status::ok) return misuse(s);
+  if (tokens == 0) return record_status::ok;
+  const bool streaming = state_->options.inclusion != live_inclusion::completed;
+  // Tokens mean the engine runs it, whether or not the server reported the scheduling.
+  const bool implicit_schedule = r.phase_ == request_type::waiting;
+  r.phase_ = request_type::running;
+  in_shard([&](detail::live_side& d) noexcept {
+    const std::uint32_t s = r.series_;
+    if (implicit_schedule) {
+      d.count(s, detail::lc_waiting, ~std::uint64_t{0});
+      d.count(s, detail::lc_running, 1);
+    }
+    if (prev) {
+      observe_itl(d, s, seconds(t - *prev), tokens);
+    } else {
+      if (state_->options.semantics == live_semantics::tokchron && tokens > 1)
+        d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
+      if (streaming) {
+        if (const auto v = ttft(r.tl_)) d.observe(s, live_histogram::ttft, seconds(*v));
+        if (const auto p = r.tl_.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
+        r.counted_prompt_ = true;
+      }
+    }
+    if (streaming) d.count(s, detail::lc_generation_tokens, tokens);
+  });
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::finish(request_type& r, time_point t,
+                                                finish_reason reason) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (record_status s = r.tl_.finish(t, reason); s != record_status::ok) return misuse(s);
+  const auto was = r.phase_;
+  r.phase_ = request_type::done;
+  in_shard([&](detail::live_side& d) noexcept {
+    const std::uint32_t s = r.series_;
+    d.count(s, was == request_type::running ? detail::lc_running : detail::lc_waiting,
+            ~std::uint64_t{0});
+    finished(d, s, r.tl_, r.max_tokens_, r.counted_prompt_);
+  });
+  return record_status::ok;
+}
 
 /// Live metrics on the steady clock.
 using live_metrics = basic_live_metrics<>;

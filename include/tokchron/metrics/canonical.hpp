@@ -36,7 +36,7 @@
 
 #include "tokchron/clock.hpp"
 #include "tokchron/config.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_id.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
@@ -169,7 +169,7 @@ std::size_t for_each_itl_per_token(const Timeline& tl, F&& f) {
 }
 
 /// Every canonical per-request metric of one timeline, in seconds (tokens/s for `output_rate`;
-/// empty where undefined). Each field is named as its `metric_id` (metrics/metric.hpp).
+/// empty where undefined). Each field is named as its `metric_id` (metrics/metric_id.hpp).
 struct request_metrics {
   std::optional<double> ttft, ttft_from_send, ttft_from_scheduled, tpot, e2e, queue_time,
       prefill_time, decode_time, normalized_latency, output_rate;

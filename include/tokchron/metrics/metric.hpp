@@ -23,32 +23,9 @@
 #include <string_view>
 
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/metric_id.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
-
-/// Every metric tokchron computes per request (ITL: per output-token gap). The order is the
-/// order of `metric_table`, of CSV columns and of exported families.
-enum class metric_id : std::uint8_t {
-  ttft,                 ///< time to first token from arrival, s
-  ttft_from_send,       ///< time to first token from the actual send, s
-  ttft_from_scheduled,  ///< time to first token from the first scheduling, s
-  tpot,                 ///< time per output token after the first, s
-  itl,                  ///< inter-token latency, one sample per output token after the first, s
-  e2e,                  ///< end-to-end latency, s
-  queue_time,           ///< time from arrival (or queueing) to the first scheduling, s
-  prefill_time,         ///< time from the first scheduling to the first token, s
-  decode_time,          ///< time from the first to the last token, s
-  normalized_latency,   ///< e2e / output tokens, s per token
-  output_rate,          ///< per-request output rate N / e2e, tokens per second
-  fluidity,             ///< Etalon fluidity-index per request, in [0, 1]
-
-  // Spellings of earlier versions (same values).
-  e2el [[deprecated("use metric_id::e2e")]] = e2e,
-  queue [[deprecated("use metric_id::queue_time")]] = queue_time,
-  prefill [[deprecated("use metric_id::prefill_time")]] = prefill_time,
-  decode [[deprecated("use metric_id::decode_time")]] = decode_time,
-  tokens_per_s [[deprecated("use metric_id::output_rate")]] = output_rate,
-};
 
 /// What a metric's values count.
 enum class metric_unit : std::uint8_t {

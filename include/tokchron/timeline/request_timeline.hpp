@@ -87,92 +87,37 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   /// server's receive time. Recording it separately from `send` keeps coordinated omission
   /// visible. Must be the first event.
   record_status arrive() noexcept { return arrive(now()); }
-  record_status arrive(time_point t) noexcept {
-    if (started()) return misuse(record_status::already_started);
-    if (TOKCHRON_UNLIKELY(!in_time_range(t))) return misuse(record_status::time_out_of_range);
-    arrival_ = t;
-    has_ |= bit_arrival;
-    latest_ = t;
-    return record_status::ok;
-  }
+  record_status arrive(time_point t) noexcept;
 
   /// The time the request was actually sent (client side). Arrival defaults to it.
   record_status send() noexcept { return send(now()); }
-  record_status send(time_point t) noexcept {
-    if (has(bit_send) || has(bit_queued | bit_scheduled) || store_.chunk_count() > 0)
-      return misuse(record_status::already_started);
-    if (record_status s = check_time(t, false); s != record_status::ok) return misuse(s);
-    send_ = t;
-    has_ |= bit_send;
-    latest_ = t;
-    return record_status::ok;
-  }
+  record_status send(time_point t) noexcept;
 
   /// The time the request entered the scheduler's waiting queue.
   record_status queued() noexcept { return queued(now()); }
-  record_status queued(time_point t) noexcept {
-    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
-    if (has(bit_scheduled) || store_.chunk_count() > 0) return misuse(record_status::out_of_order);
-    if (!has(bit_queued)) queued_ = t;
-    has_ |= bit_queued;
-    latest_ = t;
-    return record_status::ok;
-  }
+  record_status queued(time_point t) noexcept;
 
   /// The time the request was scheduled to run. The first time is kept; a later call after a
   /// preemption records a reschedule.
   record_status scheduled() noexcept { return scheduled(now()); }
-  record_status scheduled(time_point t) noexcept {
-    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
-    if (!has(bit_scheduled) && store_.chunk_count() > 0) return misuse(record_status::out_of_order);
-    if constexpr (detail::has_add_schedule<store_type, time_point>::value) {
-      if (record_status s = store_.add_schedule(t); s != record_status::ok) return misuse(s);
-    }
-    if (!has(bit_scheduled)) first_scheduled_ = t;
-    last_scheduled_ = t;
-    has_ |= bit_scheduled;
-    latest_ = t;
-    return record_status::ok;
-  }
+  record_status scheduled(time_point t) noexcept;
 
   /// The time the request was preempted (its KV cache freed; it waits to be rescheduled).
   record_status preempted() noexcept { return preempted(now()); }
-  record_status preempted(time_point t) noexcept {
-    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
-    if (record_status s = store_.add_preemption(t); s != record_status::ok) return misuse(s);
-    last_preempted_ = t;
-    latest_ = t;
-    return record_status::ok;
-  }
+  record_status preempted(time_point t) noexcept;
 
   /// One streamed output chunk carrying `tokens` tokens (0 is legal: a role or usage chunk).
   record_status chunk(std::uint32_t tokens, chunk_kind kind = chunk_kind::text) noexcept {
     return chunk(now(), tokens, kind);
   }
   record_status chunk(time_point t, std::uint32_t tokens,
-                      chunk_kind kind = chunk_kind::text) noexcept {
-    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
-    if (TOKCHRON_UNLIKELY(has(bit_done))) return misuse(record_status::out_of_order);
-    if (record_status s = store_.add_chunk(t, tokens, kind); s != record_status::ok)
-      return misuse(s);
-    if (kind == chunk_kind::done) has_ |= bit_done;
-    latest_ = t;
-    return record_status::ok;
-  }
+                      chunk_kind kind = chunk_kind::text) noexcept;
 
   /// The end of the request: the last byte of the response, a failure or a rejection.
   record_status finish(finish_reason reason = finish_reason::stop) noexcept {
     return finish(now(), reason);
   }
-  record_status finish(time_point t, finish_reason reason = finish_reason::stop) noexcept {
-    if (has(bit_finish)) return misuse(record_status::finished_twice);
-    if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
-    finish_ = t;
-    reason_ = reason;
-    has_ |= bit_finish;
-    latest_ = t;
-    return record_status::ok;
-  }
+  record_status finish(time_point t, finish_reason reason = finish_reason::stop) noexcept;
 
   /// Prompt length in tokens, when known.
   void set_prompt_tokens(std::uint64_t n) noexcept { prompt_tokens_ = n; }
@@ -273,6 +218,87 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   finish_reason reason_ = finish_reason::stop;
   record_status last_misuse_ = record_status::ok;
 };
+
+// The recording calls taking a time are defined out of the class, so that they are not inline:
+// a translation unit that sees `extern template class basic_request_timeline<...>` (record.hpp
+// with TOKCHRON_SEPARATE_INSTANTIATION) calls the one instantiation of record_instantiate.hpp
+// instead of compiling its own (docs/testing.md, "Which header to include where").
+template <class Clock, class Store>
+record_status basic_request_timeline<Clock, Store>::arrive(time_point t) noexcept {
+  if (started()) return misuse(record_status::already_started);
+  if (TOKCHRON_UNLIKELY(!in_time_range(t))) return misuse(record_status::time_out_of_range);
+  arrival_ = t;
+  has_ |= bit_arrival;
+  latest_ = t;
+  return record_status::ok;
+}
+
+template <class Clock, class Store>
+record_status basic_request_timeline<Clock, Store>::send(time_point t) noexcept {
+  if (has(bit_send) || has(bit_queued | bit_scheduled) || store_.chunk_count() > 0)
+    return misuse(record_status::already_started);
+  if (record_status s = check_time(t, false); s != record_status::ok) return misuse(s);
+  send_ = t;
+  has_ |= bit_send;
+  latest_ = t;
+  return record_status::ok;
+}
+
+template <class Clock, class Store>
+record_status basic_request_timeline<Clock, Store>::queued(time_point t) noexcept {
+  if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+  if (has(bit_scheduled) || store_.chunk_count() > 0) return misuse(record_status::out_of_order);
+  if (!has(bit_queued)) queued_ = t;
+  has_ |= bit_queued;
+  latest_ = t;
+  return record_status::ok;
+}
+
+template <class Clock, class Store>
+record_status basic_request_timeline<Clock, Store>::scheduled(time_point t) noexcept {
+  if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+  if (!has(bit_scheduled) && store_.chunk_count() > 0) return misuse(record_status::out_of_order);
+  if constexpr (detail::has_add_schedule<store_type, time_point>::value) {
+    if (record_status s = store_.add_schedule(t); s != record_status::ok) return misuse(s);
+  }
+  if (!has(bit_scheduled)) first_scheduled_ = t;
+  last_scheduled_ = t;
+  has_ |= bit_scheduled;
+  latest_ = t;
+  return record_status::ok;
+}
+
+template <class Clock, class Store>
+record_status basic_request_timeline<Clock, Store>::preempted(time_point t) noexcept {
+  if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+  if (record_status s = store_.add_preemption(t); s != record_status::ok) return misuse(s);
+  last_preempted_ = t;
+  latest_ = t;
+  return record_status::ok;
+}
+
+template <class Clock, class Store>
+record_status basic_request_timeline<Clock, Store>::chunk(time_point t, std::uint32_t tokens,
+                                                          chunk_kind kind) noexcept {
+  if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+  if (TOKCHRON_UNLIKELY(has(bit_done))) return misuse(record_status::out_of_order);
+  if (record_status s = store_.add_chunk(t, tokens, kind); s != record_status::ok) return misuse(s);
+  if (kind == chunk_kind::done) has_ |= bit_done;
+  latest_ = t;
+  return record_status::ok;
+}
+
+template <class Clock, class Store>
+record_status basic_request_timeline<Clock, Store>::finish(time_point t,
+                                                           finish_reason reason) noexcept {
+  if (has(bit_finish)) return misuse(record_status::finished_twice);
+  if (record_status s = check_time(t, true); s != record_status::ok) return misuse(s);
+  finish_ = t;
+  reason_ = reason;
+  has_ |= bit_finish;
+  latest_ = t;
+  return record_status::ok;
+}
 
 /// A timeline on `steady_clock` that keeps every chunk: the common case.
 using request_timeline = basic_request_timeline<>;

@@ -169,13 +169,7 @@ struct full_store {
       return schedule_event_type{e.time, e.tokens, e.kind == preemption_mark};
     }
 
-    record_status add_chunk(time_point t, std::uint32_t tokens, chunk_kind kind) noexcept {
-      if (record_status s = this->check(tokens); s != record_status::ok) return s;
-      TOKCHRON_TRY { chunks_.push_back(chunk_type{t, tokens, kind}); }
-      TOKCHRON_CATCH_ALL { return record_status::out_of_memory; }
-      this->count(t, tokens);
-      return record_status::ok;
-    }
+    record_status add_chunk(time_point t, std::uint32_t tokens, chunk_kind kind) noexcept;
     record_status add_preemption(time_point t) noexcept {
       if (record_status s = add_event(t, preemption_mark); s != record_status::ok) return s;
       this->count_preemption();
@@ -191,16 +185,35 @@ struct full_store {
     static constexpr chunk_kind schedule_mark = chunk_kind::text;
     static constexpr chunk_kind preemption_mark = chunk_kind::empty;
 
-    record_status add_event(time_point t, chunk_kind mark) noexcept {
-      TOKCHRON_TRY { events_.push_back(chunk_type{t, this->chunk_count(), mark}); }
-      TOKCHRON_CATCH_ALL { return record_status::out_of_memory; }
-      return record_status::ok;
-    }
+    record_status add_event(time_point t, chunk_kind mark) noexcept;
 
     std::vector<chunk_type, allocator_type> chunks_;
     std::vector<chunk_type, allocator_type> events_;
   };
 };
+
+// The two members that grow a vector are defined out of the class, so that they are not inline:
+// with `extern template class full_store<>::bind<...>` (record.hpp with
+// TOKCHRON_SEPARATE_INSTANTIATION) a translation unit calls the instantiation of
+// record_instantiate.hpp instead of compiling its own vector growth.
+template <class Allocator>
+template <class Clock>
+record_status full_store<Allocator>::bind<Clock>::add_chunk(time_point t, std::uint32_t tokens,
+                                                            chunk_kind kind) noexcept {
+  if (record_status s = this->check(tokens); s != record_status::ok) return s;
+  TOKCHRON_TRY { chunks_.push_back(chunk_type{t, tokens, kind}); }
+  TOKCHRON_CATCH_ALL { return record_status::out_of_memory; }
+  this->count(t, tokens);
+  return record_status::ok;
+}
+template <class Allocator>
+template <class Clock>
+record_status full_store<Allocator>::bind<Clock>::add_event(time_point t,
+                                                            chunk_kind mark) noexcept {
+  TOKCHRON_TRY { events_.push_back(chunk_type{t, this->chunk_count(), mark}); }
+  TOKCHRON_CATCH_ALL { return record_status::out_of_memory; }
+  return record_status::ok;
+}
 
 /// A gap sink that ignores every gap: the streaming store's default.
 struct null_gap_sink {
