@@ -316,6 +316,53 @@ TEST_CASE("reasoning: the aiperf profile equals AIPerf's formulas computed by ha
   CHECK(*z.ttst == 0.0);  // TTST allows equal timestamps; ICL does not
 }
 
+TEST_CASE("reasoning: the aiperf profile gives what AIPerf's own metric classes gave") {
+  // AIPerf's TTFTMetric, TTSTMetric, InterChunkLatencyMetric, PrefillThroughputMetric
+  // (ai-dynamo/aiperf@db4f6397d11e) and TimeToFirstOutputMetric (@6b702008c853), run on these
+  // six records as chat chunks parsed by its `_parse_chat_common`, gave (ns; tokens/s; "-" no
+  // value; "VE" ValueError, the record loses ICL; d failed, so it gets responses = []):
+  //   a: ttft 200000000, ttst 50000000, icl [50000000, 50000000, 200000000, 50000000],
+  //      ttfo 500000000, prefill 500.0
+  //   b: ttft 100000000, ttst 200000000, icl [200000000], ttfo 100000000, prefill 100.0
+  //   c: ttft 400000000, ttst 200000000, icl [200000000], ttfo -, prefill -
+  //   d: all -
+  //   e: ttft 200000000, ttst 100000000, icl [100000000], ttfo 300000000, prefill 150.0
+  //   f: ttft 100000000, ttst 0, icl VE, ttfo 100000000, prefill 200.0
+  struct want {
+    double ttft, ttst;
+    std::vector<double> icl;
+    std::optional<double> ttfo, prefill;
+  };
+  const want w[] = {{0.2, 0.05, {0.05, 0.05, 0.2, 0.05}, 0.5, 500.0},
+                    {0.1, 0.2, {0.2}, 0.1, 100.0},
+                    {0.4, 0.2, {0.2}, std::nullopt, std::nullopt},
+                    {0, 0, {}, std::nullopt, std::nullopt},
+                    {0.2, 0.1, {0.1}, 0.3, 150.0},
+                    {0.1, 0.0, {}, 0.1, 200.0}};
+  const auto records = all_records();
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    CAPTURE(records[i].id);
+    const auto tl = tc::to_timeline(records[i]);
+    const tc::profiled_request r = tc::evaluate(tc::profiles::aiperf, tl);
+    std::vector<double> icl;
+    tc::for_each_icl(tc::profiles::aiperf, tl, [&](double g) { icl.push_back(g); });
+    if (!records[i].ok) {
+      CHECK_FALSE(r.completed);
+      CHECK(icl.empty());
+      continue;
+    }
+    CHECK(*r.ttft == doctest::Approx(w[i].ttft).epsilon(1e-12));
+    CHECK(*r.ttst == doctest::Approx(w[i].ttst).epsilon(1e-12));
+    REQUIRE(icl.size() == w[i].icl.size());
+    for (std::size_t k = 0; k < icl.size(); ++k)
+      CHECK(icl[k] == doctest::Approx(w[i].icl[k]).epsilon(1e-12));
+    REQUIRE(r.ttfa.has_value() == w[i].ttfo.has_value());
+    if (w[i].ttfo) CHECK(*r.ttfa == doctest::Approx(*w[i].ttfo).epsilon(1e-12));
+    REQUIRE(r.prefill_tps.has_value() == w[i].prefill.has_value());
+    if (w[i].prefill) CHECK(*r.prefill_tps == doctest::Approx(*w[i].prefill).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("reasoning: run summaries keep the new metrics, per profile") {
   tc::summary_options o;
   o.keep_requests = true;
