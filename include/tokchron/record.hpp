@@ -55,6 +55,8 @@ extern template class full_store<>::bind<default_clock>;
 extern template class basic_request_timeline<default_clock, full_store<>>;
 extern template class basic_request_timeline<default_clock, streaming_store<>>;
 extern template class basic_live_metrics<default_clock>;
+extern template struct detail::live_core<>;
+extern template class detail::live_writer<>;
 extern template request_metrics canonical_metrics(const request_timeline&) noexcept;
 extern template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
 /// \endcond
