@@ -44,16 +44,18 @@
 #include "tokchron/clock.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/live/detail/core.hpp"
-#include "tokchron/live/options.hpp"
+#include "tokchron/live/options_fwd.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/timeline/event.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 #include "tokchron/timeline/store.hpp"
 #ifndef TOKCHRON_SEPARATE_INSTANTIATION
-// The shared state's definitions; with separate instantiation only record_instantiate.hpp
-// (and the scrape) include them, and the recording calls reach the state through the
-// declarations of live/detail/core.hpp.
+// The options' and the shared state's definitions. With separate instantiation a hot file
+// records through the declarations of live/detail/core.hpp and live/options_fwd.hpp; the file
+// that constructs the metrics includes live/options.hpp (or live/presets.hpp), and
+// record_instantiate.hpp (and the scrape) the state.
 #include "tokchron/live/detail/state.hpp"
+#include "tokchron/live/options.hpp"
 #endif
 
 TOKCHRON_BEGIN_NAMESPACE
@@ -128,12 +130,15 @@ class basic_live_metrics {
   using time_point = typename Clock::time_point;
   using duration = typename Clock::duration;
   using request_type = basic_live_request<Clock>;
+  /// `live_options`, named through the clock only so that a hot file under
+  /// `TOKCHRON_SEPARATE_INSTANTIATION` can record without its definition (live/options_fwd.hpp).
+  using options_type = typename detail::dependent_type<live_options, Clock>::type;
 
   /// Metrics configured by `options` (presets: live/presets.hpp), reading `clock` for the
   /// recording calls without a time. Throws std::invalid_argument for bad options (bucket
   /// bounds not finite and increasing, default label values not one per label name, a label
   /// name not [a-zA-Z_][a-zA-Z0-9_]*, max_series 0), std::bad_alloc if memory runs out.
-  explicit basic_live_metrics(live_options options, Clock clock = Clock())
+  explicit basic_live_metrics(options_type options, Clock clock = Clock())
       : clock_(std::move(clock)),
         state_(detail::live_core<>::create(std::move(options))),
         hot_(detail::live_core<>::hot(*state_)) {}
@@ -282,7 +287,7 @@ class basic_live_metrics {
   // --- queries -----------------------------------------------------------------------------
 
   /// The options this object was built with.
-  [[nodiscard]] const live_options& options() const noexcept {
+  [[nodiscard]] const options_type& options() const noexcept {
     return detail::live_core<>::options(*state_);
   }
   /// The clock the recording calls without a time read.

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
-#include "tokchron/live/options.hpp"
+#include "tokchron/live/options_fwd.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 namespace detail {
@@ -25,6 +25,12 @@ namespace detail {
 struct live_state;
 struct live_shard;
 class live_side;
+
+/// `T`, as a name that depends on `U` (checked only when a template using it is instantiated).
+template <class T, class U>
+struct dependent_type {
+  using type = T;
+};
 
 /// Per-series counters (indices into a block's counts).
 enum live_counter : std::uint32_t {
@@ -65,7 +71,7 @@ template <int = 0>
 struct live_core {
   /// A new state for `options` (checked; std::invalid_argument otherwise) with its default
   /// series interned; one reference, the caller's.
-  static live_state* create(live_options options);
+  static live_state* create(live_options&& options);
   /// Drops one reference (nullptr: nothing).
   static void release(live_state* s) noexcept;
   static live_hot_options hot(const live_state& s) noexcept;

@@ -371,8 +371,11 @@ inline live_thread_cache& live_this_thread() noexcept {
 
 /// True if `n` label values can be a series of their own: valid UTF-8, and not every value
 /// `overflow` (the overflow series' label set; with no labels, every set is the default).
-[[nodiscard]] inline bool live_exportable(const std::string_view* v, std::size_t n,
-                                          std::string_view overflow) noexcept {
+/// (This and the next three are templates so that they are compiled only where live_core<> is:
+/// record_instantiate.hpp, or header-only the files that construct or label a live_metrics.)
+template <int = 0>
+[[nodiscard]] bool live_exportable(const std::string_view* v, std::size_t n,
+                                   std::string_view overflow) noexcept {
   bool all_overflow = n > 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (!live_valid_utf8(v[i])) return false;
@@ -382,7 +385,8 @@ inline live_thread_cache& live_this_thread() noexcept {
 }
 
 /// Throws std::invalid_argument for options a live_metrics object refuses (recorder.hpp).
-inline void live_check(const live_options& o) {
+template <int = 0>
+void live_check(const live_options& o) {
   if (o.max_series == 0 || o.max_series > (std::uint32_t{1} << 20))
     TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.max_series must be 1..2^20");
   if (o.default_label_values.size() != o.label_names.size())
@@ -418,8 +422,9 @@ inline void live_check(const live_options& o) {
                        "tokchron: live_options.buckets must be finite and strictly increasing");
 }
 
-[[nodiscard]] inline bool live_equal(const std::vector<std::string>& a, const std::string_view* v,
-                                     std::size_t n) noexcept {
+template <int = 0>
+[[nodiscard]] bool live_equal(const std::vector<std::string>& a, const std::string_view* v,
+                              std::size_t n) noexcept {
   if (a.size() != n) return false;
   for (std::size_t i = 0; i < n; ++i)
     if (std::string_view(a[i]) != v[i]) return false;
@@ -429,8 +434,8 @@ inline void live_check(const live_options& o) {
 /// Interns a label-value set: its index, or the overflow index when the table is full or
 /// memory ran out. Lock-free: probing reads published entries; a new entry is published by
 /// compare-and-swap into an empty slot and only then given an index.
-inline std::uint32_t live_intern(live_state& st, const std::string_view* v,
-                                 std::size_t n) noexcept {
+template <int = 0>
+std::uint32_t live_intern(live_state& st, const std::string_view* v, std::size_t n) noexcept {
   const std::uint64_t h = live_hash(v, n);
   const std::size_t mask = st.slots.size() - 1;
   live_series_entry* mine = nullptr;
@@ -480,7 +485,7 @@ inline std::uint32_t live_intern(live_state& st, const std::string_view* v,
 }
 
 template <int I>
-live_state* live_core<I>::create(live_options options) {
+live_state* live_core<I>::create(live_options&& options) {
   live_check(options);
   struct guard {
     live_state* s;
