@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "export/golden.hpp"
+#include "tokchron/io/trace.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/testing.hpp"
@@ -45,14 +46,36 @@ std::vector<std::vector<std::string>> table_rows(const std::string& name) {
   }
   return rows;
 }
-}  // namespace
-
-TEST_CASE("docs/definitions.md: the definitions table matches the code") {
+/// The example column of table `name` (metric -> its last cell).
+std::map<std::string, std::string> example_column(const std::string& name) {
   std::map<std::string, std::string> examples;
-  for (const auto& cols : table_rows("definitions-table")) {
+  for (const auto& cols : table_rows(name)) {
     REQUIRE(cols.size() >= 6);  // "", metric, formula, unit, edge, example
     examples[trim(cols[1])] = trim(cols[cols.size() - 1]);
   }
+  return examples;
+}
+/// Every row of table `name` prints what the code computed, and every computed metric has a row.
+void check_examples(const std::string& table,
+                    const std::map<std::string, std::vector<double>>& computed) {
+  std::map<std::string, std::string> examples = example_column(table);
+  CHECK(examples.size() == computed.size());
+  for (const auto& entry : computed) {
+    const std::string& name = entry.first;
+    const std::vector<double>& values = entry.second;
+    CAPTURE(name);
+    REQUIRE(examples.count(name) == 1);
+    const auto text = split(examples[name], ',');
+    REQUIRE(text.size() == values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      // The table prints at most 12 significant digits.
+      CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("docs/definitions.md: the definitions table matches the code") {
   // The table's timeline, shared with the exporters' golden tests (its 7 prompt tokens change
   // none of the metrics below).
   const auto tl = tokchron_test::readme_timeline();
@@ -77,19 +100,7 @@ TEST_CASE("docs/definitions.md: the definitions table matches the code") {
       {"itl_per_token", per_token},
       {"itl_per_chunk", per_chunk},
   };
-  CHECK(examples.size() == computed.size());
-  for (const auto& entry : computed) {
-    const std::string& name = entry.first;
-    const std::vector<double>& values = entry.second;
-    CAPTURE(name);
-    REQUIRE(examples.count(name) == 1);
-    const auto text = split(examples[name], ',');
-    REQUIRE(text.size() == values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      // The table prints at most 12 significant digits.
-      CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
-    }
-  }
+  check_examples("definitions-table", computed);
 }
 
 TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile, once") {
@@ -98,4 +109,32 @@ TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile,
   std::vector<std::string> names;
   for (const tokchron::profile* p : tokchron::all_profiles()) names.emplace_back(p->name);
   CHECK(rows == names);  // the same profiles, in all_profiles() order
+}
+
+TEST_CASE("docs/definitions.md: the reasoning table matches the code") {
+  // The table's request, as a trace record.
+  using K = tokchron::chunk_kind;
+  tokchron::trace_record r;
+  r.send = 0;
+  r.chunks = {{0.05, 0, K::empty},     {0.20, 1, K::reasoning}, {0.25, 2, K::reasoning},
+              {0.30, 1, K::reasoning}, {0.50, 1, K::text},      {0.55, 3, K::text}};
+  r.end = 0.58;
+  r.prompt_tokens = 100;
+  r.cached_prompt_tokens = 40;
+  r.spec_draft_tokens = 20;
+  r.spec_accepted_tokens = 15;
+  const auto tl = tokchron::to_timeline(r);
+  const auto m = tokchron::canonical_metrics(tl);
+  std::vector<double> icl;
+  tokchron::for_each_itl_per_chunk(tl, [&](auto g) { icl.push_back(tokchron::to_seconds(g)); });
+  const std::map<std::string, std::vector<double>> computed = {
+      {"ttfa", {*m.ttfa}},
+      {"reasoning_time", {*m.reasoning_time}},
+      {"ttst", {*m.ttst}},
+      {"icl", icl},
+      {"prefill_tps", {*m.prefill_tps}},
+      {"uncached_prefill_tps", {*m.uncached_prefill_tps}},
+      {"spec_acceptance", {*m.spec_acceptance}},
+  };
+  check_examples("reasoning-table", computed);
 }
