@@ -42,6 +42,23 @@ struct live_names {
   std::string kv_cache_usage_alias;
   std::string prefix_cache_queries;  ///< counter the server feeds (exported once fed)
   std::string prefix_cache_hits;     ///< counter the server feeds (exported once fed)
+  /// Counter of output tokens in reasoning chunks (`chunk_kind::reasoning`), exported once one
+  /// arrived; they are in the generation-token counter too.
+  std::string reasoning_tokens;
+  /// Counter of prompt tokens served from a prefix cache, as the server reports them per
+  /// request (exported once one was reported), counted when the prompt tokens are.
+  std::string prompt_tokens_cached;
+  /// Counter of prompt tokens by `source` label (`local_compute`, `local_cache_hit`,
+  /// `external_kv_transfer`), beside `prompt_tokens_cached`.
+  std::string prompt_tokens_by_source;
+  /// Counter of cached prompt tokens recomputed (1 when all but one were cached).
+  std::string prompt_tokens_recomputed;
+  std::string spec_drafts;           ///< counter of speculative drafts (exported once fed)
+  std::string spec_draft_tokens;     ///< counter of speculative tokens drafted
+  std::string spec_accepted_tokens;  ///< counter of speculative tokens accepted
+  /// Counter of accepted draft tokens by `position` label (0 ..
+  /// `live_options::speculative_positions` - 1).
+  std::string spec_accepted_per_position;
   /// Counter of rejected requests, when `requests` does not carry them (vLLM never counts a
   /// request it refused before the engine saw it).
   std::string rejected;
@@ -75,6 +92,18 @@ inline constexpr live_family_name live_family_names[] = {
     {&live_names::prefix_cache_queries, "tokchron_prefix_cache_queries",
      "vllm:prefix_cache_queries"},
     {&live_names::prefix_cache_hits, "tokchron_prefix_cache_hits", "vllm:prefix_cache_hits"},
+    {&live_names::reasoning_tokens, "tokchron_reasoning_tokens", "tokchron_reasoning_tokens"},
+    {&live_names::prompt_tokens_cached, "tokchron_cached_prompt_tokens",
+     "vllm:prompt_tokens_cached"},
+    {&live_names::prompt_tokens_by_source, "", "vllm:prompt_tokens_by_source"},
+    {&live_names::prompt_tokens_recomputed, "", "vllm:prompt_tokens_recomputed"},
+    {&live_names::spec_drafts, "tokchron_spec_decode_drafts", "vllm:spec_decode_num_drafts"},
+    {&live_names::spec_draft_tokens, "tokchron_spec_decode_draft_tokens",
+     "vllm:spec_decode_num_draft_tokens"},
+    {&live_names::spec_accepted_tokens, "tokchron_spec_decode_accepted_tokens",
+     "vllm:spec_decode_num_accepted_tokens"},
+    {&live_names::spec_accepted_per_position, "tokchron_spec_decode_accepted_tokens_per_pos",
+     "vllm:spec_decode_num_accepted_tokens_per_pos"},
     {&live_names::rejected, "", "tokchron_rejected_requests"},
     {&live_names::misuse, "tokchron_misuse", "tokchron_misuse"},
     {&live_names::label_overflow, "tokchron_label_overflow", "tokchron_label_overflow"},
@@ -117,6 +146,9 @@ struct live_options {
   /// the overflow series (every label = `overflow_value`) and is counted. Memory is bounded by
   /// this: per writer thread, at most two blocks per set, each of (counters + buckets) words.
   std::size_t max_series = 64;
+  /// Speculative decoding's draft length (vLLM's `num_speculative_tokens`): one accepted-token
+  /// counter per draft position, 0..64; 0 exports no per-position counter.
+  std::size_t speculative_positions = 0;
   /// The label value of the overflow series.
   std::string overflow_value = "__overflow__";
   /// Classic-histogram upper bounds by `live_histogram` (finite, strictly increasing; +Inf is

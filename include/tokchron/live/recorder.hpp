@@ -75,6 +75,9 @@ struct live_request_info {
   live_series series;                          ///< its labels
   std::optional<std::uint64_t> prompt_tokens;  ///< its prompt length, when known
   std::uint64_t max_tokens = 0;                ///< its max_tokens parameter, 0 if none
+  /// Its prompt tokens served from a prefix cache, when the server knows them at arrival
+  /// (`set_cached_prompt_tokens` sets them later).
+  std::optional<std::uint64_t> cached_prompt_tokens{};
 };
 
 /// One request's state as a `basic_live_metrics` object tracks it: its timeline (O(1) memory,
@@ -178,6 +181,18 @@ class basic_live_metrics {
   record_status arrive(request_type& r, time_point t, const live_request_info& info = {}) noexcept;
   /// Sets or corrects the prompt length before the first token (e.g. after tokenization).
   record_status set_prompt_tokens(request_type& r, std::uint64_t n) noexcept;
+  /// Sets the prompt tokens served from a prefix cache before the first token (when the
+  /// scheduler knows them; OpenAI `usage.prompt_tokens_details.cached_tokens`). Counted with
+  /// the prompt tokens, in the cached-prompt counter and vLLM's prompt tokens by source. More
+  /// than the prompt length is refused (`invalid_count`).
+  record_status set_cached_prompt_tokens(request_type& r, std::uint64_t n) noexcept;
+  /// One speculative draft of the request in one engine step: `drafted` tokens proposed,
+  /// `accepted` of them accepted (vllm/v1/spec_decode/metrics.py `observe_draft`). The counters
+  /// move now; the request's timeline keeps the totals (`set_speculative`). Refused
+  /// (`invalid_count`): accepted > drafted, or accepted > `speculative_positions` when that is
+  /// set.
+  record_status speculative(request_type& r, std::uint32_t drafted,
+                            std::uint32_t accepted) noexcept;
   /// The request entered the engine's waiting queue, if that differs from its arrival (vLLM's
   /// QUEUED event: queue time is measured from here). No gauge moves.
   record_status queued(request_type& r) noexcept { return queued(r, clock_.now()); }
@@ -259,10 +274,16 @@ class basic_live_metrics {
         }
         if (streaming) {
           if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
-          if (const auto p = tl.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
-          d.count(s, detail::lc_generation_tokens, tl.output_tokens());
+          count_prompt(d, s, tl);
+          count_generation(d, s, tl.output_tokens(), tl.reasoning_tokens());
           counted_prompt = true;
         }
+      }
+      if (const auto drafted = tl.speculative_drafted_tokens()) {
+        // A timeline keeps totals only: the drafts and the positions are not known here.
+        d.use(detail::lf_speculative);
+        d.count(s, detail::lc_spec_draft_tokens, *drafted);
+        d.count(s, detail::lc_spec_accepted, tl.speculative_accepted_tokens().value_or(0));
       }
       finished(d, s, tl, max_tokens, counted_prompt);
     });
@@ -335,6 +356,36 @@ class basic_live_metrics {
     if (TOKCHRON_LIKELY(static_cast<bool>(w))) f(w);
   }
 
+  /// The prompt counters of a timeline's request: prompt tokens, and with cached ones vLLM's
+  /// split by source (vllm/v1/metrics/stats.py `PromptTokenStats.update_from_output`: computed
+  /// = prompt - cached; local_cache_hit = cached + recomputed, where one token is recomputed
+  /// when all but one were cached).
+  template <class Timeline>
+  static void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl) noexcept {
+    const std::optional<std::uint64_t> p = tl.prompt_tokens();
+    const std::optional<std::uint64_t> c = tl.cached_prompt_tokens();
+    if (p) d.count(s, detail::lc_prompt_tokens, *p);
+    if (c) {
+      d.use(detail::lf_cached_prompt);
+      d.count(s, detail::lc_prompt_cached, *c);
+    }
+    if (!p || (c && *c > *p)) return;  // no split without the prompt length
+    const std::uint64_t cached = c.value_or(0);
+    const std::uint64_t recomputed = c && cached + 1 == *p ? 1 : 0;
+    d.count(s, detail::lc_prompt_computed, *p - cached);
+    d.count(s, detail::lc_prompt_cache_hit, cached + recomputed);
+    d.count(s, detail::lc_prompt_recomputed, recomputed);
+  }
+  /// `n` generation tokens, `reasoning` of them in reasoning chunks.
+  static void count_generation(detail::live_writer<>& d, std::uint32_t s, std::uint64_t n,
+                               std::uint64_t reasoning) noexcept {
+    d.count(s, detail::lc_generation_tokens, n);
+    if (reasoning > 0) {
+      d.use(detail::lf_reasoning);
+      d.count(s, detail::lc_reasoning_tokens, reasoning);
+    }
+  }
+
   void observe_itl(detail::live_writer<>& d, std::uint32_t s, double gap,
                    std::uint32_t tokens) const noexcept {
     if (hot_.semantics == live_semantics::vllm)
@@ -359,10 +410,9 @@ class basic_live_metrics {
     const std::uint64_t n = tl.output_tokens();
     if (inc == live_inclusion::completed) {
       if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
-      d.count(s, detail::lc_generation_tokens, n);
+      count_generation(d, s, n, tl.reasoning_tokens());
     }
-    if (!counted_prompt && inc != live_inclusion::scheduled)
-      if (const auto p = tl.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
+    if (!counted_prompt && inc != live_inclusion::scheduled) count_prompt(d, s, tl);
     if (const auto v = e2e(tl)) d.observe(s, live_histogram::e2e, seconds(*v));
     if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
     if (const auto v = prefill_time(tl)) d.observe(s, live_histogram::prefill_time, seconds(*v));
@@ -401,6 +451,11 @@ record_status basic_live_metrics<Clock>::arrive(request_type& r, time_point t,
   const record_status s = tl.arrive(t);
   if (s != record_status::ok) return misuse(s);
   if (info.prompt_tokens) tl.set_prompt_tokens(*info.prompt_tokens);
+  if (info.cached_prompt_tokens) {
+    if (info.prompt_tokens && *info.cached_prompt_tokens > *info.prompt_tokens)
+      return misuse(record_status::invalid_count);
+    tl.set_cached_prompt_tokens(*info.cached_prompt_tokens);
+  }
   r.tl_ = std::move(tl);
   r.owner_ = hot_.id;
   r.series_ = resolve(info.series);
@@ -421,7 +476,42 @@ record_status basic_live_metrics<Clock>::set_prompt_tokens(request_type& r,
     return misuse(r.phase_ == request_type::done ? record_status::after_finish
                                                  : record_status::not_started);
   if (r.counted_prompt_) return misuse(record_status::out_of_order);
+  if (const auto c = r.tl_.cached_prompt_tokens(); c && *c > n)
+    return misuse(record_status::invalid_count);
   r.tl_.set_prompt_tokens(n);
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::set_cached_prompt_tokens(request_type& r,
+                                                                  std::uint64_t n) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (r.counted_prompt_) return misuse(record_status::out_of_order);
+  if (const auto p = r.tl_.prompt_tokens(); p && n > *p)
+    return misuse(record_status::invalid_count);
+  r.tl_.set_cached_prompt_tokens(n);
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::speculative(request_type& r, std::uint32_t drafted,
+                                                     std::uint32_t accepted) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (accepted > drafted || (hot_.spec_positions > 0 && accepted > hot_.spec_positions))
+    return misuse(record_status::invalid_count);
+  const std::uint64_t total_drafted = r.tl_.speculative_drafted_tokens().value_or(0) + drafted;
+  const std::uint64_t total_accepted = r.tl_.speculative_accepted_tokens().value_or(0) + accepted;
+  if (total_drafted < drafted) return misuse(record_status::count_overflow);
+  (void)r.tl_.set_speculative(total_drafted, total_accepted);
+  in_shard([&](detail::live_writer<>& d) noexcept {
+    const std::uint32_t s = r.series_;
+    d.use(detail::lf_speculative);
+    d.count(s, detail::lc_spec_drafts, 1);
+    d.count(s, detail::lc_spec_draft_tokens, drafted);
+    d.count(s, detail::lc_spec_accepted, accepted);
+    for (std::uint32_t i = 0; i < accepted && i < hot_.spec_positions; ++i)
+      d.count(s, hot_.spec_offset + i, 1);
+  });
   return record_status::ok;
 }
 
@@ -485,11 +575,11 @@ record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, st
         d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
       if (streaming) {
         if (const auto v = ttft(r.tl_)) d.observe(s, live_histogram::ttft, seconds(*v));
-        if (const auto p = r.tl_.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
+        count_prompt(d, s, r.tl_);
         r.counted_prompt_ = true;
       }
     }
-    if (streaming) d.count(s, detail::lc_generation_tokens, tokens);
+    if (streaming) count_generation(d, s, tokens, kind == chunk_kind::reasoning ? tokens : 0);
   });
   return record_status::ok;
 }

@@ -43,7 +43,22 @@ enum live_counter : std::uint32_t {
   lc_prefix_queries,
   lc_prefix_hits,
   lc_overflow_requests,
+  lc_reasoning_tokens,   ///< output tokens of reasoning chunks
+  lc_prompt_cached,      ///< prompt tokens served from a prefix cache (as the server reports)
+  lc_prompt_computed,    ///< prompt tokens computed: prompt - cached
+  lc_prompt_cache_hit,   ///< cached + recomputed (vLLM's `local_cache_hit` source)
+  lc_prompt_recomputed,  ///< 1 when cached = prompt - 1 (vLLM recomputes the last token)
+  lc_spec_drafts,        ///< speculative drafts (one per request and engine step)
+  lc_spec_draft_tokens,  ///< tokens drafted
+  lc_spec_accepted,      ///< draft tokens accepted
   lc_count,
+};
+
+/// Families exported only once something was recorded into them (bits of live_state::features).
+enum live_feature : std::uint32_t {
+  lf_cached_prompt = 1,
+  lf_reasoning = 2,
+  lf_speculative = 4,
 };
 
 /// What the recording calls read of the options, copied once out of the state into the
@@ -54,6 +69,8 @@ struct live_hot_options {
   bool labelled = false;             ///< any label names
   live_semantics semantics = live_semantics::tokchron;
   live_inclusion inclusion = live_inclusion::scheduled;
+  std::uint32_t spec_offset = 0;     ///< first per-position acceptance counter of a block
+  std::uint32_t spec_positions = 0;  ///< live_options::speculative_positions
 };
 
 /// The block index of series `s`: its own below the overflow index, else the overflow series;
@@ -107,8 +124,11 @@ class live_writer {
   void observe(std::uint32_t s, live_histogram h, double v, std::uint64_t times = 1) noexcept;
   /// Counts one refused recording call in the exported misuse counter.
   void count_misuse() noexcept;
+  /// Makes the families of `feature` (a live_feature) part of every scrape from now on.
+  void use(std::uint32_t feature) noexcept;
 
  private:
+  live_state* state_;
   live_shard* shard_ = nullptr;
   live_side* side_ = nullptr;
 };

@@ -34,8 +34,9 @@ namespace detail {
 struct live_layout {
   std::array<std::vector<double>, live_histogram_count> bounds;
   std::array<std::uint32_t, live_histogram_count> offset{};  // first bucket count of each
-  std::uint32_t counts = lc_count;                           // total uint64 slots per block
-  std::uint32_t series = 1;  // blocks per side: max_series + 1 (the overflow series)
+  std::uint32_t spec_offset = lc_count;  // first per-position acceptance counter
+  std::uint32_t counts = lc_count;       // total uint64 slots per block
+  std::uint32_t series = 1;              // blocks per side: max_series + 1 (the overflow series)
 
   /// The bucket of `v` in histogram `h`: the first bound >= v, or the +Inf bucket.
   [[nodiscard]] std::uint32_t bucket(std::size_t h, double v) const noexcept {
@@ -262,6 +263,7 @@ struct live_state {
   std::atomic<live_shard*> head{nullptr};
   std::atomic<std::uint64_t> lost_shards{0};  // recording calls dropped: no shard (memory)
   std::atomic<std::uint64_t> misuse{0};       // refused recording calls since construction
+  std::atomic<std::uint32_t> features{0};     // live_feature bits: families recorded into
 
   // Label values: an open-addressing table of 2^k >= 2 * max_series slots, and by index.
   std::vector<std::atomic<live_series_entry*>> slots;
@@ -290,6 +292,8 @@ struct live_state {
       l.offset[h] = at;
       at += static_cast<std::uint32_t>(l.bounds[h].size()) + 1;
     }
+    l.spec_offset = at;
+    at += static_cast<std::uint32_t>(o.speculative_positions);
     l.counts = at;
     l.series = static_cast<std::uint32_t>(o.max_series) + 1;
     return l;
@@ -389,6 +393,9 @@ template <int = 0>
 void live_check(const live_options& o) {
   if (o.max_series == 0 || o.max_series > (std::uint32_t{1} << 20))
     TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.max_series must be 1..2^20");
+  if (o.speculative_positions > 64)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_options.speculative_positions must be 0..64");
   if (o.default_label_values.size() != o.label_names.size())
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: live_options.default_label_values needs one value per label name");
@@ -403,7 +410,9 @@ void live_check(const live_options& o) {
       ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (i > 0 && c >= '0' && c <= '9');
     }
-    if (!ok || n == "le" || n == o.names.reason_label)
+    if (!ok || n == "le" || n == o.names.reason_label ||
+        (n == "source" && !o.names.prompt_tokens_by_source.empty()) ||
+        (n == "position" && !o.names.spec_accepted_per_position.empty()))
       TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: invalid label name");
   }
   if (!live_valid_utf8(o.overflow_value))
@@ -512,6 +521,8 @@ live_hot_options live_core<I>::hot(const live_state& s) noexcept {
   h.labelled = !s.options.label_names.empty();
   h.semantics = s.options.semantics;
   h.inclusion = s.options.inclusion;
+  h.spec_offset = s.layout.spec_offset;
+  h.spec_positions = static_cast<std::uint32_t>(s.options.speculative_positions);
   return h;
 }
 
@@ -578,7 +589,8 @@ std::uint64_t live_core<I>::overflowed_lookups(const live_state& s) noexcept {
 }
 
 template <int I>
-live_writer<I>::live_writer(live_state& s) noexcept : shard_(live_this_thread().get(s)) {
+live_writer<I>::live_writer(live_state& s) noexcept
+    : state_(&s), shard_(live_this_thread().get(s)) {
   if (TOKCHRON_UNLIKELY(shard_ == nullptr)) {
     s.lost_shards.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -605,6 +617,12 @@ void live_writer<I>::observe(std::uint32_t s, live_histogram h, double v,
 template <int I>
 void live_writer<I>::count_misuse() noexcept {
   ++side_->misuse;
+}
+
+template <int I>
+void live_writer<I>::use(std::uint32_t feature) noexcept {
+  if ((state_->features.load(std::memory_order_relaxed) & feature) != feature)
+    state_->features.fetch_or(feature, std::memory_order_relaxed);
 }
 
 }  // namespace detail
