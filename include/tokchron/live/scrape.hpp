@@ -138,7 +138,9 @@ struct live_scrape_lock {
 /// order: the histograms (`live_histogram` order, then the ITL and max_tokens aliases), the
 /// requests counter (one point per series and finish-reason value, zeros included), prompt and
 /// generation tokens, preemptions, the running and waiting gauges, the server-fed series once
-/// fed (KV-cache usage, prefix cache), then tokchron's own counters (rejected when the
+/// fed (KV-cache usage, prefix cache), once recorded into the cached-prompt counters (cached,
+/// by source, recomputed), the reasoning-token counter and the speculative-decoding counters
+/// (drafts, draft tokens, accepted tokens, accepted per position), then tokchron's own counters (rejected when the
 /// requests counter omits them, misuse, label overflow, dropped samples). Series: every
 /// interned label-value set in interning order, then the overflow series if it holds anything.
 /// Cost: O(writer threads x touched series x buckets); it allocates. Throws std::bad_alloc if
