@@ -140,11 +140,12 @@ struct live_scrape_lock {
 /// generation tokens, preemptions, the running and waiting gauges, the server-fed series once
 /// fed (KV-cache usage, prefix cache), once recorded into the cached-prompt counters (cached,
 /// by source, recomputed), the reasoning-token counter and the speculative-decoding counters
-/// (drafts, draft tokens, accepted tokens, accepted per position), then tokchron's own counters (rejected when the
-/// requests counter omits them, misuse, label overflow, dropped samples). Series: every
-/// interned label-value set in interning order, then the overflow series if it holds anything.
-/// Cost: O(writer threads x touched series x buckets); it allocates. Throws std::bad_alloc if
-/// memory runs out (nothing recorded is lost then: it comes with the next scrape).
+/// (drafts, draft tokens, accepted tokens, accepted per position), then tokchron's own counters
+/// (rejected when the requests counter omits them, misuse, label overflow, dropped samples).
+/// Series: every interned label-value set in interning order, then the overflow series if it holds
+/// anything. Cost: O(writer threads x touched series x buckets); it allocates. Throws
+/// std::bad_alloc if memory runs out (nothing recorded is lost then: it comes with the next
+/// scrape).
 template <class Clock>
 [[nodiscard]] metrics_snapshot scrape(const basic_live_metrics<Clock>& m) {
   detail::live_state& st = m.state_for_scrape();
