@@ -56,8 +56,8 @@ struct live_names {
   std::string spec_drafts;           ///< counter of speculative drafts (exported once fed)
   std::string spec_draft_tokens;     ///< counter of speculative tokens drafted
   std::string spec_accepted_tokens;  ///< counter of speculative tokens accepted
-  /// Counter of accepted draft tokens by `position` label (0 ..
-  /// `live_options::speculative_positions` - 1).
+  /// Counter of accepted draft tokens by `position` label, one per draft position
+  /// (`live_options::speculative_positions` of them, from position 0).
   std::string spec_accepted_per_position;
   /// Counter of rejected requests, when `requests` does not carry them (vLLM never counts a
   /// request it refused before the engine saw it).
