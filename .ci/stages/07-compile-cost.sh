@@ -6,12 +6,13 @@
 # minimum), stays under ceilings relative to the baseline. The documented mode for hot files is
 # separate instantiation (TOKCHRON_SEPARATE_INSTANTIATION, record_instantiate.hpp in one file):
 # a server's recording calls (timeline and live metrics) there cost 1.21-1.28x (the goal is
-# 1.3x), held at 1.35x; the header included alone 1.53-1.65x, held at 1.8x; the same calls
-# header-only 3.90-4.47x, held at 4.8x. The ceilings are the highest figures measured on the
-# loaded 2-core development machine (docs/testing.md, "Which header to include where") plus
-# about 5-7 %, so that the recording header cannot grow unnoticed. The umbrella header's
+# 1.3x; 1.35x with two more builds running beside the measurement), held at 1.4x; the header
+# included alone 1.53-1.65x, held at 1.8x; the same calls header-only 3.90-4.47x, held at 4.8x.
+# The ceilings are the highest figures measured on the loaded 2-core development machine
+# (docs/testing.md, "Which header to include where") plus 4-9 %, so that the recording header
+# cannot grow unnoticed. The umbrella header's
 # figures are printed beside them.
 need_pkgs g++ python3
 cd "$TOKCHRON_ROOT"
 python3 bench/compile_cost/measure.py --check --runs 7 --umbrella-runs 3 \
-  --max-ratio 1.8 --max-calls-ratio 4.8 --max-separate-ratio 1.35
+  --max-ratio 1.8 --max-calls-ratio 4.8 --max-separate-ratio 1.4
