@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tokchron/live/options.hpp"  // constructing a live_metrics needs the options' definition
 #include "tokchron/record.hpp"
 
 #ifndef TOKCHRON_SEPARATE_INSTANTIATION
@@ -86,6 +87,20 @@ int main() {
   expect(live.misuse() == 2, "two live misuses counted");
   expect(!r.active() && r.timeline().output_tokens() == 2, "the live request's timeline");
   expect_seconds(tokchron::canonical_metrics(r.timeline()).ttft, 0.010, "live ttft");
+  // Another clock: its recorder is compiled here, and reaches the shared state through the
+  // declarations of live/detail/core.hpp, whose one instantiation is in instances.cpp.
+  tokchron::manual_clock mc;
+  tokchron::basic_live_metrics<tokchron::manual_clock> manual{tokchron::live_options{}, mc};
+  tokchron::basic_live_request<tokchron::manual_clock> mr;
+  expect(manual.arrive(mr) == tokchron::record_status::ok, "manual-clock arrive");
+  mc.advance(milliseconds(4));
+  expect(manual.chunk(mr, 3) == tokchron::record_status::ok, "manual-clock chunk");
+  expect(manual.finish(mr, tokchron::finish_reason::length) == tokchron::record_status::ok,
+         "manual-clock finish");
+  expect(manual.finish(mr) == tokchron::record_status::after_finish,
+         "manual-clock second finish is refused");
+  expect(manual.misuse() == 1, "one manual-clock misuse counted");
+  expect_seconds(tokchron::canonical_metrics(mr.timeline()).ttft, 0.004, "manual-clock ttft");
   if (failures == 0) std::printf("record_separate: all checks passed\n");
   return failures == 0 ? 0 : 1;
 }
