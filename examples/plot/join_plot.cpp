@@ -48,22 +48,27 @@ picture split_picture(const std::vector<split_request>& rows, const char* name, 
     << "  set ylabel " << gp(std::string(what) + " (" + u.name + ")") << "\n"
     << "  set style fill solid 1.0 noborder\n  set boxwidth 0.9 relative\n"
     << "  set key top left\n  set grid ytics\n";
-  if (v.empty()) b << "  set label 1 'no request could be split' at graph 0.5,0.5 center\n";
-  b << "  plot '" << file << "' using 1:(($2+$3+$4)*" << sc
-    << ") with boxes lc rgb '#5dade2' title 'way back (server "
-    << (server == &split_request::server_ttft ? "first token" : "end") << " -> client)', \\\n"
-    << "       '' using 1:(($2+$3)*" << sc
-    << ") with boxes lc rgb '#f39c12' title 'server (arrival -> "
-    << (server == &split_request::server_ttft ? "first token: queue + prefill" : "end")
-    << ")', \\\n"
-    << "       '' using 1:($2*" << sc
-    << ") with boxes lc rgb '#7f8c8d' title 'to the server (client send -> server arrival)'\n";
-  if (v.empty()) b << "";
+  if (v.empty()) {  // an empty data file would stop gnuplot: say so on an empty frame
+    b << "  set xrange [0:1]\n  set yrange [0:1]\n"
+      << "  set label 1 'no request could be split' at graph 0.5,0.5 center\n"
+      << "  plot 2 notitle\n";
+  } else {
+    const char* srv = server == &split_request::server_ttft ? "first token" : "end";
+    b << "  set xrange [0:" << v.size() + 1 << "]\n"
+      << "  plot '" << file << "' using 1:(($2+$3+$4)*" << sc
+      << ") with boxes lc rgb '#5dade2' title 'way back (server " << srv << " -> client)', \\\n"
+      << "       '' using 1:(($2+$3)*" << sc
+      << ") with boxes lc rgb '#f39c12' title 'server (arrival -> "
+      << (server == &split_request::server_ttft ? "first token: queue + prefill" : "end")
+      << ")', \\\n"
+      << "       '' using 1:($2*" << sc
+      << ") with boxes lc rgb '#7f8c8d' title 'to the server (client send -> server arrival)'\n";
+  }
   write_file(dir / (std::string(name) + ".gp"), script(pic.name, 1200, 500, b.str()));
   pic.caption = std::string("Each request's client ") + what +
                 ", one bar each, sorted: grey is the time before the server saw the request, "
-                "orange the server's part, blue the way back. A part below zero (clock error) "
-                "draws the bar's segment downwards.";
+                "orange the server's part, blue the way back. A negative part (clock error) hides "
+                "or inverts its segment; the printed table counts them.";
   return pic;
 }
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report.hpp"
+#include "trace_report/report.hpp"
 
 namespace tr = tokchron_report;
 
