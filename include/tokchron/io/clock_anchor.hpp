@@ -5,8 +5,8 @@
 /// \file
 /// Clock anchors: a (monotonic, wall) pair read back to back, which a trace carries next to its
 /// monotonic times so that traces written on different hosts, or by processes whose monotonic
-/// times start at different zeros, can be put on one timeline (docs/trace-format.md#clock-anchors).
-/// Standard library only.
+/// times start at different zeros, can be put on one timeline (docs/trace-format.md, "Clock
+/// anchors"). Standard library only.
 ///
 /// An anchor is read as three reads: monotonic m1, wall w, monotonic m2. The anchor's monotonic
 /// time is the midpoint of m1 and m2 and its wall time is w; since w was read somewhere between
