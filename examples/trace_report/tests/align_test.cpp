@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace_report/report.hpp"
 #include "tokchron/io/clock_anchor.hpp"
+#include "trace_report/report.hpp"
 
 namespace tr = tokchron_report;
 namespace tc = tokchron;
