@@ -10,33 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_util.hpp"
 #include "trace_report/report.hpp"
 
 namespace tr = tokchron_report;
 
+using namespace trace_report_test;
+
 namespace {
-
-std::string tmp_dir(const std::string& name) {
-  const auto d = std::filesystem::path(TOKCHRON_BINARY_DIR) / name;
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d.string();
-}
-
-void write_lines(const std::string& path, const std::vector<std::string>& lines) {
-  std::ofstream f(path);
-  for (const auto& l : lines) f << l << '\n';
-}
-
-struct ran {
-  int rc;
-  std::string out, err;
-};
-ran report(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int rc = tr::run(args, out, err);
-  return {rc, out.str(), err.str()};
-}
 
 // The client's clock reads 10 s and the server's 5000 s at the same wall instant (their
 // anchors): a server time minus 4990 s is a client time.
