@@ -19,6 +19,8 @@ std::string exit_code_table() {
          "  0  the report was written; every input line was read\n"
          "  1  malformed lines were skipped (the report was written, the lines listed),\n"
          "     or an input could not be read or held no valid request (no report),\n"
+         "     or traces could not be put on one clock (anchored and unanchored files;\n"
+         "     join: no clock anchor and no --clock-offset; no report),\n"
          "     or the pictures could not be written (--plot; the report was written)\n"
          "  2  usage error (unknown option, bad value, an option the command does not take)\n"
          "  3  an objective failed (--slo), or claims are inconsistent (audit)\n"
@@ -73,8 +75,8 @@ const std::vector<option_spec>& options() {
       {"plot",
        true,
        "DIR",
-       "also draw the pictures (gnuplot: data, scripts, SVG/PNG) and DIR/index.html, with the "
-       "--slo thresholds and --goodput limits",
+       "also draw the pictures (gnuplot: data, scripts, SVG/PNG) and DIR/index.html (summary: "
+       "with the --slo thresholds and --goodput limits; join: each request's split)",
        {"summary", "join"}},
       {"slo",
        true,

@@ -1,12 +1,14 @@
-#!/ bin / sh
-#tokchron - report join on real traces : tokchron - bench against `batching - executor serve` (sim
-#backend in real time) on loopback, then the client and server traces joined by request id.
-#Every request must match(the X - Request - Id the client sends is the server's trace id), the
-#clocks are related by the traces' anchors, and no part is negative beyond the stated clock
-#error. A second client run at the same time shows the alignment of two client hosts.
-#Usage : join_serve.sh EXECUTOR BENCH REPORT WORKDIR
-set - eu exe = $1 bench = $2 report = $3 dir =
-    $4 mkdir - p "$dir" rm - f "$dir"/*.jsonl "$dir"/*.out "$dir"/*.json "$dir"/*.csv
+#!/bin/sh
+# tokchron-report join on real traces: tokchron-bench against `batching-executor serve` (sim
+# backend in real time) on loopback, then the client and server traces joined by request id.
+# Every request must match (the X-Request-Id the client sends is the server's trace id), the
+# clocks are related by the traces' anchors, and no part is negative beyond the stated clock
+# error. A second client run at the same time shows the alignment of two client hosts.
+# Usage: join_serve.sh EXECUTOR BENCH REPORT WORKDIR
+set -eu
+exe=$1 bench=$2 report=$3 dir=$4
+mkdir -p "$dir"
+rm -f "$dir"/*.jsonl "$dir"/*.out "$dir"/*.json "$dir"/*.csv
 n=20
 "$exe" serve --port 0 --max-requests $((2 * n)) --trace-out "$dir/server.jsonl" \
   >"$dir/serve.out" 2>&1 &
