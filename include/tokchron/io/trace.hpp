@@ -67,8 +67,9 @@ struct trace_record {
   std::optional<double> clock_mono;            ///< a monotonic reading, on this trace's clock
   std::optional<std::uint64_t> clock_wall_ns;  ///< the wall clock (Unix ns) read at clock_mono
   std::optional<std::uint64_t> clock_gap_ns;   ///< the two monotonic reads' gap around it (ns)
-  std::optional<double> arrival;               ///< intended arrival (seconds)
-  double send = 0;                             ///< actual send (seconds)
+
+  std::optional<double> arrival;  ///< intended arrival (seconds)
+  double send = 0;                ///< actual send (seconds)
   std::optional<double> queued, scheduled;
   std::vector<double> preempted;  ///< preemption times (tokchron extension)
   std::optional<std::uint64_t> prompt_tokens;
