@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <numeric>
 #include <sstream>
+#include <utility>
 
 #include "common.hpp"
 
@@ -74,7 +75,8 @@ picture split_picture(const std::vector<split_request>& rows, const char* name, 
 
 }  // namespace
 
-plot_result plot_split(const std::vector<split_request>& rows, const std::string& title,
+plot_result plot_split(const std::vector<split_request>& rows, std::vector<run_series> runs,
+                       const std::vector<double>& printed, const std::string& title,
                        const std::string& command, const std::string& report_text,
                        const std::string& dir, const plot_options& opt) {
   const fs::path d(dir);
@@ -90,6 +92,8 @@ plot_result plot_split(const std::vector<split_request>& rows, const std::string
   in.title = title;
   in.command = command;
   in.report_text = report_text;
+  in.runs = std::move(runs);
+  in.printed_percentiles = printed;
   return write_plots(in, dir, pics, opt);
 }
 

@@ -23,8 +23,11 @@ struct split_request {
 };
 
 /// Writes `split_ttft` and `split_e2e` (data, scripts, pictures when gnuplot is found) and
-/// index.html, with `report_text` (the printed join table) on the page. Throws as `write_plots`.
-plot_result plot_split(const std::vector<split_request>& rows, const std::string& title,
+/// index.html, with `report_text` (the printed join table) on the page; `runs` (e.g. the client's
+/// and the server's run, summarised at `printed` percentiles and the pictures') are drawn and
+/// tabled as `write_plots` draws runs. Throws as `write_plots`.
+plot_result plot_split(const std::vector<split_request>& rows, std::vector<run_series> runs,
+                       const std::vector<double>& printed, const std::string& title,
                        const std::string& command, const std::string& report_text,
                        const std::string& dir, const plot_options& opt = {});
 

@@ -339,7 +339,15 @@ int run_join_command(const arguments& args, std::ostream& out, std::ostream& err
     std::string cmd = "tokchron-report join --server " + *server_file;
     for (const auto& f : args.files) cmd += " " + f;
     const std::string dir = *args.get("plot");
-    err << plot::plot_split(rows, "tokchron-report join", cmd, text.str(), dir).to_string(dir)
+    // The client's and the server's own runs (canonical) beside the split.
+    tc::summary_options o;
+    o.percentiles = percentiles;
+    std::vector<plot::run_series> runs = {
+        plot::summarize_series("client", client.timelines, tc::profiles::canonical, o),
+        plot::summarize_series("server", server.timelines, tc::profiles::canonical, o)};
+    err << plot::plot_split(rows, std::move(runs), percentiles, "tokchron-report join", cmd,
+                            text.str(), dir)
+               .to_string(dir)
         << '\n';
   }
   const int a = report_skipped(client, err, quiet);

@@ -131,7 +131,9 @@ TEST_CASE("join: ids, counts and the split of each request") {
   const auto pl = report(
       {"join", "--plot", dir + "/plot", "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
   CHECK(pl.rc == 0);
-  CHECK(pl.err.find("plot: wrote 2 pictures' data and scripts") != std::string::npos);
+  CHECK(pl.err.find("plot: wrote 7 pictures' data and scripts") !=
+        std::string::npos);                                                 // 4 + spectrum + 2
+  CHECK(std::filesystem::is_regular_file(dir + "/plot/latency_ttft.dat"));  // client and server
   CHECK(std::filesystem::is_regular_file(dir + "/plot/split_ttft.dat"));
   CHECK(std::filesystem::is_regular_file(dir + "/plot/split_e2e.gp"));
   CHECK(std::filesystem::is_regular_file(dir + "/plot/index.html"));
