@@ -3,7 +3,7 @@
 # (batching-executor --plot) and of a trace (tokchron-report --slo --goodput --plot on the
 # sweep's trace: the thresholds drawn), checks that the data files hold exactly the values the
 # two tools printed (their --format json), and checks each index.html in headless Chromium:
-# every image loaded, the screenshot not blank.
+# every image loaded, the screenshot not blank; and the split pictures of tokchron-report join.
 # Reuses stage 10's g++ C++17 build when it is there (configured the same way otherwise).
 need_pkgs gnuplot-nox chromium python3 python3-pil fonts-dejavu-core
 build=$TOKCHRON_CI_BUILD/g++-c++17
@@ -49,3 +49,9 @@ grep -q "SLO p95(ttft) < 1.5s" "$out/trace/latency_ttft.gp" || { echo "no SLO li
 $check "$out/trace" --screenshot "$out/trace.png" --summary "$out/trace.json" \
   --label-field profile \
   --expect latency_ttft latency_tpot latency_itl latency_e2e spectrum timeline
+
+echo "--- tokchron-report join --plot (client and server traces split)"
+"$build/examples/trace_report/tokchron-report" join --plot "$out/join" \
+  --server "$TOKCHRON_ROOT/tests/data/traces/join_server.jsonl" \
+  "$TOKCHRON_ROOT/tests/data/traces/join_client.jsonl" >"$out/join.txt"
+$check "$out/join" --screenshot "$out/join.png" --expect split_ttft split_e2e

@@ -110,6 +110,11 @@ std::string plot_result::to_string(const std::string& dir) const {
 
 plot_result write_plots(const plot_input& in, const std::string& dir_name,
                         const plot_options& opt) {
+  return write_plots(in, dir_name, {}, opt);
+}
+
+plot_result write_plots(const plot_input& in, const std::string& dir_name,
+                        const std::vector<picture>& extra, const plot_options& opt) {
   if (in.sweep && in.sweep->points.size() != in.runs.size())
     throw std::invalid_argument("plot: a sweep needs one run per load point (" +
                                 std::to_string(in.sweep->points.size()) + " points, " +
@@ -135,6 +140,7 @@ plot_result write_plots(const plot_input& in, const std::string& dir_name,
   if (in.sweep && !in.sweep->points.empty()) res.pictures.push_back(frontier_picture(in, dir));
   if (!in.samples.empty()) res.pictures.push_back(timeline_picture(in, dir));
   if (!in.executor.empty()) res.pictures.push_back(executor_picture(in, opt, dir));
+  res.pictures.insert(res.pictures.end(), extra.begin(), extra.end());
 
   if (opt.render) {
     const auto exe = find_program(opt.gnuplot);

@@ -195,6 +195,10 @@ struct plot_result {
 /// std::runtime_error when a file cannot be written or gnuplot fails on a script (its messages
 /// are in `dir/gnuplot.log`).
 plot_result write_plots(const plot_input& in, const std::string& dir, const plot_options& opt = {});
+/// As above, with `extra` pictures whose data and scripts the caller wrote into `dir` (rendered
+/// and listed after the others).
+plot_result write_plots(const plot_input& in, const std::string& dir,
+                        const std::vector<picture>& extra, const plot_options& opt = {});
 
 /// tokchron-report's `--plot DIR`: the trace's timelines summarised under each profile (one
 /// line each, printed percentiles `o.percentiles`, else the first profile's defaults; `o`'s GPU

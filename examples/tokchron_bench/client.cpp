@@ -26,6 +26,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tokchron/io/clock_anchor.hpp"
+
 namespace tokchron_bench {
 
 namespace net = boost::asio;
@@ -531,6 +533,7 @@ std::vector<tc::trace_record> to_trace(const load_result& r) {
   std::vector<tc::trace_record> out;
   for (const request_outcome& o : r.requests)
     if (o.measured) out.push_back(tc::to_trace_record(o.tl, r.zero, std::to_string(o.id), o.error));
+  tc::set_clock_anchor(out, tc::read_clock_anchor<clock>(r.zero));  // docs/trace-format.md
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "inputs.hpp"
+#include "join.hpp"
 #include "plot.hpp"  // examples/plot: --plot
 #include "sla.hpp"
 #include "summaries.hpp"
@@ -67,11 +68,12 @@ int judge(std::vector<tc::run_summary>& summaries, std::vector<tc::sla_verdict>&
 }
 
 /// The report with the verdicts: JSON puts `"slo"` (tokchron::sla_json) in each profile's
-/// object; the table adds each profile's verdicts below it; CSV has them as rows.
+/// object, and `"clock_alignment"` when several hosts' traces were aligned; the table adds each
+/// profile's verdicts below it; CSV has them as rows.
 void write_judged(std::ostream& out, std::ostream& err,
                   const std::vector<tc::run_summary>& summaries,
                   const std::vector<tc::sla_verdict>& verdicts, const report_settings& s,
-                  bool judged) {
+                  bool judged, const clock_alignment& clocks) {
   if (s.format == "json") {
     ojson j = to_json(summaries);
     if (judged) {
@@ -79,6 +81,12 @@ void write_judged(std::ostream& out, std::ostream& err,
         for (std::size_t i = 0; i < j.size(); ++i) j[i]["slo"] = tc::sla_json(verdicts[i]);
       else
         j["slo"] = tc::sla_json(verdicts.front());
+    }
+    if (clocks.aligned()) {  // several hosts' traces on one timeline: how far to trust it
+      if (j.is_array())
+        for (auto& o : j) o["clock_alignment"] = alignment_json(clocks);
+      else
+        j["clock_alignment"] = alignment_json(clocks);
     }
     out << j.dump(2) << '\n';
     return;
@@ -119,7 +127,8 @@ int run_summary_command(const arguments& args, std::ostream& out, std::ostream& 
   }
   std::vector<tc::sla_verdict> verdicts;
   const int code = kept ? judge(summaries, verdicts, *kept, s, sla) : exit_ok;
-  write_judged(out, err, summaries, verdicts, s, !sla.objectives.objectives.empty());
+  write_judged(out, err, summaries, verdicts, s, !sla.objectives.objectives.empty(), in.clocks);
+  if (in.clocks.aligned() && !args.has("quiet")) err << in.clocks.to_string();
   if (args.has("plot")) plot_report(*kept, s, sla, args, err);
   report_missing_rates(summaries, err);
   const int skipped = report_skipped(in, err, args.has("quiet"));
@@ -133,6 +142,10 @@ const std::vector<command>& commands() {
       {"audit",
        "check claimed figures (CLAIMS.json) against Little's law; exit 3 when inconsistent",
        run_audit_command},
+      {"join",
+       "join client and server traces by request id: each request's TTFT and E2E split into "
+       "the way to the server, the server's part and the way back (--server FILE)",
+       run_join_command},
   };
   return all;
 }

@@ -26,7 +26,7 @@ struct command {
   std::function<int(const arguments&, std::ostream&, std::ostream&)> run;
 };
 
-/// The subcommands: `summary` (the default) and `audit`.
+/// The subcommands: `summary` (the default), `audit` and `join`.
 [[nodiscard]] const std::vector<command>& commands();
 
 /// The `summary` command: the run summary under each selected profile; with --slo each

@@ -49,6 +49,7 @@ input_stats read_inputs(const std::vector<std::string>& files, const read_option
     throw usage_error("--input must be auto, trace or vllm");
   input_stats st;
   std::vector<char> buf(std::size_t{1} << 20);
+  aligner clocks;
   tc::trace_record rec;
   std::optional<tc::trace_error> err;
   for (const std::string& f : files) {
@@ -104,6 +105,7 @@ input_stats read_inputs(const std::vector<std::string>& files, const read_option
       }
       continue;
     }
+    clocks.begin_file(f);
     std::size_t line_no = 0;
     auto too_long = [&](std::size_t line) {
       return input_error(f + ": line " + std::to_string(line) + " is longer than " +
@@ -124,13 +126,20 @@ input_stats read_inputs(const std::vector<std::string>& files, const read_option
         if (nl - pos > opt.max_line_bytes) throw too_long(line_no);
         if (tc::parse_trace_line(std::string_view(pending).substr(pos, nl - pos), line_no, rec,
                                  err)) {
-          ++st.requests;
-          if (rec.benchmark_start &&
-              (!st.benchmark_start || *rec.benchmark_start < *st.benchmark_start))
-            st.benchmark_start = rec.benchmark_start;
-          if (opt.on_name)
-            opt.on_name(rec.id.empty() ? f + " line " + std::to_string(line_no) : rec.id);
-          on_timeline(tc::to_timeline(rec));
+          if (auto misplaced = clocks.place(rec)) {
+            add_error(st,
+                      tc::trace_error{line_no, std::move(misplaced->field),
+                                      std::move(misplaced->message)},
+                      f);
+          } else {
+            ++st.requests;
+            if (rec.benchmark_start &&
+                (!st.benchmark_start || *rec.benchmark_start < *st.benchmark_start))
+              st.benchmark_start = rec.benchmark_start;
+            if (opt.on_name)
+              opt.on_name(rec.id.empty() ? f + " line " + std::to_string(line_no) : rec.id);
+            on_timeline(tc::to_timeline(rec));
+          }
         } else if (err) {
           add_error(st, std::move(*err), f);
         }
@@ -148,6 +157,8 @@ input_stats read_inputs(const std::vector<std::string>& files, const read_option
     take_lines(true);
     st.lines += line_no;
   }
+  clocks.finish();
+  st.clocks = clocks.result();
   return st;
 }
 

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "align.hpp"
 #include "options.hpp"
 #include "tokchron/io/trace.hpp"
 #include "tokchron/io/trace_json.hpp"
@@ -44,6 +45,9 @@ struct input_stats {
   /// The earliest `benchmark_start` of the records that have one (seconds on the trace clock).
   std::optional<double> benchmark_start;
   bool vllm = false;
+  /// The files' clocks: each anchored line moved onto the first anchored line's clock
+  /// (align.hpp); `clocks.aligned()` when several hosts were put on one timeline.
+  clock_alignment clocks;
 };
 
 /// How to read.
@@ -68,9 +72,11 @@ using timeline_peek = std::function<void(const tc::trace_timeline&)>;
 
 /// Streams every request of `files` (`-` is stdin; one run across files) to `on_timeline`,
 /// without holding the files in memory. A trace's malformed lines are counted in the stats and
-/// skipped. `kind` auto: a file whose first line has no `chunks` but which has `ttfts` and
-/// `itls` is a vLLM result. Throws input_error when a file cannot be opened or read, a line is
-/// too long or a vLLM file is invalid; usage_error for an unknown kind.
+/// skipped. Lines with clock anchors are put on one timeline (align.hpp): a line that cannot be
+/// placed is malformed, and anchored files mixed with unanchored ones are an input_error. `kind`
+/// auto: a file whose first line has no `chunks` but which has `ttfts` and `itls` is a vLLM result.
+/// Throws input_error when a file cannot be opened or read, a line is too long or a vLLM file is
+/// invalid; usage_error for an unknown kind.
 input_stats read_inputs(const std::vector<std::string>& files, const read_options& opt,
                         const timeline_sink& on_timeline);
 

@@ -19,6 +19,8 @@ std::string exit_code_table() {
          "  0  the report was written; every input line was read\n"
          "  1  malformed lines were skipped (the report was written, the lines listed),\n"
          "     or an input could not be read or held no valid request (no report),\n"
+         "     or traces could not be put on one clock (anchored and unanchored files;\n"
+         "     join: no clock anchor and no --clock-offset; no report),\n"
          "     or the pictures could not be written (--plot; the report was written)\n"
          "  2  usage error (unknown option, bad value, an option the command does not take)\n"
          "  3  an objective failed (--slo), or claims are inconsistent (audit)\n"
@@ -37,13 +39,13 @@ const std::vector<option_spec>& options() {
        true,
        "LIST",
        "percentiles in percent, e.g. 50,90,95,99,99.9 (default 50,90,95,99)",
-       {"summary"}},
+       {"summary", "join"}},
       {"gpus", true, "N", "GPUs that served the run: adds per-GPU throughputs", {"summary"}},
       {"format",
        true,
        "table|json|csv",
        "output format (default table; audit: table or json)",
-       {"summary", "audit"}},
+       {"summary", "join", "audit"}},
       {"input",
        true,
        "auto|trace|vllm",
@@ -64,14 +66,18 @@ const std::vector<option_spec>& options() {
        "N",
        "longest trace line (a vLLM result file: the whole file) accepted (default 16777216); "
        "a longer one stops the read (exit 1)",
-       {"summary"}},
-      {"quiet", false, "", "do not list skipped lines on stderr (still counted)", {"summary"}},
+       {"summary", "join"}},
+      {"quiet",
+       false,
+       "",
+       "do not list skipped lines on stderr (still counted)",
+       {"summary", "join"}},
       {"plot",
        true,
        "DIR",
-       "also draw the pictures (gnuplot: data, scripts, SVG/PNG) and DIR/index.html, with the "
-       "--slo thresholds and --goodput limits",
-       {"summary"}},
+       "also draw the pictures (gnuplot: data, scripts, SVG/PNG) and DIR/index.html (summary: "
+       "with the --slo thresholds and --goodput limits; join: each request's split)",
+       {"summary", "join"}},
       {"slo",
        true,
        "SPEC",
@@ -89,7 +95,17 @@ const std::vector<option_spec>& options() {
        "LIMITS",
        "per-request limits, e.g. ttft:1.5s,tpot:100ms: goodput and attainment",
        {"summary"}},
-      {"help", false, "", "print this help", {"summary", "audit"}},
+      {"server",
+       true,
+       "FILE",
+       "the server's trace (batching-executor serve --trace-out) to join the client traces with",
+       {"join"}},
+      {"clock-offset",
+       true,
+       "SECONDS",
+       "server time + SECONDS = client time, instead of the traces' clock anchors",
+       {"join"}},
+      {"help", false, "", "print this help", {"summary", "join", "audit"}},
   };
   return all;
 }

@@ -10,8 +10,10 @@
 /// messages), sla.hpp (--slo, --goodput, claim files) and commands.hpp (the commands and
 /// `run`). This header includes them all.
 
+#include "align.hpp"
 #include "commands.hpp"
 #include "inputs.hpp"
+#include "join.hpp"
 #include "options.hpp"
 #include "sla.hpp"
 #include "summaries.hpp"

@@ -195,4 +195,19 @@ void report_missing_rates(const std::vector<tc::run_summary>& all, std::ostream&
              "counted as output_rate.invalid\n";
 }
 
+ojson alignment_json(const clock_alignment& a) {
+  ojson j;
+  j["reference"] = a.reference_file;
+  j["error"] = a.error();
+  ojson hosts = ojson::array();
+  for (const host_clock& h : a.hosts)
+    hosts.push_back({{"file", h.file},
+                     {"lines", h.lines},
+                     {"shift_min", h.shift_min},
+                     {"shift_max", h.shift_max},
+                     {"error", h.error()}});
+  j["hosts"] = std::move(hosts);
+  return j;
+}
+
 }  // namespace tokchron_report

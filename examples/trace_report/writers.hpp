@@ -38,6 +38,11 @@ void write_csv(std::ostream& out, const std::vector<tc::run_summary>& all);
 void write_report(std::ostream& out, const std::vector<tc::run_summary>& all,
                   const std::string& format, std::ostream* err = nullptr);
 
+/// The clock alignment of several hosts' traces: `{"reference", "error", "hosts": [{"file",
+/// "lines", "shift_min", "shift_max", "error"}]}` (seconds; `error` excludes the wall clocks'
+/// own disagreement).
+[[nodiscard]] ojson alignment_json(const clock_alignment& a);
+
 /// Writes one line `prefix` + message per warning of every summary.
 void write_warnings(std::ostream& out, const std::vector<tc::run_summary>& all, const char* prefix);
 

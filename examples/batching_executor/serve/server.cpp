@@ -21,6 +21,7 @@
 #include "live_engine.hpp"
 #include "openai.hpp"
 #include "tokchron/export/prometheus.hpp"
+#include "tokchron/io/clock_anchor.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/live/presets.hpp"
 #include "tokchron/live/scrape.hpp"
@@ -582,6 +583,8 @@ std::uint64_t server::run(bool signals) {
   for (auto& t : pool) t.join();
   p.engine->stop();
   std::vector<tokchron::trace_record> trace = p.engine->take_trace();
+  tokchron::set_clock_anchor(trace,
+                             tokchron::read_clock_anchor(std::chrono::steady_clock::time_point{}));
   if (p.opt.trace_out) {
     std::ofstream f(*p.opt.trace_out);
     for (const auto& r : trace) tokchron::write_trace_line(f, r);

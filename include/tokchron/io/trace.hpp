@@ -63,6 +63,11 @@ struct trace_record {
   /// profile's duration that measures from it. Optional; a tool that records it writes the
   /// same value on every line.
   std::optional<double> benchmark_start;
+  // The host's clock anchor (docs/trace-format.md, "Clock anchors"): all three or none.
+  std::optional<double> clock_mono;            ///< a monotonic reading, on this trace's clock
+  std::optional<std::uint64_t> clock_wall_ns;  ///< the wall clock (Unix ns) read at clock_mono
+  std::optional<std::uint64_t> clock_gap_ns;   ///< the two monotonic reads' gap around it (ns)
+
   std::optional<double> arrival;  ///< intended arrival (seconds)
   double send = 0;                ///< actual send (seconds)
   std::optional<double> queued, scheduled;
@@ -105,6 +110,10 @@ struct trace_field {
 inline constexpr auto trace_fields = std::make_tuple(
     trace_field<std::string>{"id", &trace_record::id, false, trace_text::integer_as_text},
     trace_field<std::optional<double>>{"benchmark_start", &trace_record::benchmark_start},
+    // The clock anchor.
+    trace_field<std::optional<double>>{"clock_mono", &trace_record::clock_mono},
+    trace_field<std::optional<std::uint64_t>>{"clock_wall_ns", &trace_record::clock_wall_ns},
+    trace_field<std::optional<std::uint64_t>>{"clock_gap_ns", &trace_record::clock_gap_ns},
     trace_field<std::optional<double>>{"arrival", &trace_record::arrival},
     trace_field<double>{"send", &trace_record::send, true},
     trace_field<std::optional<double>>{"queued", &trace_record::queued},
@@ -204,6 +213,30 @@ inline constexpr const char* bad_trace_time =
 }
 }  // namespace detail
 
+namespace detail {
+/// The longest gap accepted between an anchor's two monotonic reads (1 s): a slower read is
+/// no anchor.
+inline constexpr std::uint64_t max_clock_gap_ns = 1000000000;
+/// The clock anchor's fields: all three or none, a valid time, a wall time after 1970 that fits
+/// a signed 64-bit count, a gap of at most `max_clock_gap_ns`.
+[[nodiscard]] inline std::optional<trace_issue> validate_clock_anchor(const trace_record& r) {
+  const int set = int(r.clock_mono.has_value()) + int(r.clock_wall_ns.has_value()) +
+                  int(r.clock_gap_ns.has_value());
+  if (set == 0) return std::nullopt;
+  if (set != 3)
+    return trace_issue{!r.clock_mono      ? "clock_mono"
+                       : !r.clock_wall_ns ? "clock_wall_ns"
+                                          : "clock_gap_ns",
+                       "is missing: a clock anchor has clock_mono, clock_wall_ns and clock_gap_ns"};
+  if (!valid_trace_time(*r.clock_mono)) return trace_issue{"clock_mono", bad_trace_time};
+  if (*r.clock_wall_ns == 0 || *r.clock_wall_ns > std::uint64_t{INT64_MAX})
+    return trace_issue{"clock_wall_ns", "must be Unix time in nanoseconds, from 1 to 2^63-1"};
+  if (*r.clock_gap_ns > max_clock_gap_ns)
+    return trace_issue{"clock_gap_ns", "is over 1 s (1000000000 ns): not an anchor"};
+  return std::nullopt;
+}
+}  // namespace detail
+
 /// The finish reason a record implies: its `reason`, else stop when ok and error otherwise.
 [[nodiscard]] inline finish_reason reason_of(const trace_record& r) noexcept {
   if (r.reason) return *r.reason;
@@ -230,6 +263,7 @@ inline constexpr const char* bad_trace_time =
     if (*r.benchmark_start > r.arrival.value_or(r.send))
       return bad("benchmark_start", r.arrival ? "is later than arrival" : "is later than send");
   }
+  if (auto issue = detail::validate_clock_anchor(r)) return issue;
   double latest = r.send;
   const char* latest_name = "send";
   for (auto [name, v] : {std::pair<const char*, const std::optional<double>*>{"queued", &r.queued},
