@@ -10,8 +10,10 @@
 //   BM_stream_timing/N/T: N concurrent streams (closed loop, N users, one request each), T
 //     client I/O threads; counters p99_ttft_err_us, p99_itl_err_us (targets: <= 50 us at N =
 //     10, <= 200 us at N = 1000), the maxima, and failed.
-//   BM_send_lag/R: an open loop at R requests/s for 3 s; counter p99_send_lag_us, the P99 of
-//     actual send - intended send (target <= 1000 us at 500/s).
+//   BM_send_lag/R/K: an open loop at R requests/s for 3 s, K = 1 with keep-alive; counter
+//     p99_send_lag_us, the P99 of actual send - intended send (target <= 1000 us at 500/s), and
+//     p50_ttft_us, the median TTFT from the actual send of a 1-token answer the server writes at
+//     once: the loopback round trip, with K = 0 also the TCP handshake.
 //
 // Run: tokchron_timing_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -116,7 +118,8 @@ BENCHMARK(BM_stream_timing)
 
 void BM_send_lag(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(0));
-  std::vector<double> lag;
+  const bool keep_alive = state.range(1) != 0;
+  std::vector<double> lag, ttft;
   std::uint64_t failed = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -127,25 +130,34 @@ void BM_send_lag(benchmark::State& state) {
     lo.work.rate = rate;
     lo.work.duration_s = 3;
     lo.work.output = batching::distribution::fixed(1, batching::quantity::output_length);
+    lo.keep_alive = keep_alive;
     const tb::load_result r = tb::run_load(lo);
     state.PauseTiming();
     for (const auto& o : r.requests) {
       failed += !o.error.empty();
       lag.push_back(ns(*o.tl.send_time() - *o.tl.arrival()));
+      for (const auto& c : o.tl.store().chunks())
+        if (c.kind == tokchron::chunk_kind::text) {
+          ttft.push_back(ns(c.time - *o.tl.send_time()));
+          break;
+        }
     }
     state.ResumeTiming();
   }
   state.counters["p99_send_lag_us"] = percentile_us(lag, 99);
   state.counters["p50_send_lag_us"] = percentile_us(lag, 50);
   state.counters["max_send_lag_us"] = percentile_us(lag, 100);
+  state.counters["p50_ttft_us"] = percentile_us(ttft, 50);
   state.counters["failed"] = static_cast<double>(failed);
   state.SetItemsProcessed(static_cast<std::int64_t>(lag.size()));
 }
 BENCHMARK(BM_send_lag)
-    ->ArgName("rate")
-    ->Arg(500)
-    ->Arg(2000)
-    ->Arg(5000)
+    ->ArgNames({"rate", "keep_alive"})
+    ->Args({500, 0})
+    ->Args({500, 1})
+    ->Args({2000, 0})
+    ->Args({2000, 1})
+    ->Args({5000, 0})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

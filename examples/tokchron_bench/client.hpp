@@ -109,7 +109,9 @@ struct timeouts {
 /// One request of a run: its timeline, the reason it failed (empty when it did not), and
 /// whether it counts (intended send at or after the warm-up).
 struct request_outcome {
-  std::uint64_t id = 0;
+  std::uint64_t id = 0;          ///< the load generator's index of the request in its run
+  std::uint64_t request_id = 0;  ///< `load_options::first_request_id` + id: its X-Request-Id
+
   timeline tl;
   std::string error;
   bool measured = true;
@@ -131,6 +133,13 @@ struct load_options {
   double warmup_s = 0;
   timeouts limits;
   unsigned threads = 1;  ///< I/O threads (each runs its own event loop)
+  /// Keep connections open between requests (`Connection: keep-alive`, a pool per I/O thread)
+  /// instead of one connection per request: a request then starts without a TCP handshake when
+  /// a connection is free.
+  bool keep_alive = false;
+  /// The X-Request-Id (and trace id) of the run's first request; the others follow it. A sweep
+  /// gives each point its own range, so one server trace holds every point without a clash.
+  std::uint64_t first_request_id = 0;
   /// Called about every `progress_every` from the scheduling thread (may be empty).
   std::function<void(const progress&)> on_progress;
   clock::duration progress_every = std::chrono::milliseconds(500);
