@@ -312,3 +312,65 @@ TEST_CASE("--sweep: one run, one report and one trace per value") {
     CHECK(lines == 6);
   }
 }
+
+TEST_CASE("--sweep with --slo ends with the capacity planner's pick") {
+  // TTFT 1 ms, a chunk every 2 ms: 2 tokens end in about 3 ms, 50 tokens in about 100 ms.
+  tb::scripted_server srv({1ms, 2ms, 2});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  std::ostringstream out, err;
+  const int rc = tb::run_cli({"--url", url, "--sweep", "output_len=fixed:2,fixed:50", "--users",
+                              "2", "--max-requests", "4", "--prompt-len", "fixed:2", "--profile",
+                              "canonical", "--slo", "max(e2e) < 50ms", "--progress", "never"},
+                             out, err);
+  CAPTURE(out.str());
+  CAPTURE(err.str());
+  CHECK(rc == 3);  // the second point fails its objective
+  const std::string s = out.str();
+  const auto planner = s.find("Capacity planner");
+  REQUIRE(planner != std::string::npos);
+  CHECK(s.find("== output-len = fixed:50 ==") < planner);  // after every point's report
+  CHECK(s.find("  choice: #1 output-len=fixed:2 at ", planner) != std::string::npos);
+  CHECK(s.find("#2 output-len=fixed:50: throughput", planner) != std::string::npos);
+  CHECK(s.find("max(e2e) < 50ms: fail", planner) != std::string::npos);
+
+  std::ostringstream o2, e2;  // without an objective there is nothing to plan
+  CHECK(tb::run_cli({"--url", url, "--sweep", "users=1,2", "--max-requests", "2", "--progress",
+                     "never", "--output-len", "fixed:2"},
+                    o2, e2) == 0);
+  CHECK(o2.str().find("Capacity planner") == std::string::npos);
+}
+
+TEST_CASE("keep-alive: one connection serves a user's requests one after another") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  tb::load_options lo;
+  lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "chat", "m");
+  lo.work.mode = batching::arrival_mode::closed;
+  lo.work.users = 2;
+  lo.work.max_requests = 10;
+  lo.work.duration_s = 30;
+  lo.work.output = batching::distribution::fixed(3, batching::quantity::output_length);
+  lo.first_request_id = 100;
+  SUBCASE("on: at most one connection per user") {
+    lo.keep_alive = true;
+    const auto r = tb::run_load(lo);
+    REQUIRE(r.requests.size() == 10);
+    for (const auto& o : r.requests) {
+      CHECK(o.error.empty());
+      CHECK(kinds(o.tl) == std::vector<tc::chunk_kind>{
+                               tc::chunk_kind::empty, tc::chunk_kind::text, tc::chunk_kind::text,
+                               tc::chunk_kind::text, tc::chunk_kind::usage, tc::chunk_kind::done});
+    }
+    CHECK(srv.requests() == 10);
+    CHECK(srv.connections() <= 2);
+    // The ids start at first_request_id, in the trace and in X-Request-Id.
+    const auto sent = srv.emissions();
+    for (const auto& rec : tb::to_trace(r)) CHECK(sent.count(rec.id) == 1);
+    CHECK(sent.count("100") == 1);
+    CHECK(sent.count("109") == 1);
+  }
+  SUBCASE("off: a connection per request") {
+    const auto r = tb::run_load(lo);
+    CHECK(r.requests.size() == 10);
+    CHECK(srv.connections() == 10);
+  }
+}
