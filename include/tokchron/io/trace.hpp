@@ -166,9 +166,10 @@ struct trace_issue {
   return std::nullopt;
 }
 
-/// The chunk kind named `s` ("text", "empty", "usage", "done").
+/// The chunk kind named `s` ("text", "empty", "usage", "done", "reasoning").
 [[nodiscard]] inline std::optional<chunk_kind> parse_chunk_kind(std::string_view s) noexcept {
-  for (chunk_kind k : {chunk_kind::text, chunk_kind::empty, chunk_kind::usage, chunk_kind::done})
+  for (chunk_kind k : {chunk_kind::text, chunk_kind::empty, chunk_kind::usage, chunk_kind::done,
+                       chunk_kind::reasoning})
     if (to_string(k) == s) return k;
   return std::nullopt;
 }

@@ -12,13 +12,16 @@
 
 TOKCHRON_BEGIN_NAMESPACE
 
-/// What a streamed response chunk carried. Only the token count decides what tokchron's
-/// canonical metrics see; the kind lets a profile reproduce a tool that skips some chunks.
+/// What a streamed response chunk carried. The token count decides what most of tokchron's
+/// canonical metrics see (TTFT is the first chunk carrying tokens of any kind); the kind tells
+/// answer tokens from reasoning tokens (time to first answer token, reasoning time) and lets a
+/// profile reproduce a tool that skips some chunks.
 enum class chunk_kind : std::uint8_t {
-  text,   ///< ordinary content (tokens > 0 normally)
-  empty,  ///< a choices entry with empty text, e.g. the role chunk of a chat stream
-  usage,  ///< a usage-only chunk (no choices), usually the last one
-  done,   ///< the `[DONE]` line of an SSE stream
+  text,       ///< ordinary content, the answer (tokens > 0 normally)
+  empty,      ///< a choices entry with empty text, e.g. the role chunk of a chat stream
+  usage,      ///< a usage-only chunk (no choices), usually the last one
+  done,       ///< the `[DONE]` line of an SSE stream
+  reasoning,  ///< reasoning content (vLLM's and SGLang's `reasoning_content` delta field)
 };
 
 /// Why a request ended.
@@ -52,6 +55,8 @@ enum class record_status : std::uint8_t {
   /// `queued` after `scheduled` or after a chunk, the first `scheduled` after a chunk, or any
   /// chunk after the `[DONE]` chunk.
   out_of_order,
+  /// A count that contradicts another: speculative tokens accepted greater than drafted.
+  invalid_count,
 };
 
 /// A short lowercase name of a status, for logs.
@@ -67,6 +72,7 @@ enum class record_status : std::uint8_t {
     case record_status::count_overflow: return "count_overflow";
     case record_status::time_out_of_range: return "time_out_of_range";
     case record_status::out_of_order: return "out_of_order";
+    case record_status::invalid_count: return "invalid_count";
   }
   return "unknown";
 }
@@ -84,13 +90,14 @@ enum class record_status : std::uint8_t {
   return "unknown";
 }
 
-/// The name of a chunk kind as used in traces ("text", "empty", "usage", "done").
+/// The name of a chunk kind as used in traces ("text", "empty", "usage", "done", "reasoning").
 [[nodiscard]] constexpr std::string_view to_string(chunk_kind k) noexcept {
   switch (k) {
     case chunk_kind::text: return "text";
     case chunk_kind::empty: return "empty";
     case chunk_kind::usage: return "usage";
     case chunk_kind::done: return "done";
+    case chunk_kind::reasoning: return "reasoning";
   }
   return "unknown";
 }

@@ -124,6 +124,20 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   /// The output-token count the server reported (e.g. OpenAI `usage.completion_tokens`), which
   /// some tools prefer to counting chunk tokens.
   void set_reported_output_tokens(std::uint64_t n) noexcept { reported_output_tokens_ = n; }
+  /// Prompt tokens served from a prefix cache (OpenAI `usage.prompt_tokens_details.cached_tokens`).
+  void set_cached_prompt_tokens(std::uint64_t n) noexcept { cached_prompt_tokens_ = n; }
+  /// The reasoning-token count the server reported (OpenAI
+  /// `usage.completion_tokens_details.reasoning_tokens`; part of the reported output tokens).
+  void set_reported_reasoning_tokens(std::uint64_t n) noexcept { reported_reasoning_tokens_ = n; }
+  /// Speculative decoding over the whole request: tokens the draft proposed and tokens the target
+  /// model accepted. `accepted > drafted` is refused (`invalid_count`, counted as misuse). A later
+  /// call replaces the earlier totals.
+  record_status set_speculative(std::uint64_t drafted, std::uint64_t accepted) noexcept {
+    if (accepted > drafted) return misuse(record_status::invalid_count);
+    spec_drafted_ = drafted;
+    spec_accepted_ = accepted;
+    return record_status::ok;
+  }
 
   // --- queries -------------------------------------------------------------------------------
 
@@ -166,6 +180,19 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   }
   [[nodiscard]] std::optional<std::uint64_t> reported_output_tokens() const noexcept {
     return reported_output_tokens_;
+  }
+  [[nodiscard]] std::optional<std::uint64_t> cached_prompt_tokens() const noexcept {
+    return cached_prompt_tokens_;
+  }
+  [[nodiscard]] std::optional<std::uint64_t> reported_reasoning_tokens() const noexcept {
+    return reported_reasoning_tokens_;
+  }
+  /// Speculative tokens drafted / accepted (`set_speculative`), when recorded.
+  [[nodiscard]] std::optional<std::uint64_t> speculative_drafted_tokens() const noexcept {
+    return spec_drafted_;
+  }
+  [[nodiscard]] std::optional<std::uint64_t> speculative_accepted_tokens() const noexcept {
+    return spec_accepted_;
   }
   [[nodiscard]] std::optional<time_point> first_token_time() const noexcept {
     return store_.first_token_time();
@@ -212,7 +239,8 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   store_type store_{};
   time_point arrival_{}, send_{}, queued_{}, first_scheduled_{}, last_scheduled_{},
       last_preempted_{}, finish_{}, latest_{};
-  std::optional<std::uint64_t> prompt_tokens_, reported_output_tokens_;
+  std::optional<std::uint64_t> prompt_tokens_, reported_output_tokens_, cached_prompt_tokens_,
+      reported_reasoning_tokens_, spec_drafted_, spec_accepted_;
   std::uint32_t misuses_ = 0;
   std::uint8_t has_ = 0;
   finish_reason reason_ = finish_reason::stop;
