@@ -180,21 +180,32 @@ bool sse_decoder::event(clock::time_point t) {
       msg = (*e)["message"].get<std::string>();
     return fail("server error in the stream: " + msg.substr(0, 200));
   }
-  bool has_choice = false, has_text = false;
+  bool has_choice = false, has_text = false, has_reasoning = false;
+  // A string field that is present and not empty; a field of another type (null aside) fails.
+  const auto nonempty = [&](const nlohmann::json& obj, const char* field, bool& bad) {
+    const auto x = obj.find(field);
+    if (x == obj.end() || x->is_null()) return false;
+    if (!x->is_string()) bad = true;
+    return x->is_string() && !x->get_ref<const std::string&>().empty();
+  };
   if (const auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
     const auto& c0 = c->front();
     if (!c0.is_object()) return fail(where + ": choices[0] is not an object");
     has_choice = true;
-    const nlohmann::json* text = nullptr;
+    bool bad = false;
     if (endpoint_ == endpoint_kind::chat) {
-      if (const auto d = c0.find("delta"); d != c0.end() && d->is_object())
-        if (const auto x = d->find("content"); x != d->end()) text = &*x;
-    } else if (const auto x = c0.find("text"); x != c0.end()) {
-      text = &*x;
+      // Reasoning models' thinking comes in its own delta field: `reasoning_content` (vLLM's
+      // DeltaMessage, vllm/entrypoints/openai/protocol.py at
+      // 0052bed36509c7a5a2d8e48265334e40cf2f5a0e; SGLang, DeepSeek) or `reasoning` (later vLLM
+      // versions).
+      if (const auto d = c0.find("delta"); d != c0.end() && d->is_object()) {
+        has_text = nonempty(*d, "content", bad);
+        has_reasoning = nonempty(*d, "reasoning_content", bad) || nonempty(*d, "reasoning", bad);
+      }
+    } else {
+      has_text = nonempty(c0, "text", bad);
     }
-    if (text && !text->is_null() && !text->is_string())
-      return fail(where + ": the choice's text is not a string");
-    has_text = text && text->is_string() && !text->get_ref<const std::string&>().empty();
+    if (bad) return fail(where + ": the choice's text is not a string");
     if (const auto f = c0.find("finish_reason"); f != c0.end() && f->is_string())
       reason_ = f->get_ref<const std::string&>() == "length" ? tc::finish_reason::length
                                                              : tc::finish_reason::stop;
@@ -209,10 +220,27 @@ bool sse_decoder::event(clock::time_point t) {
     };
     if (const auto p = count("prompt_tokens")) tl_->set_prompt_tokens(*p);
     if (const auto o = count("completion_tokens")) tl_->set_reported_output_tokens(*o);
+    // The details objects of OpenAI's usage (vLLM sends prompt_tokens_details when prefix
+    // caching statistics are enabled).
+    const auto detail = [&](const char* object, const char* name) -> std::optional<std::uint64_t> {
+      const auto d = u->find(object);
+      if (d == u->end() || !d->is_object()) return std::nullopt;
+      const auto x = d->find(name);
+      if (x == d->end() || !x->is_number_unsigned()) return std::nullopt;
+      return x->get<std::uint64_t>();
+    };
+    if (const auto c = detail("prompt_tokens_details", "cached_tokens"))
+      tl_->set_cached_prompt_tokens(*c);
+    if (const auto r = detail("completion_tokens_details", "reasoning_tokens"))
+      tl_->set_reported_reasoning_tokens(*r);
   }
-  if (has_choice)
-    (void)tl_->chunk(t, has_text ? 1 : 0, has_text ? tc::chunk_kind::text : tc::chunk_kind::empty);
-  else if (has_usage)
+  if (has_choice) {
+    // One event with both (the delta where the thinking ends) gives two chunks at its time.
+    if (has_reasoning) (void)tl_->chunk(t, 1, tc::chunk_kind::reasoning);
+    if (has_text || !has_reasoning)
+      (void)tl_->chunk(t, has_text ? 1 : 0,
+                       has_text ? tc::chunk_kind::text : tc::chunk_kind::empty);
+  } else if (has_usage)
     (void)tl_->chunk(t, 0, tc::chunk_kind::usage);
   else
     return fail(where + " has neither choices nor usage");

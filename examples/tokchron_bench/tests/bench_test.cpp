@@ -77,6 +77,49 @@ TEST_CASE("sse_decoder: events split across reads are recorded at the read that 
   CHECK(tl.succeeded());
 }
 
+TEST_CASE("sse_decoder: reasoning deltas (both field names) and usage details") {
+  tb::timeline tl;
+  const auto t0 = tb::clock::time_point(1s);
+  REQUIRE(tl.arrive(t0) == tc::record_status::ok);
+  tb::sse_decoder d(tb::endpoint_kind::chat, tl);
+  CHECK(
+      d.feed("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+             "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"let\"}}]}\n\n",
+             t0 + 1ms));
+  CHECK(d.feed("data: {\"choices\":[{\"delta\":{\"reasoning\":\" me\",\"content\":null}}]}\n\n",
+               t0 + 2ms));
+  // The delta where the thinking ends may carry both: a reasoning and a text chunk, same time.
+  CHECK(d.feed(
+      "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\".\",\"content\":\"A\"}}]}"
+      "\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"B\"},\"finish_reason\":\"length\"}]}"
+      "\n\n",
+      t0 + 3ms));
+  CHECK(
+      d.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":5,"
+             "\"prompt_tokens_details\":{\"cached_tokens\":4},"
+             "\"completion_tokens_details\":{\"reasoning_tokens\":3}}}\n\ndata: [DONE]\n\n",
+             t0 + 4ms));
+  CHECK_FALSE(d.failed());
+  using k = tc::chunk_kind;
+  CHECK(kinds(tl) == std::vector<k>{k::empty, k::reasoning, k::reasoning, k::reasoning, k::text,
+                                    k::text, k::usage, k::done});
+  const auto& c = tl.store().chunks();
+  REQUIRE(c.size() == 8);
+  CHECK(c[1].time == t0 + 1ms);
+  CHECK(c[3].time == t0 + 3ms);
+  CHECK(c[4].time == t0 + 3ms);
+  CHECK(c[3].tokens == 1);
+  CHECK(tl.cached_prompt_tokens() == 4u);
+  CHECK(tl.reported_reasoning_tokens() == 3u);
+  CHECK(tl.reported_output_tokens() == 5u);
+  // A reasoning field that is not a string is a broken event.
+  tb::timeline t2;
+  REQUIRE(t2.arrive(t0) == tc::record_status::ok);
+  tb::sse_decoder d2(tb::endpoint_kind::chat, t2);
+  CHECK_FALSE(d2.feed("data: {\"choices\":[{\"delta\":{\"reasoning\":7}}]}\n\n", t0));
+  CHECK(d2.error().find("not a string") != std::string::npos);
+}
+
 TEST_CASE("sse_decoder: malformed lines and events fail with the reason") {
   const auto t = tb::clock::time_point(1s);
   struct bad {
