@@ -56,6 +56,7 @@ tb::load_options options_for(const tb::scripted_server& srv) {
 void BM_stream_timing(benchmark::State& state) {
   const auto streams = static_cast<std::uint32_t>(state.range(0));
   const auto threads = static_cast<unsigned>(state.range(1));
+  const bool busy_poll = state.range(2) != 0;
   constexpr std::uint32_t chunks = 20;
   // Streams start over 200 ms, then each writes a chunk every 20 ms: 1000 streams make 50000
   // writes/s, from one server thread.
@@ -73,6 +74,7 @@ void BM_stream_timing(benchmark::State& state) {
     lo.work.duration_s = 10;
     lo.work.output = batching::distribution::fixed(chunks, batching::quantity::output_length);
     lo.threads = threads;
+    lo.busy_poll = busy_poll;
     const tb::load_result r = tb::run_load(lo);
     state.PauseTiming();
     const auto sent = srv.emissions();
@@ -106,12 +108,14 @@ void BM_stream_timing(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(itl_err.size() + ttft_err.size()));
 }
 BENCHMARK(BM_stream_timing)
-    ->ArgNames({"streams", "threads"})
-    ->Args({10, 1})
-    ->Args({100, 1})
-    ->Args({1000, 1})
-    ->Args({1000, 2})
-    ->Args({2000, 2})
+    ->ArgNames({"streams", "threads", "busy_poll"})
+    ->Args({10, 1, 0})
+    ->Args({10, 1, 1})
+    ->Args({100, 1, 0})
+    ->Args({1000, 1, 0})
+    ->Args({1000, 1, 1})
+    ->Args({1000, 2, 0})
+    ->Args({2000, 2, 0})
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
@@ -119,6 +123,7 @@ BENCHMARK(BM_stream_timing)
 void BM_send_lag(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(0));
   const bool keep_alive = state.range(1) != 0;
+  const bool busy_poll = state.range(2) != 0;
   std::vector<double> lag, ttft;
   std::uint64_t failed = 0;
   for (auto _ : state) {
@@ -131,10 +136,12 @@ void BM_send_lag(benchmark::State& state) {
     lo.work.duration_s = 3;
     lo.work.output = batching::distribution::fixed(1, batching::quantity::output_length);
     lo.keep_alive = keep_alive;
+    lo.busy_poll = busy_poll;
     const tb::load_result r = tb::run_load(lo);
     state.PauseTiming();
     for (const auto& o : r.requests) {
       failed += !o.error.empty();
+      if (!o.error.empty()) state.SetLabel("a failure: " + o.error);
       lag.push_back(ns(*o.tl.send_time() - *o.tl.arrival()));
       for (const auto& c : o.tl.store().chunks())
         if (c.kind == tokchron::chunk_kind::text) {
@@ -152,12 +159,14 @@ void BM_send_lag(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(lag.size()));
 }
 BENCHMARK(BM_send_lag)
-    ->ArgNames({"rate", "keep_alive"})
-    ->Args({500, 0})
-    ->Args({500, 1})
-    ->Args({2000, 0})
-    ->Args({2000, 1})
-    ->Args({5000, 0})
+    ->ArgNames({"rate", "keep_alive", "busy_poll"})
+    ->Args({500, 0, 0})
+    ->Args({500, 1, 0})
+    ->Args({500, 1, 1})
+    ->Args({2000, 0, 0})
+    ->Args({2000, 1, 0})
+    ->Args({2000, 1, 1})
+    ->Args({5000, 1, 0})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -58,6 +58,8 @@ const std::vector<own_option>& own_options() {
       {"threads", "N", "I/O threads, each with its own event loop (default 1)"},
       {"keep_alive", "on|off",
        "keep connections open between requests (default off: a connection per request)"},
+      {"busy_poll", "on|off",
+       "I/O threads poll instead of sleeping: no wake-up delay, a busy core each (default off)"},
       {"sweep", "NAME=V1,V2,...", "run once per value of a load option (e.g. rate=2,4,8)"},
       {"trace_out", "FILE",
        "write the measured requests as a tokchron trace (JSON Lines); "
@@ -120,7 +122,7 @@ struct settings {
   std::string url = "http://127.0.0.1:8000", endpoint = "completions", model = "model", api_key;
   timeouts limits;
   unsigned threads = 1;
-  bool keep_alive = false;
+  bool keep_alive = false, busy_poll = false;
   std::string sweep_name;
   std::vector<std::string> sweep_values;
   std::string trace_out, progress = "auto";
@@ -184,10 +186,10 @@ settings parse(const std::vector<std::string>& argv) {
           std::stoi(value) < 1 || std::stoi(value) > 256)
         throw usage_error("--threads '" + value + "': must be an integer in [1, 256]");
       s.threads = static_cast<unsigned>(std::stoi(value));
-    } else if (name == "keep_alive") {
+    } else if (name == "keep_alive" || name == "busy_poll") {
       if (value != "on" && value != "off")
-        throw usage_error("--keep-alive '" + value + "': expected on or off");
-      s.keep_alive = value == "on";
+        throw usage_error("--" + dashes(name) + " '" + value + "': expected on or off");
+      (name == "keep_alive" ? s.keep_alive : s.busy_poll) = value == "on";
     } else if (name == "sweep") {
       const auto eq = value.find('=');
       if (eq == std::string::npos || eq + 1 >= value.size())
@@ -322,6 +324,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     lo.limits = s.limits;
     lo.threads = s.threads;
     lo.keep_alive = s.keep_alive;
+    lo.busy_poll = s.busy_poll;
     lo.first_request_id = next_request_id;
     const bool show = s.progress == "always" || (s.progress == "auto" && terminal);
     if (show)

@@ -547,7 +547,13 @@ load_result run_load(const load_options& opt) {
   for (unsigned i = 0; i < opt.threads; ++i)
     threads.emplace_back([&, i] {
       least_timer_slack();
-      iocs[i]->run();
+      if (!opt.busy_poll) {
+        iocs[i]->run();
+        return;
+      }
+      // Busy polling: the loop never sleeps in the kernel, so a read completes without a
+      // wake-up (a core per I/O thread is spent on it).
+      while (!iocs[i]->stopped()) iocs[i]->poll();
     });
   least_timer_slack();  // this thread sleeps until each intended send
 

@@ -331,6 +331,8 @@ TEST_CASE("the command line: the report of the run, and bad options refused") {
   CHECK(tb::run_cli({"--max-batch-size", "3"}, o2, e2) == 2);  // not a load option
   CHECK(tb::run_cli({"--sweep", "rate=1,x"}, o2, e2) == 2);
   CHECK(tb::run_cli({"--warmup", "10", "--duration", "5"}, o2, e2) == 2);
+  CHECK(tb::run_cli({"--keep-alive", "yes"}, o2, e2) == 2);
+  CHECK(tb::run_cli({"--busy-poll", "1"}, o2, e2) == 2);
 }
 
 TEST_CASE("--sweep: one run, one report and one trace per value") {
@@ -410,6 +412,15 @@ TEST_CASE("keep-alive: one connection serves a user's requests one after another
     for (const auto& rec : tb::to_trace(r)) CHECK(sent.count(rec.id) == 1);
     CHECK(sent.count("100") == 1);
     CHECK(sent.count("109") == 1);
+  }
+  SUBCASE("on, with busy-polling I/O threads") {
+    lo.keep_alive = true;
+    lo.busy_poll = true;
+    lo.threads = 2;
+    const auto r = tb::run_load(lo);
+    REQUIRE(r.requests.size() == 10);
+    for (const auto& o : r.requests) CHECK(o.error.empty());
+    CHECK(srv.connections() <= 4);  // each thread keeps its own: at most users x threads
   }
   SUBCASE("off: a connection per request") {
     const auto r = tb::run_load(lo);
