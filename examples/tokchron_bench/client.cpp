@@ -15,6 +15,7 @@
 #if defined(__linux__)
 #include <sys/prctl.h>
 #endif
+#include <sys/resource.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -259,6 +260,17 @@ void least_timer_slack() noexcept {
 #if defined(__linux__)
   (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
+}
+
+// Thousands of streams need as many descriptors: the soft limit (often 1024) is raised to the
+// hard limit, which a process may do by itself. A connection refused a descriptor still fails
+// with its reason ("connect: Too many open files").
+void most_open_files() noexcept {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &r);
+  }
 }
 
 // With keep-alive, the open connections of one I/O thread that no request uses now. Used only
@@ -515,6 +527,7 @@ class session : public std::enable_shared_from_this<session> {
 
 load_result run_load(const load_options& opt) {
   if (opt.threads == 0) throw std::invalid_argument("--threads must be > 0");
+  most_open_files();
   if (!(opt.warmup_s >= 0)) throw std::invalid_argument("--warmup must be >= 0");
   batching::workload work = opt.work;
   if (work.memory_limit == 0) work.memory_limit = batching::default_memory_limit;
