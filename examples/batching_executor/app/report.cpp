@@ -62,6 +62,14 @@ void write_table(std::ostream& out, const std::vector<std::vector<std::string>>&
   }
 }
 
+// Prompt tokens the measured requests took from the prefix cache.
+std::uint64_t cached_tokens(const outcome& o) {
+  std::uint64_t n = 0;
+  for (const request& q : o.run.requests)
+    if (measured(o.conf.cfg, q)) n += q.tl.cached_prompt_tokens().value_or(0);
+  return n;
+}
+
 }  // namespace
 
 time_point benchmark_start(const run_config& c) noexcept {
@@ -267,6 +275,31 @@ void write_run_table(std::ostream& out, const outcome& o) {
     out << " (" << st.rejected_too_long << " too long for the KV cache or token budget, "
         << st.rejected_timeout << " queue timeouts)";
   out << ", simulated " << fmt("%.1f", e.end_s) << " s in " << fmt("%.3f", e.wall_s) << " s\n";
+  if (c.load.shared_prefix > 0) {
+    std::uint64_t prompt = 0;
+    for (const request& q : o.run.requests)
+      if (measured(c, q) && q.ever_scheduled) prompt += q.prompt_tokens;
+    out << "prefix cache (shared prefix of " << c.load.shared_prefix << " tokens, "
+        << (c.sched.prefix_caching ? "on" : "off") << "): " << st.prefix_hits << " hits, "
+        << st.prefix_hit_tokens << " prompt tokens not prefilled";
+    if (prompt > 0)
+      out << " (measured requests: "
+          << fmt("%.1f%%",
+                 100.0 * static_cast<double>(cached_tokens(o)) / static_cast<double>(prompt))
+          << " of their prompt tokens)";
+    out << ", " << st.prefix_evictions << " evictions\n";
+  }
+  if (c.load.reasoning_fraction > 0) {
+    std::uint64_t thinking = 0, output = 0;
+    for (const request& q : o.run.requests)
+      if (measured(c, q)) {
+        thinking += q.tl.reported_reasoning_tokens().value_or(0);
+        output += q.tl.output_tokens();
+      }
+    out << "reasoning: " << thinking << " of " << output
+        << " output tokens of the measured requests (" << fmt("%g", c.load.reasoning_fraction)
+        << " of each answer)\n";
+  }
   if (!o.verdicts.verdicts.empty())
     out << "\nSLA: " << tokchron::to_string(o.verdicts.overall()) << '\n' << o.verdicts.to_string();
   out << "\nclaim audit of these figures: "
