@@ -63,6 +63,8 @@ struct time_unit {
 
 /// The colour of SLO lines and misses.
 inline constexpr const char* slo_color = "#c0392b";
+/// Reasoning tokens in the token timeline (answer tokens are dark ticks, decode blue).
+inline constexpr const char* reasoning_color = "#8e44ad";
 
 /// Series `i`'s line: wider for earlier series, so identical lines stay visible.
 [[nodiscard]] std::string series_style(std::size_t i);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -286,6 +287,65 @@ TEST_CASE("the timeline data lays each request out from its arrival") {
       found = true;
     }
   CHECK(found);
+}
+
+TEST_CASE("the timeline draws reasoning and answer tokens apart") {
+  // One reasoning request (4 reasoning chunks, then 3 answer chunks) and one without reasoning.
+  auto in = trace_input({});
+  tokchron::trace_record r;
+  r.id = "think";
+  r.arrival = r.send = 0;
+  r.scheduled = 0.1;
+  for (int i = 0; i < 4; ++i)
+    r.chunks.push_back({0.2 + 0.1 * i, 1, tokchron::chunk_kind::reasoning});
+  for (int i = 0; i < 3; ++i) r.chunks.push_back({0.6 + 0.1 * i, 2, tokchron::chunk_kind::text});
+  r.end = 0.9;
+  tokchron::trace_record plain = r;
+  plain.id = "plain";
+  for (auto& c : plain.chunks) c.kind = tokchron::chunk_kind::text;
+  in.samples = {{"slowest", r}, {"median", plain}};
+  const fs::path dir = fresh_dir("timeline_reasoning");
+  plot::plot_options opt;
+  opt.render = false;
+  (void)plot::write_plots(in, dir.string(), opt);
+  const auto spans = read_rows(dir / "timeline.dat", 0);
+  const auto chunks = read_rows(dir / "timeline.dat", 1);
+  REQUIRE(chunks.size() == 14);
+  std::size_t reasoning_rows[3] = {0, 0, 0};
+  for (const auto& c : chunks) {
+    REQUIRE(c.size() == 4);
+    if (c[3] == "1") ++reasoning_rows[std::stoi(c[0])];
+  }
+  CHECK(reasoning_rows[1] == 4);  // row 1's reasoning chunks, and none in row 2
+  CHECK(reasoning_rows[2] == 0);
+  // Row 1: a reasoning span from the first token (0.2) to the first answer token (0.6), then
+  // decode to the last; row 2 decodes from its first token.
+  bool reasoning_span = false, decode1 = false, decode2 = false;
+  for (const auto& s : spans) {
+    const double a = std::strtod(s[1].c_str(), nullptr), b = std::strtod(s[2].c_str(), nullptr);
+    if (s[0] == "1" && s[3] == "5") {
+      reasoning_span = true;
+      CHECK(a == doctest::Approx(0.2));
+      CHECK(b == doctest::Approx(0.6));
+    }
+    if (s[0] == "1" && s[3] == "3") {
+      decode1 = true;
+      CHECK(a == doctest::Approx(0.6));
+      CHECK(b == doctest::Approx(0.8));
+    }
+    if (s[0] == "2" && s[3] == "3") {
+      decode2 = true;
+      CHECK(a == doctest::Approx(0.2));
+    }
+    CHECK(!(s[0] == "2" && s[3] == "5"));
+  }
+  CHECK(reasoning_span);
+  CHECK(decode1);
+  CHECK(decode2);
+  std::ifstream gp(dir / "timeline.gp");
+  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  CHECK(script.find("reasoning token chunk") != std::string::npos);
+  CHECK(script.find("#8e44ad") != std::string::npos);  // the reasoning colour
 }
 
 TEST_CASE("the frontier is the planner's: points, choice and SLA region") {
