@@ -48,7 +48,7 @@ echo "--- batching-executor --plot of a reasoning run with a shared prefix"
   >"$out/reasoning.json"
 $check "$out/reasoning" --screenshot "$out/reasoning.png" --summary "$out/reasoning.json" \
   --runs-field runs --label-field configuration --metrics-field summary.metrics \
-  --expect timeline --reasoning-trace "$out/reasoning-trace.jsonl"
+  --expect timeline spectrum latency_ttfa --reasoning-trace "$out/reasoning-trace.jsonl"
 
 echo "--- tokchron-report --slo --goodput --plot on the sweep's first trace"
 # With objectives and goodput limits: their thresholds are drawn (exit 3 or 4 is a verdict).

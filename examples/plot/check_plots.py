@@ -7,7 +7,8 @@
     writes "pictures loaded: K of N" into the DOM; --dump-dom reads it);
   * a headless Chromium screenshot of the page is not blank (many colours, not all background);
   * with --summary: the data files hold exactly the values the CLI printed in its JSON summary
-    (<metrics>.<m>.pNN for ttft, tpot, itl, e2e, matched to the data columns by run label);
+    (<metrics>.<m>.pNN for ttft, tpot, itl, e2e and, when drawn, ttfa, matched to the data
+    columns by run label);
   * with --reasoning-trace TRACE.jsonl: the token timeline draws reasoning apart from the answer:
     each drawn request's reasoning chunks in timeline.dat (kind 1) are its "reasoning" chunks in
     the trace (times and tokens), its reasoning span ends at its first answer chunk, the script
@@ -90,7 +91,7 @@ def check_summary(d, summary_path, label_field, runs_field, metrics_field):
         doc = field(doc, runs_field)
     runs = doc if isinstance(doc, list) else [doc]
     compared = 0
-    for metric in ("ttft", "tpot", "itl", "e2e"):
+    for metric in ("ttft", "tpot", "itl", "e2e", "ttfa"):
         path = os.path.join(d, "latency_%s.dat" % metric)
         if not os.path.exists(path):
             continue
@@ -183,6 +184,9 @@ def check_reasoning(d, trace_path):
         drawn += len(got)
     if drawn == 0:
         fail("the timeline draws no reasoning chunk (is the run's --reasoning-fraction 0?)")
+    spectrum = open(os.path.join(d, "spectrum.gp"), encoding="utf-8").read()
+    if "'latency_ttfa.dat'" not in spectrum or "TTFA" not in spectrum:
+        fail("spectrum.gp does not draw the time to first answer token")
     if "reasoning token chunk" not in gp or "#8e44ad" not in gp:
         fail("timeline.gp does not plot reasoning chunks in the reasoning colour")
     img = Image.open(os.path.join(d, "timeline.png")).convert("RGB")

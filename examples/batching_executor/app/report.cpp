@@ -193,9 +193,14 @@ void write_sweep_table(std::ostream& out, const std::vector<outcome>& all) {
   out << "backend " << make_backend(c0)->name() << "; " << describe_load(c0.load) << "; prompts "
       << c0.load.prompt.spec() << ", outputs " << c0.load.output.spec() << "; "
       << fmt("%g", c0.load.duration_s) << " s of arrivals, seed " << c0.load.seed << "\n\n";
+  // With reasoning answers the time to first answer token stands beside TTFT.
+  const bool reasoning = std::any_of(all.begin(), all.end(), [](const outcome& o) {
+    return o.conf.cfg.load.reasoning_fraction > 0;
+  });
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"#", "configuration", "out tok/s", "P95 TTFT s", "P95 TPOT ms", "P99 ITL ms",
                   "busy", "batch", "KV mean/peak", "preempt", "rejected", "verdict"});
+  if (reasoning) rows.back().insert(rows.back().begin() + 4, "P95 TTFA s");
   for (std::size_t i = 0; i < all.size(); ++i) {
     const outcome& o = all[i];
     const auto& s = o.summary;
@@ -209,6 +214,7 @@ void write_sweep_table(std::ostream& out, const std::vector<outcome>& all) {
          std::to_string(o.run.sched.preemptions),
          std::to_string(o.run.sched.rejected_timeout + o.run.sched.rejected_too_long),
          verdict_cell(o.verdicts)});
+    if (reasoning) rows.back().insert(rows.back().begin() + 4, opt("%.3f", s.ttfa.at(95)));
   }
   write_table(out, rows, 2);
   const auto pts = load_points(all);
@@ -264,6 +270,12 @@ void write_run_table(std::ostream& out, const outcome& o) {
   };
   for (const tokchron::metric_id id : tokchron::run_summary::kept)  // the table's time metrics
     if (tokchron::is_time_metric(id)) add(tokchron::to_string(id), *s.of(id));
+  // A run with reasoning answers or a shared prefix: the time metrics of the metric table that
+  // tell them apart (time to first answer token, reasoning time, time to second token, ICL).
+  if (c.load.reasoning_fraction > 0 || c.load.shared_prefix > 0)
+    for (const tokchron::metric_id id : tokchron::run_summary::kept_when_measured)
+      if (tokchron::is_time_metric(id) && s.of(id)->count > 0)
+        add(tokchron::to_string(id), *s.of(id));
   write_table(out, rows);
   out << "\nengine: " << e.steps << " steps, busy " << fmt("%.0f%%", e.busy_fraction() * 100)
       << ", mean batch " << fmt("%.1f", e.mean_batch()) << ", KV mean "

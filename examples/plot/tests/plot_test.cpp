@@ -348,6 +348,63 @@ TEST_CASE("the timeline draws reasoning and answer tokens apart") {
   CHECK(script.find("#8e44ad") != std::string::npos);  // the reasoning colour
 }
 
+TEST_CASE("with reasoning answers the spectrum draws the time to first answer token") {
+  // 200 requests: 3 reasoning chunks, then 5 answer chunks; the answer starts 0.1-0.3 s after
+  // the first token.
+  std::vector<tokchron::trace_record> rs;
+  for (int i = 0; i < 200; ++i) {
+    tokchron::trace_record r;
+    r.id = std::to_string(i);
+    r.arrival = r.send = i * 0.5;
+    const double first = r.send + 0.05 + 0.001 * i;
+    for (int k = 0; k < 3; ++k)
+      r.chunks.push_back({first + 0.1 * k * (1 + i % 3) / 3.0, 1, tokchron::chunk_kind::reasoning});
+    for (int k = 0; k < 5; ++k)
+      r.chunks.push_back({first + 0.3 + 0.02 * k, 1, tokchron::chunk_kind::text});
+    r.end = r.chunks.back().time;
+    rs.push_back(r);
+  }
+  plot::plot_input in;
+  in.title = "reasoning";
+  in.runs.push_back(
+      plot::summarize_series("canonical", timelines(rs), tokchron::profiles::canonical));
+  REQUIRE(in.runs[0].summary.reasoning_time.count == 200);
+  const fs::path dir = fresh_dir("spectrum_ttfa");
+  plot::plot_options opt;
+  opt.render = false;
+  const auto res = plot::write_plots(in, dir.string(), opt);
+  bool ttfa_picture = false;
+  for (const auto& p : res.pictures) ttfa_picture = ttfa_picture || p.name == "latency_ttfa";
+  CHECK(ttfa_picture);
+  // The data is the summary's TTFA, exactly, and above TTFT by the reasoning.
+  const auto rows = read_rows(dir / "latency_ttfa.dat", 0);
+  REQUIRE(!rows.empty());
+  std::size_t compared = 0;
+  for (const auto& row : rows) {
+    const double pc = std::strtod(row[0].c_str(), nullptr);
+    const auto want = in.runs[0].summary.ttfa.at(pc);
+    if (!want || row[2] == "-") continue;
+    CHECK(std::strtod(row[2].c_str(), nullptr) == *want);
+    CHECK(*want > *in.runs[0].summary.ttft.at(pc));
+    ++compared;
+  }
+  CHECK(compared > 50);
+  std::ifstream gp(dir / "spectrum.gp");
+  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  CHECK(script.find("'latency_ttfa.dat'") != std::string::npos);
+  CHECK(script.find("TTFT, and TTFA dashed") != std::string::npos);
+
+  SUBCASE("without reasoning neither is drawn") {
+    auto plain = trace_input({});
+    const fs::path d2 = fresh_dir("spectrum_plain");
+    const auto r2 = plot::write_plots(plain, d2.string(), opt);
+    for (const auto& p : r2.pictures) CHECK(p.name != "latency_ttfa");
+    std::ifstream g2(d2 / "spectrum.gp");
+    const std::string s2((std::istreambuf_iterator<char>(g2)), std::istreambuf_iterator<char>());
+    CHECK(s2.find("ttfa") == std::string::npos);
+  }
+}
+
 TEST_CASE("the frontier is the planner's: points, choice and SLA region") {
   // Four configurations, each slower than the last: the planner's choice must be marked.
   const auto sla = tokchron::sla::parse("p95(ttft) < 1.5s, p95(tpot) < 30ms");

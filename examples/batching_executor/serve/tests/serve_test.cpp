@@ -536,10 +536,15 @@ TEST_CASE("serve: reasoning streams in vLLM's delta field; usage details equal t
         text_seen = true;
       }
     }
-    CHECK(thinking == (i < 2 ? usages[i]["completion_tokens_details"]["reasoning_tokens"]
-                             : m["usage"]["completion_tokens_details"]["reasoning_tokens"])
-                          .get<std::uint64_t>());
+    const json& u = i < 2 ? usages[i] : m["usage"];
+    CHECK(thinking == u["completion_tokens_details"]["reasoning_tokens"].get<std::uint64_t>());
+    // The trace's usage fields are the answer's.
+    CHECK(tr[i]["usage_reasoning_tokens"] == u["completion_tokens_details"]["reasoning_tokens"]);
+    CHECK(tr[i]["cached_prompt_tokens"] == (u.contains("prompt_tokens_details")
+                                                ? u["prompt_tokens_details"]["cached_tokens"]
+                                                : json(0)));
   }
+  CHECK(!tr[3].contains("usage_reasoning_tokens"));  // completions: no reasoning
 }
 
 TEST_CASE("serve: without the options, no reasoning field and no usage details") {
