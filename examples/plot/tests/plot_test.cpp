@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -342,8 +341,7 @@ TEST_CASE("the timeline draws reasoning and answer tokens apart") {
   CHECK(reasoning_span);
   CHECK(decode1);
   CHECK(decode2);
-  std::ifstream gp(dir / "timeline.gp");
-  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  const std::string script = slurp(dir / "timeline.gp");
   CHECK(script.find("reasoning token chunk") != std::string::npos);
   CHECK(script.find("#8e44ad") != std::string::npos);  // the reasoning colour
 }
@@ -389,8 +387,7 @@ TEST_CASE("with reasoning answers the spectrum draws the time to first answer to
     ++compared;
   }
   CHECK(compared > 50);
-  std::ifstream gp(dir / "spectrum.gp");
-  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  const std::string script = slurp(dir / "spectrum.gp");
   CHECK(script.find("'latency_ttfa.dat'") != std::string::npos);
   CHECK(script.find("TTFT, and TTFA dashed") != std::string::npos);
 
@@ -399,8 +396,7 @@ TEST_CASE("with reasoning answers the spectrum draws the time to first answer to
     const fs::path d2 = fresh_dir("spectrum_plain");
     const auto r2 = plot::write_plots(plain, d2.string(), opt);
     for (const auto& p : r2.pictures) CHECK(p.name != "latency_ttfa");
-    std::ifstream g2(d2 / "spectrum.gp");
-    const std::string s2((std::istreambuf_iterator<char>(g2)), std::istreambuf_iterator<char>());
+    const std::string s2 = slurp(d2 / "spectrum.gp");
     CHECK(s2.find("ttfa") == std::string::npos);
   }
 }
