@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "export/golden.hpp"
+#include "tokchron/io/trace.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/testing.hpp"
@@ -98,4 +99,47 @@ TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile,
   std::vector<std::string> names;
   for (const tokchron::profile* p : tokchron::all_profiles()) names.emplace_back(p->name);
   CHECK(rows == names);  // the same profiles, in all_profiles() order
+}
+
+TEST_CASE("docs/definitions.md: the reasoning table matches the code") {
+  std::map<std::string, std::string> examples;
+  for (const auto& cols : table_rows("reasoning-table")) {
+    REQUIRE(cols.size() >= 6);
+    examples[trim(cols[1])] = trim(cols[cols.size() - 1]);
+  }
+  // The table's request, as a trace record.
+  using K = tokchron::chunk_kind;
+  tokchron::trace_record r;
+  r.send = 0;
+  r.chunks = {{0.05, 0, K::empty},     {0.20, 1, K::reasoning}, {0.25, 2, K::reasoning},
+              {0.30, 1, K::reasoning}, {0.50, 1, K::text},      {0.55, 3, K::text}};
+  r.end = 0.58;
+  r.prompt_tokens = 100;
+  r.cached_prompt_tokens = 40;
+  r.spec_draft_tokens = 20;
+  r.spec_accepted_tokens = 15;
+  const auto tl = tokchron::to_timeline(r);
+  const auto m = tokchron::canonical_metrics(tl);
+  std::vector<double> icl;
+  tokchron::for_each_itl_per_chunk(tl, [&](auto g) { icl.push_back(tokchron::to_seconds(g)); });
+  const std::map<std::string, std::vector<double>> computed = {
+      {"ttfa", {*m.ttfa}},
+      {"reasoning_time", {*m.reasoning_time}},
+      {"ttst", {*m.ttst}},
+      {"icl", icl},
+      {"prefill_tps", {*m.prefill_tps}},
+      {"uncached_prefill_tps", {*m.uncached_prefill_tps}},
+      {"spec_acceptance", {*m.spec_acceptance}},
+  };
+  CHECK(examples.size() == computed.size());
+  for (const auto& entry : computed) {
+    const std::string& name = entry.first;
+    const std::vector<double>& values = entry.second;
+    CAPTURE(name);
+    REQUIRE(examples.count(name) == 1);
+    const auto text = split(examples[name], ',');
+    REQUIRE(text.size() == values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
+  }
 }

@@ -364,3 +364,21 @@ TEST_CASE("bad input T7: recording calls are noexcept, so misuse never throws") 
   CHECK(tl.misuse_count() == 1000);
   CHECK(tl.last_misuse() == record_status::not_started);
 }
+
+TEST_CASE("bad input T10: speculative accepted > drafted is refused and counted") {
+  full_tl tl{manual_clock()};
+  REQUIRE(tl.arrive(manual_clock::at(0ms)) == record_status::ok);
+  REQUIRE(tl.set_speculative(8, 5) == record_status::ok);
+  CHECK(tl.set_speculative(4, 5) == record_status::invalid_count);
+  CHECK(tl.misuse_count() == 1);
+  CHECK(tl.last_misuse() == record_status::invalid_count);
+  CHECK(*tl.speculative_drafted_tokens() == 8);  // the earlier totals stand
+  CHECK(*tl.speculative_accepted_tokens() == 5);
+  // A cached count above the prompt is kept as given, and the uncached rate is empty, not
+  // negative (the trace reader refuses such a record: row R11).
+  tl.set_prompt_tokens(4);
+  tl.set_cached_prompt_tokens(6);
+  REQUIRE(tl.chunk(manual_clock::at(10ms), 1) == record_status::ok);
+  CHECK(tokchron::prefill_tps(tl));
+  CHECK_FALSE(tokchron::uncached_prefill_tps(tl));
+}

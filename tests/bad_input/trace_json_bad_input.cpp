@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Malformed JSON Lines trace input and vLLM result files (docs/bad-input.md, rows R1, R3-R6,
-// R9): each
+// R9, R11): each
 // bad line gives a trace_error naming its line number and field, is skipped, and reading goes
 // on; no exception escapes the reader. Built as tokchron_bad_input_json_tests (needs
 // nlohmann-json; see tests.cmake).
@@ -169,4 +169,36 @@ TEST_CASE("bad input R9: vLLM result lengths up to 2^64 - 1 read exactly; bad en
   const tokchron::vllm_result f = tokchron::read_vllm_result(failed);
   CHECK_FALSE(f.records[0].ok);
   CHECK(f.records[0].error == "boom");
+}
+
+TEST_CASE("bad input R11: inconsistent cached, reasoning and speculative counts name the field") {
+  for (const bad_line& c : {
+           bad_line{R"({"send":0,"prompt_tokens":5,"cached_prompt_tokens":6,"chunks":[]})",
+                    "cached_prompt_tokens", "is greater than prompt_tokens"},
+           bad_line{R"({"send":0,"usage_output_tokens":2,"usage_reasoning_tokens":3,"chunks":[]})",
+                    "usage_reasoning_tokens", "is greater than usage_output_tokens"},
+           bad_line{R"({"send":0,"spec_draft_tokens":2,"spec_accepted_tokens":3,"chunks":[]})",
+                    "spec_accepted_tokens", "is greater than spec_draft_tokens"},
+           bad_line{R"({"send":0,"spec_accepted_tokens":3,"chunks":[]})", "spec_accepted_tokens",
+                    "needs spec_draft_tokens"},
+           bad_line{R"({"send":0,"spec_draft_tokens":3,"chunks":[]})", "spec_draft_tokens",
+                    "needs spec_accepted_tokens"},
+           bad_line{R"({"send":0,"cached_prompt_tokens":-1,"chunks":[]})", "cached_prompt_tokens",
+                    ""},
+           bad_line{R"({"send":0,"chunks":[[0.1,1,"thinking"]]})", "chunks[0][2]", ""},
+       })
+    check_refused(c, 7);
+  // A line without the new fields still reads, and is counted as good next to a bad one.
+  std::istringstream in(
+      "{\"send\":0,\"chunks\":[[0.1,1,\"reasoning\"]]}\n"
+      "{\"send\":0,\"prompt_tokens\":1,\"cached_prompt_tokens\":2,\"chunks\":[]}\n");
+  std::size_t good = 0;
+  std::vector<tokchron::trace_error> errors;
+  tokchron::read_trace(
+      in, [&](const tokchron::trace_record&) { ++good; },
+      [&](const tokchron::trace_error& e) { errors.push_back(e); });
+  CHECK(good == 1);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].line == 2);
+  CHECK(errors[0].field == "cached_prompt_tokens");
 }

@@ -27,11 +27,14 @@ TEST_CASE("CSV: one row per request with every canonical metric") {
   tokchron::append_request_csv(csv, "open", open);
   tokchron_test::check_golden("requests.csv", csv);
   // docs/definitions.md's example column, cell by cell.
+  // Then ttfa, reasoning_time, ttst, prefill_tps, uncached_prefill_tps, spec_acceptance: with no
+  // reasoning chunk ttfa = ttft; ttst is the gap to the second token; 7 prompt tokens / 0.12 s.
   CHECK(csv.find("r1,stop,1,0.12,0.118,0.08,0.0125,0.18,0.035,0.08,0.05,0.036,"
-                 "27.77777777777778,5,7,0\r\n") != std::string::npos);
-  CHECK(csv.find("\"a,\"\"b\"\"\",length,1,0.05,,,,0.06,,,0,0.06,16.666666666666668,1,,0\r\n") !=
+                 "27.77777777777778,0.12,,0.03,58.333333333333336,,,5,7,0\r\n") !=
         std::string::npos);
-  CHECK(csv.find("open,,0,0.01,,,,,,,0,,,1,,0\r\n") != std::string::npos);
+  CHECK(csv.find("\"a,\"\"b\"\"\",length,1,0.05,,,,0.06,,,0,0.06,16.666666666666668,0.05,,,,,,1,,"
+                 "0\r\n") != std::string::npos);
+  CHECK(csv.find("open,,0,0.01,,,,,,,0,,,0.01,,,,,,1,,0\r\n") != std::string::npos);
 }
 
 TEST_CASE("CSV: one row per verdict") {

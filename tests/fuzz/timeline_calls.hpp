@@ -95,7 +95,7 @@ inline call_sequence_result check_call_sequence(const std::uint8_t* data, std::s
     const detail::state before = detail::state_of(tl);
     const std::uint32_t misuses = tl.misuse_count();
     record_status s = record_status::ok;
-    switch (op % 10) {
+    switch (op % 11) {
       case 0: s = tl.arrive(t); break;
       case 1: s = tl.send(t); break;
       case 2: s = tl.queued(t); break;
@@ -103,9 +103,12 @@ inline call_sequence_result check_call_sequence(const std::uint8_t* data, std::s
       case 4: s = tl.preempted(t); break;
       case 5:
       case 6: s = tl.chunk(t, tokens); break;
-      case 7: s = tl.chunk(t, 0, static_cast<chunk_kind>(arg % 4)); break;
-      case 8: s = tl.chunk(t, tokens, static_cast<chunk_kind>(arg % 4)); break;
-      default: s = tl.finish(t, static_cast<finish_reason>(arg % 6)); break;
+      case 7: s = tl.chunk(t, 0, static_cast<chunk_kind>(arg % 5)); break;
+      case 8: s = tl.chunk(t, tokens, static_cast<chunk_kind>(arg % 5)); break;
+      case 9: s = tl.finish(t, static_cast<finish_reason>(arg % 6)); break;
+      default:
+        s = tl.set_speculative(arg % 4u, (arg / 4u) % 4u);
+        break;  // refused: accepted > drafted
     }
     ++res.calls;
     if (s != record_status::ok) {
@@ -122,8 +125,13 @@ inline call_sequence_result check_call_sequence(const std::uint8_t* data, std::s
   for (std::size_t k = 0; k < metric_count; ++k)  // every metric of the table
     if (detail::negative(m.value(static_cast<metric_id>(k))))
       fail("a canonical metric is negative");
+  if (m.spec_acceptance && *m.spec_acceptance > 1) fail("spec_acceptance exceeds 1");
+  if (m.reasoning_tokens > m.output_tokens) fail("reasoning tokens exceed output tokens");
   for (const profile* p : all_profiles()) {
     bool bad_sample = false;
+    for_each_icl(*p, tl, [&](double g) {
+      if (!(g >= 0)) bad_sample = true;
+    });
     const profiled_request r = evaluate(*p, tl, [&](double g, std::uint64_t n) noexcept {
       if (!(g >= 0) || n == 0) bad_sample = true;
     });

@@ -232,3 +232,23 @@ TEST_CASE("trace_json: benchmark_start reads, writes, and is refused out of rang
     }
   }
 }
+
+TEST_CASE("trace_json: reasoning chunks, cached, reasoning and speculative counts round-trip") {
+  const std::string line =
+      R"({"id":"r","send":0.0,"prompt_tokens":100,"chunks":[[0.2,1,"reasoning"],[0.5,2]],)"
+      R"("usage_output_tokens":3,"ok":true,"cached_prompt_tokens":40,)"
+      R"("usage_reasoning_tokens":1,"spec_draft_tokens":20,"spec_accepted_tokens":15})";
+  const auto r = tc::parse_trace_line(line);
+  REQUIRE(r.record);
+  CHECK(r.record->chunks[0].kind == K::reasoning);
+  CHECK(*r.record->cached_prompt_tokens == 40);
+  CHECK(*r.record->usage_reasoning_tokens == 1);
+  CHECK(*r.record->spec_draft_tokens == 20);
+  CHECK(*r.record->spec_accepted_tokens == 15);
+  CHECK(tc::to_json_line(*r.record) == line);
+  // A line without the new fields reads as before: all empty.
+  const auto old = tc::parse_trace_line(R"({"send":0,"chunks":[[0.1,1]]})");
+  REQUIRE(old.record);
+  CHECK_FALSE(old.record->cached_prompt_tokens);
+  CHECK_FALSE(old.record->spec_draft_tokens);
+}

@@ -95,13 +95,17 @@ TEST_CASE("request_metrics and profiled_request map each metric to its own field
   // Where both hold a metric, the canonical profile computes the canonical value: a field
   // mapped to the wrong member in either would differ.
   using namespace std::chrono_literals;
-  const auto tl = tc::testing::script()
-                      .arrive(0ms)
-                      .scheduled(3ms)
-                      .first_token(23ms)
-                      .tokens(4, 7ms)
-                      .finish(60ms)
-                      .timeline();
+  auto tl = tc::testing::script()
+                .arrive(0ms)
+                .scheduled(3ms)
+                .chunk(23ms, 1, tc::chunk_kind::reasoning)
+                .chunk(30ms, 2, tc::chunk_kind::reasoning)
+                .tokens(4, 7ms)
+                .prompt_tokens(40)
+                .finish(60ms)
+                .timeline();
+  tl.set_cached_prompt_tokens(16);
+  REQUIRE(tl.set_speculative(10, 7) == tc::record_status::ok);
   const tc::request_metrics m = tc::canonical_metrics(tl);
   const tc::profiled_request p = tc::evaluate(tc::profiles::canonical, tl);
   int both = 0;
@@ -113,7 +117,9 @@ TEST_CASE("request_metrics and profiled_request map each metric to its own field
     CHECK(*p.value(d.id) == doctest::Approx(*m.value(d.id)).epsilon(1e-12));
     ++both;
   }
-  CHECK(both == 8);  // ttft, tpot, e2e, queue_time, prefill_time, decode_time, normalized, rate
+  // ttft, tpot, e2e, queue_time, prefill_time, decode_time, normalized, rate, and ttfa,
+  // reasoning_time, ttst, prefill_tps, uncached_prefill_tps, spec_acceptance
+  CHECK(both == 14);
 }
 
 TEST_CASE("the request CSV header is the table's names of request_metrics' fields") {

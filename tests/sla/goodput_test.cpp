@@ -106,3 +106,35 @@ TEST_CASE("DistServe goodput interpolates the target crossing between load point
   CHECK_THROWS_AS((void)tokchron::distserve_goodput({{1, 1.5}}), std::invalid_argument);
   CHECK_THROWS_AS((void)tokchron::distserve_goodput({{1, 0.5}}, 0), std::invalid_argument);
 }
+
+TEST_CASE("goodput: limits on any per-request time metric of the table, time to first answer") {
+  const auto s = request_slo::parse("ttft:1s,ttfa:400ms,reasoning_time:300ms");
+  CHECK(*s.limit(tokchron::metric_id::ttfa) == doctest::Approx(0.4).epsilon(1e-15));
+  CHECK(s.to_string() == "ttft:1s,ttfa:400ms,reasoning_time:300ms");
+  CHECK(request_slo::parse("ttfo:1s").limit(tokchron::metric_id::ttfa));  // AIPerf's name
+  for (const char* bad : {"icl:1s", "itl:1s", "prefill_tps:1s", "spec_acceptance:1s"}) {
+    CAPTURE(bad);  // pooled samples, or not a time: no per-request limit
+    CHECK_FALSE(tokchron::parse_request_slo(bad));
+  }
+  using K = tokchron::chunk_kind;
+  // Thinks 300 ms then answers at 350 ms: TTFT 50 ms, TTFA 350 ms, reasoning 300 ms (good).
+  const auto quick =
+      script().arrive(0ms).chunk(50ms, 1, K::reasoning).chunk(350ms, 1).finish(360ms).timeline();
+  // Thinks 500 ms: TTFT 50 ms still, TTFA 550 ms misses both limits.
+  const auto slow =
+      script().arrive(0ms).chunk(50ms, 1, K::reasoning).chunk(550ms, 1).finish(560ms).timeline();
+  // Never answers: no TTFA; met under the canonical rule, not good under AIPerf's.
+  const auto silent = script().arrive(0ms).chunk(50ms, 1, K::reasoning).finish(60ms).timeline();
+  tokchron::goodput_counter c(s);
+  CHECK(c.add_timeline(quick));
+  CHECK_FALSE(c.add_timeline(slow));
+  CHECK(c.add_timeline(silent));
+  const auto r = c.result(1.0);
+  CHECK(r.good == 2);
+  CHECK(r.missed_other[static_cast<std::size_t>(tokchron::metric_id::ttfa)] == 1);
+  CHECK(r.missed_other[static_cast<std::size_t>(tokchron::metric_id::reasoning_time)] == 1);
+  CHECK(r.missed_ttft == 0);
+  tokchron::goodput_counter a(s, tokchron::goodput_options_for(tokchron::profiles::aiperf));
+  CHECK_FALSE(a.add(tokchron::evaluate(tokchron::profiles::aiperf, silent)));
+  CHECK(a.result(1.0).missing == 1);
+}

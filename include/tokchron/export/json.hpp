@@ -62,7 +62,9 @@ namespace detail {
 }
 
 /// One run summary (see the file comment). Queue, prefill and decode appear only when some
-/// request recorded them; the per-GPU throughputs only when the GPU count is known.
+/// request recorded them, the metrics of `run_summary::kept_when_measured` and the reasoning
+/// lengths only when some request measured them; the per-GPU throughputs only when the GPU
+/// count is known.
 [[nodiscard]] inline nlohmann::ordered_json summary_json(const run_summary& s) {
   using detail::json_number;
   nlohmann::ordered_json j;
@@ -79,6 +81,8 @@ namespace detail {
     if (!run_summary::needs_server_events(id) || d.count)
       m[std::string(to_string(id))] = distribution_json(d);
   }
+  for (const metric_id id : run_summary::kept_when_measured)  // reasoning, caching, ...
+    if (s.of(id)->count) m[std::string(to_string(id))] = distribution_json(*s.of(id));
   j["metrics"] = std::move(m);
   j["requests"] = s.requests;
   j["input_tokens"] = s.input_tokens;
@@ -94,6 +98,10 @@ namespace detail {
   }
   j["lengths"] = {{"prompt", distribution_json(s.prompt_lengths)},
                   {"output", distribution_json(s.output_lengths)}};
+  if (s.reasoning_lengths.count) {
+    j["lengths"]["reasoning"] = distribution_json(s.reasoning_lengths);
+    j["reasoning_tokens"] = s.reasoning_tokens;
+  }
   for (const auto& [k, v] : s.extra) j[k] = json_number(v);
   return j;
 }

@@ -75,6 +75,13 @@ struct trace_record {
   std::string error;  ///< the failure's message (empty when none)
   /// Why the request ended (tokchron extension; default: stop when ok, error otherwise).
   std::optional<finish_reason> reason;
+  // Reasoning, prompt caching and speculative decoding (all optional):
+  /// Prompt tokens served from a prefix cache (usage `prompt_tokens_details.cached_tokens`).
+  std::optional<std::uint64_t> cached_prompt_tokens;
+  /// Reasoning tokens the server reported (usage `completion_tokens_details.reasoning_tokens`).
+  std::optional<std::uint64_t> usage_reasoning_tokens;
+  /// Speculative tokens drafted and accepted over the request (both or neither).
+  std::optional<std::uint64_t> spec_draft_tokens, spec_accepted_tokens;
 };
 
 namespace detail {
@@ -110,7 +117,16 @@ inline constexpr auto trace_fields = std::make_tuple(
                                               &trace_record::usage_output_tokens},
     trace_field<bool>{"ok", &trace_record::ok},
     trace_field<std::string>{"error", &trace_record::error},
-    trace_field<std::optional<finish_reason>>{"finish_reason", &trace_record::reason});
+    trace_field<std::optional<finish_reason>>{"finish_reason", &trace_record::reason},
+    // Reasoning, prompt caching and speculative decoding.
+    trace_field<std::optional<std::uint64_t>>{"cached_prompt_tokens",
+                                              &trace_record::cached_prompt_tokens},
+    trace_field<std::optional<std::uint64_t>>{"usage_reasoning_tokens",
+                                              &trace_record::usage_reasoning_tokens},
+    trace_field<std::optional<std::uint64_t>>{"spec_draft_tokens",
+                                              &trace_record::spec_draft_tokens},
+    trace_field<std::optional<std::uint64_t>>{"spec_accepted_tokens",
+                                              &trace_record::spec_accepted_tokens});
 
 /// The number of trace fields.
 inline constexpr std::size_t trace_field_count = std::tuple_size_v<decltype(trace_fields)>;
@@ -197,7 +213,9 @@ inline constexpr const char* bad_trace_time =
 /// Checks a record: finite times inside the time range (`valid_trace_time`), events in order
 /// (benchmark_start <= arrival <= send <= queued <= scheduled <= chunks <= end, preemptions within,
 /// nothing after a `[DONE]` chunk: the order `basic_request_timeline` enforces), kinds consistent
-/// with `ok`. Empty when the record is valid. O(chunks).
+/// with `ok`, counts consistent with each other (cached_prompt_tokens <= prompt_tokens,
+/// usage_reasoning_tokens <= usage_output_tokens, spec_accepted_tokens <= spec_draft_tokens, the
+/// speculative counts both or neither). Empty when the record is valid. O(chunks).
 [[nodiscard]] inline std::optional<trace_issue> validate(const trace_record& r) {
   auto bad = [](std::string field, std::string msg) {
     return std::optional<trace_issue>(trace_issue{std::move(field), std::move(msg)});
@@ -252,6 +270,17 @@ inline constexpr const char* bad_trace_time =
   if (r.reason && is_success(*r.reason) != r.ok)
     return bad("finish_reason",
                r.ok ? "is a failure but ok is true" : "is a success but ok is false");
+  if (r.cached_prompt_tokens && r.prompt_tokens && *r.cached_prompt_tokens > *r.prompt_tokens)
+    return bad("cached_prompt_tokens", "is greater than prompt_tokens");
+  if (r.usage_reasoning_tokens && r.usage_output_tokens &&
+      *r.usage_reasoning_tokens > *r.usage_output_tokens)
+    return bad("usage_reasoning_tokens",
+               "is greater than usage_output_tokens (which counts reasoning tokens)");
+  if (r.spec_accepted_tokens.has_value() != r.spec_draft_tokens.has_value())
+    return r.spec_draft_tokens ? bad("spec_draft_tokens", "needs spec_accepted_tokens")
+                               : bad("spec_accepted_tokens", "needs spec_draft_tokens");
+  if (r.spec_accepted_tokens && *r.spec_accepted_tokens > *r.spec_draft_tokens)
+    return bad("spec_accepted_tokens", "is greater than spec_draft_tokens");
   return std::nullopt;
 }
 
@@ -286,6 +315,10 @@ inline constexpr const char* bad_trace_time =
   (void)tl.finish(at(end), reason_of(r));
   if (r.prompt_tokens) tl.set_prompt_tokens(*r.prompt_tokens);
   if (r.usage_output_tokens) tl.set_reported_output_tokens(*r.usage_output_tokens);
+  if (r.cached_prompt_tokens) tl.set_cached_prompt_tokens(*r.cached_prompt_tokens);
+  if (r.usage_reasoning_tokens) tl.set_reported_reasoning_tokens(*r.usage_reasoning_tokens);
+  if (r.spec_draft_tokens && r.spec_accepted_tokens)
+    (void)tl.set_speculative(*r.spec_draft_tokens, *r.spec_accepted_tokens);
   return tl;
 }
 
@@ -318,6 +351,10 @@ template <class Timeline>
     r.chunks.push_back(trace_chunk{s(c.time), c.tokens, c.kind});
   if (tl.finish_time()) r.end = s(*tl.finish_time());
   r.usage_output_tokens = tl.reported_output_tokens();
+  r.cached_prompt_tokens = tl.cached_prompt_tokens();
+  r.usage_reasoning_tokens = tl.reported_reasoning_tokens();
+  r.spec_draft_tokens = tl.speculative_drafted_tokens();
+  r.spec_accepted_tokens = tl.speculative_accepted_tokens();
   r.ok = tl.succeeded();
   if (tl.reason() && *tl.reason() != (r.ok ? finish_reason::stop : finish_reason::error))
     r.reason = tl.reason();

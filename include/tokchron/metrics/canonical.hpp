@@ -28,6 +28,18 @@
 ///                         chunk's other k1 - 1 tokens give k1 - 1 samples of 0, so there are
 ///                         N - 1 samples summing to decode_time and their mean is tpot |
 /// | itl per chunk       | t_i - t_{i-1} over consecutive token chunks (token chunks - 1)   |
+/// | icl                 | the same per-chunk gaps (`for_each_itl_per_chunk`)                 |
+/// | ttfa                | tA - a                          | an answer token             |
+/// | reasoning_time      | tA - tR                         | tR <= tA                    |
+/// | ttst                | t(2nd token) - t1               | N >= 2                      |
+/// | prefill_tps         | prompt / (t1 - a), tokens/s     | prompt, a token, t1 > a     |
+/// | uncached_prefill_tps| (prompt - cached) / (t1 - a)    | as above, cached <= prompt  |
+/// | spec_acceptance     | accepted / drafted              | drafted > 0                 |
+///
+/// Answer tokens are the tokens of every chunk kind but `reasoning`; `tA` is the first chunk
+/// carrying one and `tR` the first chunk carrying reasoning tokens. Reasoning tokens are output
+/// tokens (N counts them, as OpenAI's `completion_tokens` counts `reasoning_tokens`), so TPOT
+/// and ITL span reasoning and answer alike.
 
 #include <chrono>
 #include <cstdint>
@@ -118,8 +130,71 @@ template <class Timeline>
   return static_cast<double>(n) / std::chrono::duration<double>(*d).count();
 }
 
+/// Time to first answer token from arrival: tA - a, tA the first chunk carrying tokens of any
+/// kind but `reasoning`. Equals ttft for a request without reasoning; empty when no answer token
+/// arrived (reasoning only, or a failure mid-reasoning).
+template <class Timeline>
+[[nodiscard]] auto ttfa(const Timeline& tl) noexcept {
+  return detail::diff(tl.first_answer_token_time(), tl.arrival());
+}
+/// Reasoning time: tA - tR, from the first reasoning token to the first answer token. Empty
+/// without an answer token, without a reasoning token, or when reasoning began only after the
+/// answer (tR > tA: the answer did not wait for it).
+template <class Timeline>
+[[nodiscard]] auto reasoning_time(const Timeline& tl) noexcept {
+  using result = decltype(detail::diff(tl.first_answer_token_time(), tl.arrival()));
+  const auto a = tl.first_answer_token_time();
+  const auto r = tl.first_reasoning_token_time();
+  if (!a || !r || *r > *a) return result{};
+  return detail::diff(a, r);
+}
+/// Time to second token: the chunk carrying the second output token minus t1 (0 when the first
+/// token chunk carried two or more tokens); empty for N < 2.
+template <class Timeline>
+[[nodiscard]] auto ttst(const Timeline& tl) noexcept {
+  return detail::diff(tl.second_token_time(), tl.first_token_time());
+}
+
+namespace detail {
+/// `tokens` / ttft in tokens per second, when ttft is recorded and positive.
+template <class Timeline>
+[[nodiscard]] std::optional<double> per_ttft(const Timeline& tl, std::uint64_t tokens) noexcept {
+  const auto d = ttft(tl);
+  if (!d || *d <= Timeline::duration::zero()) return std::nullopt;
+  return static_cast<double>(tokens) / std::chrono::duration<double>(*d).count();
+}
+}  // namespace detail
+
+/// Prefill throughput per request (per user): prompt tokens / ttft, tokens per second. Empty
+/// without a prompt length or a first token, or when ttft is 0.
+template <class Timeline>
+[[nodiscard]] std::optional<double> prefill_tps(const Timeline& tl) noexcept {
+  const auto p = tl.prompt_tokens();
+  if (!p) return std::nullopt;
+  return detail::per_ttft(tl, *p);
+}
+/// Prefill throughput over the prompt tokens the request actually prefilled: (prompt - cached)
+/// / ttft. Empty as `prefill_tps`, and when the cached count is unknown or exceeds the prompt.
+template <class Timeline>
+[[nodiscard]] std::optional<double> uncached_prefill_tps(const Timeline& tl) noexcept {
+  const auto p = tl.prompt_tokens();
+  const auto c = tl.cached_prompt_tokens();
+  if (!p || !c || *c > *p) return std::nullopt;
+  return detail::per_ttft(tl, *p - *c);
+}
+/// Speculative decoding acceptance rate: accepted / drafted tokens, in [0, 1]; empty when
+/// nothing was drafted or speculation was not recorded.
+template <class Timeline>
+[[nodiscard]] std::optional<double> spec_acceptance(const Timeline& tl) noexcept {
+  const auto d = tl.speculative_drafted_tokens();
+  const auto a = tl.speculative_accepted_tokens();
+  if (!d || !a || *d == 0) return std::nullopt;
+  return static_cast<double>(*a) / static_cast<double>(*d);
+}
+
 /// Calls `f(gap)` for each gap between consecutive token chunks (per-chunk ITL, as vLLM's
-/// client pools them). Needs a store that keeps chunks. Returns the number of calls.
+/// client pools them; the samples of the `icl` metric, reasoning and answer chunks alike).
+/// Needs a store that keeps chunks. Returns the number of calls.
 template <class Timeline, class F>
 std::size_t for_each_itl_per_chunk(const Timeline& tl, F&& f) {
   static_assert(Timeline::store_type::keeps_chunks,
@@ -172,15 +247,17 @@ std::size_t for_each_itl_per_token(const Timeline& tl, F&& f) {
 /// empty where undefined). Each field is named as its `metric_id` (metrics/metric_id.hpp).
 struct request_metrics {
   std::optional<double> ttft, ttft_from_send, ttft_from_scheduled, tpot, e2e, queue_time,
-      prefill_time, decode_time, normalized_latency, output_rate;
+      prefill_time, decode_time, normalized_latency, output_rate, ttfa, reasoning_time, ttst,
+      prefill_tps, uncached_prefill_tps, spec_acceptance;
   std::uint64_t output_tokens = 0;
-  std::optional<std::uint64_t> prompt_tokens;
+  std::uint64_t reasoning_tokens = 0;  ///< tokens of the reasoning chunks (part of output_tokens)
+  std::optional<std::uint64_t> prompt_tokens, cached_prompt_tokens;
   std::uint32_t preemptions = 0;
   bool succeeded = false;
 
   using field_type = std::optional<double> request_metrics::*;
   /// The field holding metric `m`, or nullptr for the metrics a request's summary cannot hold
-  /// (itl: many samples per request; fluidity: needs deadlines).
+  /// (itl, icl: many samples per request; fluidity: needs deadlines).
   [[nodiscard]] static constexpr field_type field(metric_id m) noexcept {
     switch (m) {
       case metric_id::ttft: return &request_metrics::ttft;
@@ -193,7 +270,14 @@ struct request_metrics {
       case metric_id::decode_time: return &request_metrics::decode_time;
       case metric_id::normalized_latency: return &request_metrics::normalized_latency;
       case metric_id::output_rate: return &request_metrics::output_rate;
+      case metric_id::ttfa: return &request_metrics::ttfa;
+      case metric_id::reasoning_time: return &request_metrics::reasoning_time;
+      case metric_id::ttst: return &request_metrics::ttst;
+      case metric_id::prefill_tps: return &request_metrics::prefill_tps;
+      case metric_id::uncached_prefill_tps: return &request_metrics::uncached_prefill_tps;
+      case metric_id::spec_acceptance: return &request_metrics::spec_acceptance;
       case metric_id::itl:
+      case metric_id::icl:
       case metric_id::fluidity: break;
     }
     return nullptr;
@@ -223,8 +307,16 @@ template <class Timeline>
   m.decode_time = sec(decode_time(tl));
   m.normalized_latency = sec(normalized_latency(tl));
   m.output_rate = output_rate(tl);
+  m.ttfa = sec(ttfa(tl));
+  m.reasoning_time = sec(reasoning_time(tl));
+  m.ttst = sec(ttst(tl));
+  m.prefill_tps = prefill_tps(tl);
+  m.uncached_prefill_tps = uncached_prefill_tps(tl);
+  m.spec_acceptance = spec_acceptance(tl);
   m.output_tokens = tl.output_tokens();
+  m.reasoning_tokens = tl.reasoning_tokens();
   m.prompt_tokens = tl.prompt_tokens();
+  m.cached_prompt_tokens = tl.cached_prompt_tokens();
   m.preemptions = tl.preemptions();
   m.succeeded = tl.succeeded();
   return m;

@@ -130,6 +130,27 @@ inline constexpr metric_info metric_table[] = {
     metric_info::row(metric_id::fluidity, "fluidity", metric_unit::ratio)
         .with_help("Etalon fluidity-index per request, in [0, 1].")
         .with_aliases("fluidity_index"),
+    metric_info::row(metric_id::ttfa, "ttfa", metric_unit::seconds)
+        .with_help("Time to first answer (non-reasoning) token from arrival.")
+        .with_aliases("ttfo", "time_to_first_output", "time_to_first_answer_token"),
+    metric_info::row(metric_id::reasoning_time, "reasoning_time", metric_unit::seconds)
+        .with_help("Time from the first reasoning token to the first answer token.")
+        .with_aliases("thinking_time"),
+    metric_info::row(metric_id::ttst, "ttst", metric_unit::seconds)
+        .with_help("Time to second token: its arrival minus the first token's.")
+        .with_aliases("time_to_second_token"),
+    metric_info::row(metric_id::icl, "icl", metric_unit::seconds)
+        .with_help("Inter-chunk latency, one sample per gap between token-carrying chunks.")
+        .with_aliases("inter_chunk_latency"),
+    metric_info::row(metric_id::prefill_tps, "prefill_tps", metric_unit::tokens_per_second)
+        .with_help("Prefill throughput per request: prompt tokens / ttft.")
+        .with_aliases("prefill_throughput", "prefill_throughput_per_user"),
+    metric_info::row(metric_id::uncached_prefill_tps, "uncached_prefill_tps",
+                     metric_unit::tokens_per_second)
+        .with_help("Prefill throughput over uncached prompt tokens: (prompt - cached) / ttft."),
+    metric_info::row(metric_id::spec_acceptance, "spec_acceptance", metric_unit::ratio)
+        .with_help("Speculative decoding acceptance rate per request: accepted / drafted.")
+        .with_aliases("acceptance_rate", "spec_acceptance_rate"),
 };
 
 /// The number of metrics (for arrays indexed by `metric_id`).

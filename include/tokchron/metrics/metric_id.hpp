@@ -16,18 +16,25 @@ TOKCHRON_BEGIN_NAMESPACE
 /// Every metric tokchron computes per request (ITL: per output-token gap). The order is the
 /// order of `metric_table`, of CSV columns and of exported families.
 enum class metric_id : std::uint8_t {
-  ttft,                 ///< time to first token from arrival, s
-  ttft_from_send,       ///< time to first token from the actual send, s
-  ttft_from_scheduled,  ///< time to first token from the first scheduling, s
-  tpot,                 ///< time per output token after the first, s
-  itl,                  ///< inter-token latency, one sample per output token after the first, s
-  e2e,                  ///< end-to-end latency, s
-  queue_time,           ///< time from arrival (or queueing) to the first scheduling, s
-  prefill_time,         ///< time from the first scheduling to the first token, s
-  decode_time,          ///< time from the first to the last token, s
-  normalized_latency,   ///< e2e / output tokens, s per token
-  output_rate,          ///< per-request output rate N / e2e, tokens per second
-  fluidity,             ///< Etalon fluidity-index per request, in [0, 1]
+  ttft,                  ///< time to first token from arrival, s
+  ttft_from_send,        ///< time to first token from the actual send, s
+  ttft_from_scheduled,   ///< time to first token from the first scheduling, s
+  tpot,                  ///< time per output token after the first, s
+  itl,                   ///< inter-token latency, one sample per output token after the first, s
+  e2e,                   ///< end-to-end latency, s
+  queue_time,            ///< time from arrival (or queueing) to the first scheduling, s
+  prefill_time,          ///< time from the first scheduling to the first token, s
+  decode_time,           ///< time from the first to the last token, s
+  normalized_latency,    ///< e2e / output tokens, s per token
+  output_rate,           ///< per-request output rate N / e2e, tokens per second
+  fluidity,              ///< Etalon fluidity-index per request, in [0, 1]
+  ttfa,                  ///< time to first answer token (first non-reasoning token) from arrival, s
+  reasoning_time,        ///< first reasoning token to first answer token, s
+  ttst,                  ///< time to second token: its chunk - the first token chunk, s
+  icl,                   ///< inter-chunk latency, one sample per gap between token chunks, s
+  prefill_tps,           ///< prompt tokens / ttft per request, tokens per second
+  uncached_prefill_tps,  ///< (prompt - cached prompt tokens) / ttft, tokens per second
+  spec_acceptance,       ///< speculative tokens accepted / drafted per request, in [0, 1]
 
   // Spellings of earlier versions (same values).
   e2el [[deprecated("use metric_id::e2e")]] = e2e,

@@ -40,10 +40,25 @@ enum class latency_origin : std::uint8_t {
 /// Which streamed chunks a tool treats as "a token arrived" (for TTFT, ITL and response ends).
 enum class chunk_rule : std::uint8_t {
   tokens,         ///< chunks carrying at least one token, whatever their kind
-  choices,        ///< chunks with a choices entry: kinds `text` and `empty` (vLLM)
-  nonempty_text,  ///< chunks with non-empty text: kind `text` only (GenAI-Perf, legacy vLLM)
-  any_response,   ///< every SSE message but `[DONE]`: kinds text, empty, usage (AIPerf)
+  choices,        ///< chunks with a choices entry: kinds `text`, `empty` and `reasoning` (vLLM)
+  nonempty_text,  ///< chunks with non-empty content: kind `text` only (GenAI-Perf, legacy vLLM)
+  any_response,   ///< every SSE message but `[DONE]`: kinds text, empty, usage, reasoning
+  /// chunks whose content or reasoning content is non-empty: kinds `text` and `reasoning`
+  /// (AIPerf: `_parse_chat_common` keeps a delta with either)
+  content_or_reasoning,
 };
+
+/// How a tool measures the time to second token.
+enum class ttst_rule : std::uint8_t {
+  second_token,     ///< the chunk carrying the second token - the first token chunk (0 when the
+                    ///< first chunk carried two or more tokens): tokchron canonical
+  second_response,  ///< the second counted chunk - the first (AIPerf `responses[1] - responses[0]`)
+};
+
+/// The bit of metric `m` in a profile's `extra_metrics` mask.
+[[nodiscard]] constexpr std::uint32_t metric_bit(metric_id m) noexcept {
+  return std::uint32_t{1} << static_cast<unsigned>(m);
+}
 
 /// The event that ends a request's end-to-end latency.
 enum class e2e_end : std::uint8_t {
@@ -201,6 +216,14 @@ struct profile {
   /// TPOT (and the per-request ITL) needs at least two counted chunks besides N > 1 (GenAI-Perf:
   /// `if num_responses > 1 and total_output_token > 1`).
   bool tpot_needs_two_responses;
+  /// Which of the metrics ttfa, reasoning_time, ttst, icl, prefill_tps, uncached_prefill_tps and
+  /// spec_acceptance the tool reports (`metric_bit`s); the others stay empty.
+  std::uint32_t extra_metrics;
+  /// How TTST is measured (when `extra_metrics` has ttst).
+  ttst_rule ttst;
+  /// A request with a non-positive gap between counted chunks gives no ICL sample at all
+  /// (AIPerf's InterChunkLatencyMetric raises ValueError, and the record loses the metric).
+  bool icl_needs_positive_gaps;
   /// The tool prints the median E2E as its mean and the mean as its median (legacy vLLM
   /// `benchmark_serving.py`: `mean_e2el_ms=np.median(...)`, `median_e2el_ms=np.mean(...)`).
   bool swaps_mean_median_e2e;
@@ -210,6 +233,10 @@ struct profile {
   /// its first request whatever the benchmark start, as GenAI-Perf and AIPerf do).
   [[nodiscard]] constexpr bool uses_benchmark_start() const noexcept {
     return duration != duration_rule::origin_to_e2e_end;
+  }
+  /// True when the tool reports metric `m` of `extra_metrics`.
+  [[nodiscard]] constexpr bool reports(metric_id m) const noexcept {
+    return (extra_metrics & metric_bit(m)) != 0;
   }
 };
 
@@ -226,8 +253,18 @@ struct profiled_request {
   std::optional<double> queue_time, prefill_time, decode_time;  ///< canonical engine-side phases
   std::optional<double> output_rate;         ///< tokens/s by the profile's user-rate rule
   std::optional<double> normalized_latency;  ///< e2e / N (N >= 1)
-  std::uint64_t output_tokens = 0;           ///< N by the profile's token source
+  /// The metrics of `profile::extra_metrics`, empty where the profile does not report them.
+  std::optional<double> ttfa;            ///< first counted answer (non-reasoning) chunk - origin
+  std::optional<double> reasoning_time;  ///< first counted answer chunk - first reasoning chunk
+  std::optional<double> ttst;            ///< by the profile's `ttst_rule`
+  std::optional<double> prefill_tps;     ///< prompt tokens / the profile's ttft, tokens/s
+  std::optional<double> uncached_prefill_tps;  ///< (prompt - cached) / the profile's ttft
+  std::optional<double> spec_acceptance;       ///< accepted / drafted speculative tokens
+  std::uint64_t output_tokens = 0;             ///< N by the profile's token source
   std::optional<std::uint64_t> prompt_tokens;
+  /// Tokens of the reasoning chunks, when the request had any (a tool that re-encodes reasoning
+  /// text gets none without it: AIPerf's reasoning_token_count).
+  std::optional<std::uint64_t> reasoning_tokens;
   /// What the profile's quirks did to this request (the run's warnings count them).
   struct quirk_flags {
     std::uint32_t usage_chunks_ignored = 0;  ///< usage-only chunks treated as absent
@@ -243,7 +280,8 @@ struct profiled_request {
 
   using field_type = std::optional<double> profiled_request::*;
   /// The field holding metric `m`, or nullptr (ttft_from_send, ttft_from_scheduled: the
-  /// profile's origin decides TTFT; fluidity: needs deadlines). `itl` is the per-request value
+  /// profile's origin decides TTFT; icl: pooled samples, `for_each_icl`; fluidity: needs
+  /// deadlines). `itl` is the per-request value
   /// of the per-request grains; pooled samples go to the sink of `evaluate`.
   [[nodiscard]] static constexpr field_type field(metric_id m) noexcept {
     switch (m) {
@@ -256,8 +294,15 @@ struct profiled_request {
       case metric_id::decode_time: return &profiled_request::decode_time;
       case metric_id::normalized_latency: return &profiled_request::normalized_latency;
       case metric_id::output_rate: return &profiled_request::output_rate;
+      case metric_id::ttfa: return &profiled_request::ttfa;
+      case metric_id::reasoning_time: return &profiled_request::reasoning_time;
+      case metric_id::ttst: return &profiled_request::ttst;
+      case metric_id::prefill_tps: return &profiled_request::prefill_tps;
+      case metric_id::uncached_prefill_tps: return &profiled_request::uncached_prefill_tps;
+      case metric_id::spec_acceptance: return &profiled_request::spec_acceptance;
       case metric_id::ttft_from_send:
       case metric_id::ttft_from_scheduled:
+      case metric_id::icl:
       case metric_id::fluidity: break;
     }
     return nullptr;
@@ -273,9 +318,12 @@ namespace detail {
 [[nodiscard]] constexpr bool counts(chunk_rule r, std::uint32_t tokens, chunk_kind k) noexcept {
   switch (r) {
     case chunk_rule::tokens: return tokens > 0;
-    case chunk_rule::choices: return k == chunk_kind::text || k == chunk_kind::empty;
+    case chunk_rule::choices:
+      return k == chunk_kind::text || k == chunk_kind::empty || k == chunk_kind::reasoning;
     case chunk_rule::nonempty_text: return k == chunk_kind::text;
     case chunk_rule::any_response: return k != chunk_kind::done;
+    case chunk_rule::content_or_reasoning:
+      return k == chunk_kind::text || k == chunk_kind::reasoning;
   }
   return false;
 }
@@ -371,7 +419,9 @@ template <class Timeline, class Sink>
   // a usage-only chunk. `recent` is where the next ITL gap starts.
   bool have_first = false, have_ttft = false, have_last_any = false, have_done = false,
        have_token = false, have_usage_chunk = false;
-  time_point first{}, last{}, recent{}, last_any{}, done{}, last_token{};
+  time_point first{}, last{}, recent{}, last_any{}, done{}, last_token{}, second{}, answer{},
+      reasoning{};
+  bool have_answer = false, have_reasoning = false;
   std::uint64_t data_chunks = 0, counted = 0;
   for (const auto& c : tl.store().chunks()) {
     if (c.kind == chunk_kind::usage) {
@@ -397,7 +447,14 @@ template <class Timeline, class Sink>
       if (p.gap_from_any_chunk && c.kind != chunk_kind::done) recent = c.time;
       continue;
     }
-    ++counted;
+    if (++counted == 2) second = c.time;
+    if (c.kind == chunk_kind::reasoning) {
+      if (!have_reasoning) reasoning = c.time;
+      have_reasoning = true;
+    } else {
+      if (!have_answer) answer = c.time;
+      have_answer = true;
+    }
     if (!have_ttft) {
       first = c.time;
       have_first = true;
@@ -503,6 +560,27 @@ template <class Timeline, class Sink>
   r.decode_time = opt_sec(decode_time(tl));
   n = r.output_tokens;
   if (r.e2e && n >= 1) r.normalized_latency = *r.e2e / static_cast<double>(n);
+  if (const std::uint64_t k = tl.reasoning_tokens(); k > 0) r.reasoning_tokens = k;
+
+  // The metrics of `extra_metrics`, from the counted chunks and the profile's TTFT.
+  if (p.reports(metric_id::ttfa) && origin && have_answer) r.ttfa = lat(answer - *origin);
+  if (p.reports(metric_id::reasoning_time) && have_answer && have_reasoning && reasoning <= answer)
+    r.reasoning_time = lat(answer - reasoning);
+  if (p.reports(metric_id::ttst)) {
+    if (p.ttst == ttst_rule::second_response) {
+      if (counted >= 2) r.ttst = lat(second - first);
+    } else if (const auto d = ttst(tl)) {
+      r.ttst = lat(*d);
+    }
+  }
+  const auto prompt = tl.prompt_tokens();
+  const auto cached = tl.cached_prompt_tokens();
+  if (r.ttft && *r.ttft > 0 && prompt) {
+    if (p.reports(metric_id::prefill_tps)) r.prefill_tps = static_cast<double>(*prompt) / *r.ttft;
+    if (p.reports(metric_id::uncached_prefill_tps) && cached && *cached <= *prompt)
+      r.uncached_prefill_tps = static_cast<double>(*prompt - *cached) / *r.ttft;
+  }
+  if (p.reports(metric_id::spec_acceptance)) r.spec_acceptance = spec_acceptance(tl);
   if (p.user_rate == user_rate_rule::inverse_tpot) {
     if (r.tpot && *r.tpot > 0) r.output_rate = 1.0 / *r.tpot;
   } else if (r.e2e && *r.e2e > 0 && n >= 1) {
@@ -523,6 +601,41 @@ template <class Timeline, class Sink>
   return detail::evaluate_with_end(
       p, tl, std::forward<Sink>(itl_sink),
       static_cast<std::optional<typename Timeline::time_point>*>(nullptr));
+}
+
+/// Calls `f(gap_seconds)` for each inter-chunk latency sample of `tl` under `p`: the gaps
+/// between consecutive chunks the profile counts, for a request the profile completes, when
+/// the profile reports `icl` (none otherwise, and none at all for the request when
+/// `icl_needs_positive_gaps` and a gap is 0). Returns the number of samples. Needs a store that
+/// keeps chunks; O(chunks), allocates nothing itself (throws only what `f` throws).
+template <class Timeline, class F>
+std::size_t for_each_icl(const profile& p, const Timeline& tl, F&& f) {
+  static_assert(Timeline::store_type::keeps_chunks,
+                "ICL replays every chunk: the timeline needs a full_store");
+  if (!p.reports(metric_id::icl) || !tl.succeeded()) return 0;
+  auto counted = [&](const auto& c) {
+    if (c.kind == chunk_kind::usage && !p.requests_usage) return false;
+    return detail::counts(p.token_chunks, c.tokens, c.kind);
+  };
+  const auto& chunks = tl.store().chunks();
+  for (int pass = p.icl_needs_positive_gaps ? 0 : 1; pass < 2; ++pass) {
+    std::size_t n = 0;
+    bool have_prev = false;
+    typename Timeline::time_point prev{};
+    for (const auto& c : chunks) {
+      if (!counted(c)) continue;
+      if (have_prev) {
+        const auto gap = c.time - prev;
+        if (pass == 0 && gap <= Timeline::duration::zero()) return 0;
+        if (pass == 1) f(detail::tool_seconds(gap, p.arithmetic));
+        ++n;
+      }
+      prev = c.time;
+      have_prev = true;
+    }
+    if (pass == 1) return n;
+  }
+  return 0;
 }
 
 /// `evaluate` without pooled ITL samples.

@@ -61,6 +61,13 @@ inline constexpr profile canonical = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = metric_bit(metric_id::ttfa) | metric_bit(metric_id::reasoning_time) |
+                    metric_bit(metric_id::ttst) | metric_bit(metric_id::icl) |
+                    metric_bit(metric_id::prefill_tps) |
+                    metric_bit(metric_id::uncached_prefill_tps) |
+                    metric_bit(metric_id::spec_acceptance);
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
@@ -101,6 +108,9 @@ inline constexpr profile vllm = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
@@ -184,6 +194,9 @@ inline constexpr profile sglang_openai = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
@@ -240,6 +253,9 @@ inline constexpr profile genai_perf = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = true;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
@@ -251,16 +267,24 @@ inline constexpr profile aiperf = [] {
   p.tool = "AIPerf (aiperf/metrics/types/*)";
   p.description =
       "From the request start; a response is an SSE message whose content or reasoning is "
-      "non-empty (an empty chunk parses to None and is skipped); TTFT and E2E end at the first "
-      "and last such responses; N = re-encode of output and reasoning text (stand-in: the chunk "
-      "token sum); ITL = TPOT = (E2E - TTFT)/(N - 1) as a float, none for N < 2; duration = max "
-      "response - min request, whatever the benchmark start; RPS = valid requests / duration; a "
-      "missing metric makes a request not good. Sends no stream_options.include_usage: a "
-      "usage-only chunk (empty choices) would make `choices[0]` raise, so it is treated as "
-      "absent. aiperf/parsers/openai_parsers.py, aiperf/metrics/types/*, "
-      "ai-dynamo/aiperf@db4f6397d11e.";
+      "non-empty (an empty chunk parses to None and is skipped; kinds text and reasoning); TTFT "
+      "and E2E end at the first and last such responses; N = re-encode of output and reasoning "
+      "text (stand-in: the chunk token sum, reasoning included: OSL); ITL = TPOT = (E2E - "
+      "TTFT)/(N - 1) as a float, none for N < 2; Time to First Output (ttfa) = the first response "
+      "with non-empty content - the request start; TTST = responses[1] - responses[0]; ICL = the "
+      "gaps between consecutive responses, none for a request with a gap <= 0 (ValueError); "
+      "prefill throughput = ISL / TTFT; reasoning token count = re-encode of the reasoning text "
+      "(stand-in: the reasoning chunks' token sum), none without reasoning; a failed request has "
+      "none of them; duration = max response - min request, whatever the benchmark start; RPS = "
+      "valid requests / duration; a missing metric makes a request not good. Sends no "
+      "stream_options.include_usage: a usage-only chunk (empty choices) would make `choices[0]` "
+      "raise, so it is treated as absent. aiperf/parsers/openai_parsers.py, "
+      "aiperf/parsers/inference_result_parser.py, aiperf/metrics/types/ (ttst_metric.py, "
+      "inter_chunk_latency_metric.py, prefill_throughput.py, reasoning_token_count.py) at "
+      "ai-dynamo/aiperf@db4f6397d11e; time_to_first_output_metric.py at "
+      "ai-dynamo/aiperf@6b702008c853.";
   p.origin = latency_origin::send;
-  p.token_chunks = chunk_rule::nonempty_text;
+  p.token_chunks = chunk_rule::content_or_reasoning;
   p.zero_ttft_is_unset = false;
   p.needs_first_response = true;
   p.end = e2e_end::last_counted_chunk;
@@ -281,6 +305,10 @@ inline constexpr profile aiperf = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = metric_bit(metric_id::ttfa) | metric_bit(metric_id::ttst) |
+                    metric_bit(metric_id::icl) | metric_bit(metric_id::prefill_tps);
+  p.ttst = ttst_rule::second_response;
+  p.icl_needs_positive_gaps = true;
   p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
@@ -323,6 +351,9 @@ inline constexpr profile llmperf = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
@@ -364,6 +395,9 @@ inline constexpr profile trtllm_bench = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
   return p;
 }();
@@ -406,6 +440,9 @@ inline constexpr profile gpt_manager_benchmark = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::float_ms;
   return p;
 }();
@@ -450,6 +487,9 @@ inline constexpr profile mlperf = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::int64_ns;
   return p;
 }();

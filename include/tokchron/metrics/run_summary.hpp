@@ -100,7 +100,14 @@ struct run_summary {
   /// samples (per chunk or per token) or holds one value per request (per-request grains);
   /// `output_rate` is the per-user tokens/s of the profile's rule.
   distribution ttft, tpot, itl, e2e, queue_time, prefill_time, decode_time, output_rate;
-  distribution prompt_lengths, output_lengths;    ///< tokens, completed requests
+  /// The metrics of the profile's `extra_metrics` (empty for the others): time to first answer
+  /// token, reasoning time, TTST, pooled inter-chunk latencies, prefill throughputs, speculative
+  /// acceptance.
+  distribution ttfa, reasoning_time, ttst, icl, prefill_tps, uncached_prefill_tps, spec_acceptance;
+  distribution prompt_lengths, output_lengths;  ///< tokens, completed requests
+  /// Reasoning tokens of the completed requests that had any (AIPerf's reasoning_token_count).
+  distribution reasoning_lengths;
+  std::uint64_t reasoning_tokens = 0;  ///< sum of reasoning tokens over completed requests
   std::vector<profiled_request> requests_detail;  ///< when `keep_requests`
   /// Further named values added by later stages (goodput, SLA attainment), in output order.
   std::vector<std::pair<std::string, std::optional<double>>> extra;
@@ -134,6 +141,13 @@ struct run_summary {
       case metric_id::prefill_time: return &prefill_time;
       case metric_id::decode_time: return &decode_time;
       case metric_id::output_rate: return &output_rate;
+      case metric_id::ttfa: return &ttfa;
+      case metric_id::reasoning_time: return &reasoning_time;
+      case metric_id::ttst: return &ttst;
+      case metric_id::icl: return &icl;
+      case metric_id::prefill_tps: return &prefill_tps;
+      case metric_id::uncached_prefill_tps: return &uncached_prefill_tps;
+      case metric_id::spec_acceptance: return &spec_acceptance;
       default: return nullptr;
     }
   }
@@ -148,6 +162,13 @@ struct run_summary {
                                        metric_id::itl,         metric_id::e2e,
                                        metric_id::queue_time,  metric_id::prefill_time,
                                        metric_id::decode_time, metric_id::output_rate};
+  /// The metrics a run summary also keeps, which reports show only when some request measured
+  /// them (reasoning, prompt caching, speculative decoding, and what only some tools report).
+  static constexpr metric_id kept_when_measured[] = {
+      metric_id::ttfa,           metric_id::reasoning_time,
+      metric_id::ttst,           metric_id::icl,
+      metric_id::prefill_tps,    metric_id::uncached_prefill_tps,
+      metric_id::spec_acceptance};
 };
 
 /// The warnings of `s`: each quirk of the profile's tool, or decision where the tool would crash
@@ -334,6 +355,17 @@ class run_summarizer {
     push(decode_, r.decode_time);
     push(rate_, r.output_rate);
     if (!r.output_rate) ++rate_invalid_;  // no rate (zero E2E, no tokens): counted, not lost
+    push(ttfa_, r.ttfa);
+    push(reasoning_, r.reasoning_time);
+    push(ttst_, r.ttst);
+    push(prefill_tps_, r.prefill_tps);
+    push(uncached_tps_, r.uncached_prefill_tps);
+    push(spec_, r.spec_acceptance);
+    if (r.reasoning_tokens) {
+      reasoning_tokens_ += *r.reasoning_tokens;
+      reasoning_len_.push_back(static_cast<double>(*r.reasoning_tokens));
+    }
+    for_each_icl(*p_, tl, [this](double g) { icl_.push_back(g); });
   }
 
   /// The summary of everything added so far (the summarizer can keep accumulating). Copies the
@@ -420,6 +452,7 @@ class run_summarizer {
     s.peak_concurrency = peak_in_flight();
     s.tpot.invalid = tpot_invalid_;
     s.output_rate.invalid = rate_invalid_;
+    s.reasoning_tokens = reasoning_tokens_;
     const std::pair<std::vector<double>*, distribution*> all[] = {
         {&ttft_, &s.ttft},
         {&tpot_, &s.tpot},
@@ -430,7 +463,16 @@ class run_summarizer {
         {&decode_, &s.decode_time},
         {&rate_, &s.output_rate},
         {&prompt_len_, &s.prompt_lengths},
-        {&output_len_, &s.output_lengths}};
+        {&output_len_, &s.output_lengths},
+        {&ttfa_, &s.ttfa},
+        {&reasoning_, &s.reasoning_time},
+        {&ttst_, &s.ttst},
+        {&icl_, &s.icl},
+        {&prefill_tps_, &s.prefill_tps},
+        {&uncached_tps_, &s.uncached_prefill_tps},
+        {&spec_, &s.spec_acceptance},
+        {&reasoning_len_, &s.reasoning_lengths}};
+    const std::size_t itl_job = jobs.size() + 2;  // the third entry of `all`
     for (const auto& [samples, out] : all) {
       jobs.push_back(detail::distribution_job{samples, p_, &o_.percentiles, out});
       jobs.back().tool_mean =
@@ -438,8 +480,8 @@ class run_summarizer {
       jobs.back().swap_mean_median = samples == &e2el_ && p.swaps_mean_median_e2e;
     }
     if (!candidates_.empty())  // the pooled ITL samples are another summarizer's: share them
-      jobs[jobs.size() - 8].samples = const_cast<std::vector<double>*>(&itl_view());
-    jobs[jobs.size() - 8].runs = &itl_runs_view();
+      jobs[itl_job].samples = const_cast<std::vector<double>*>(&itl_view());
+    jobs[itl_job].runs = &itl_runs_view();
     s.requests_detail = std::move(requests_detail_);
     requests_detail_.clear();
   }
@@ -601,6 +643,9 @@ class run_summarizer {
   std::vector<time_point> ends_;  // every request's end (last_issued_to_end only)
   run_summary::quirk_counts quirks_;
   std::vector<std::pair<time_point, time_point>> spans_;
+  std::vector<double> ttfa_, reasoning_, ttst_, icl_, prefill_tps_, uncached_tps_, spec_,
+      reasoning_len_;
+  std::uint64_t reasoning_tokens_ = 0;
   std::vector<double> ttft_, tpot_, itl_, e2el_, queue_, prefill_, decode_, rate_, prompt_len_,
       output_len_;
   std::vector<profiled_request> requests_detail_;

@@ -489,6 +489,8 @@ class slo_distributions {
       auto& itl = e_[static_cast<std::size_t>(slo_metric::itl)];
       for_each_itl_per_token(
           tl, [&](auto gap, std::uint64_t n) { add_run(itl, value(to_seconds(gap)), n); });
+      auto& icl = e_[static_cast<std::size_t>(slo_metric::icl)];
+      for_each_itl_per_chunk(tl, [&](auto gap) { icl.add(value(to_seconds(gap))); });
       if (fluidity_) {
         fluidity_counter c(*fluidity_);
         if (detail::for_each_token_chunk_gap(
@@ -508,7 +510,7 @@ class slo_distributions {
   }
   /// Records one request as a profile saw it (`evaluate(profile, timeline, ...)`): its TTFT
   /// origin, TPOT rule and per-user rate. ITL (pooled per chunk or token by the profile) goes
-  /// through `add(slo_metric::itl, gap)`.
+  /// through `add(slo_metric::itl, gap)`, ICL (`for_each_icl`) through `add(slo_metric::icl, gap)`.
   void add(const profiled_request& p) noexcept {
     if (!p.completed) {
       ++failed_;

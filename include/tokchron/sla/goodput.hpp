@@ -15,12 +15,14 @@
 /// load point).
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokchron/config.hpp"
@@ -36,10 +38,29 @@ struct request_slo {
   std::optional<double> ttft_s;
   std::optional<double> tpot_s;
   std::optional<double> e2e_s;
+  /// Limits on the other per-request time metrics of metric_table (`ttfa`, `reasoning_time`,
+  /// `ttst`, `queue_time`, ...), indexed by `metric_id`; ttft, tpot and e2e use the fields above.
+  std::array<std::optional<double>, metric_count> other{};
 
-  /// Parses "ttft:1.5s,tpot:100ms,e2e:10s" (any subset, each once; '=' also separates; a
-  /// name may be any alias of metric_table, such as vLLM's "e2el"). Throws
-  /// std::invalid_argument naming the offending part.
+  /// Whether metric `m` can take a per-request limit: a time metric that `request_metrics`
+  /// holds (not the pooled itl and icl).
+  [[nodiscard]] static constexpr bool limitable(metric_id m) noexcept {
+    return is_time_metric(m) && request_metrics::field(m) != nullptr;
+  }
+  /// The limit on `m` (seconds), if set.
+  [[nodiscard]] const std::optional<double>& limit(metric_id m) const noexcept {
+    if (m == metric_id::ttft) return ttft_s;
+    if (m == metric_id::tpot) return tpot_s;
+    if (m == metric_id::e2e) return e2e_s;
+    return other[static_cast<std::size_t>(m)];
+  }
+  [[nodiscard]] std::optional<double>& limit(metric_id m) noexcept {
+    return const_cast<std::optional<double>&>(std::as_const(*this).limit(m));
+  }
+
+  /// Parses "ttft:1.5s,tpot:100ms,e2e:10s,ttfa:3s" (any subset of the `limitable` metrics, each
+  /// once; '=' also separates; a name may be any alias of metric_table, such as vLLM's "e2el").
+  /// Throws std::invalid_argument naming the offending part.
   [[nodiscard]] static request_slo parse(std::string_view text);
   /// "ttft:1.5s,tpot:100ms".
   [[nodiscard]] std::string to_string() const {
@@ -55,6 +76,9 @@ struct request_slo {
     put(metric_id::ttft, ttft_s);
     put(metric_id::tpot, tpot_s);
     put(metric_id::e2e, e2e_s);
+    for (const auto& d : metric_table)
+      if (d.id != metric_id::ttft && d.id != metric_id::tpot && d.id != metric_id::e2e)
+        put(d.id, limit(d.id));
     return s;
   }
 };
@@ -88,16 +112,12 @@ struct request_slo_parse_result {
       return fail(b, item.size(), "expected name:value such as ttft:1.5s");
     std::string_view name = item.substr(0, colon);
     while (!name.empty() && detail::is_space(name.back())) name.remove_suffix(1);
-    std::optional<double>* slot = nullptr;
     const auto m = metric_from_name(name);
-    if (m == metric_id::ttft)
-      slot = &r.value.ttft_s;
-    else if (m == metric_id::tpot)
-      slot = &r.value.tpot_s;
-    else if (m == metric_id::e2e)
-      slot = &r.value.e2e_s;
-    else
-      return fail(b, name.size(), "unknown per-request limit: expected ttft, tpot or e2e");
+    if (!m || !request_slo::limitable(*m))
+      return fail(b, name.size(),
+                  "unknown per-request limit: expected a per-request time metric (ttft, tpot, "
+                  "e2e, ttfa, reasoning_time, ttst, queue_time, ...)");
+    std::optional<double>* slot = &r.value.limit(*m);
     if (*slot) return fail(b, name.size(), "limit given twice");
     // Reuse the objective parser for the value and its unit.
     std::size_t vb = colon + 1;
@@ -165,6 +185,8 @@ struct goodput_result {
   std::uint64_t completed = 0;                                     ///< of which succeeded
   std::uint64_t good = 0;                                          ///< of which met every limit
   std::uint64_t missed_ttft = 0, missed_tpot = 0, missed_e2e = 0;  ///< per limit
+  /// Misses of the other limits (`request_slo::other`), indexed by `metric_id`.
+  std::array<std::uint64_t, metric_count> missed_other{};
   std::uint64_t missing = 0;  ///< not good only because a limited metric was undefined
   double duration_s = 0;
 
@@ -208,6 +230,10 @@ class goodput_counter {
     check(slo_.ttft_s, m.ttft, r_.missed_ttft);
     check(slo_.tpot_s, m.tpot, r_.missed_tpot);
     check(slo_.e2e_s, m.e2e, r_.missed_e2e);
+    for (const auto& d : metric_table) {
+      const auto i = static_cast<std::size_t>(d.id);
+      if (slo_.other[i]) check(slo_.other[i], m.value(d.id), r_.missed_other[i]);
+    }
     if (good)
       ++r_.good;
     else if (!limit_missed)
@@ -218,9 +244,8 @@ class goodput_counter {
   bool add(const profiled_request& p) noexcept {
     request_metrics m;
     m.succeeded = p.completed;
-    m.ttft = p.ttft;
-    m.tpot = p.tpot;
-    m.e2e = p.e2e;
+    for (const auto& d : metric_table)  // every metric both hold, as the profile saw it
+      if (const auto f = request_metrics::field(d.id)) m.*f = p.value(d.id);
     return add(m);
   }
   /// Records a finished timeline (unfinished ones are ignored and return false).

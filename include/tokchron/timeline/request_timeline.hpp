@@ -200,6 +200,23 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   [[nodiscard]] std::optional<time_point> last_token_time() const noexcept {
     return store_.last_token_time();
   }
+  /// The chunk that carried the second output token (the first token chunk when it carried
+  /// two or more).
+  [[nodiscard]] std::optional<time_point> second_token_time() const noexcept {
+    return store_.second_token_time();
+  }
+  /// The first chunk carrying answer tokens (any kind but `reasoning`).
+  [[nodiscard]] std::optional<time_point> first_answer_token_time() const noexcept {
+    return store_.first_answer_token_time();
+  }
+  /// The first chunk carrying reasoning tokens.
+  [[nodiscard]] std::optional<time_point> first_reasoning_token_time() const noexcept {
+    return store_.first_reasoning_token_time();
+  }
+  /// Tokens over the reasoning chunks (part of `output_tokens()`).
+  [[nodiscard]] std::uint64_t reasoning_tokens() const noexcept {
+    return store_.reasoning_tokens();
+  }
   /// How many recording calls were refused (misuse), and the most recent refusal.
   [[nodiscard]] std::uint32_t misuse_count() const noexcept { return misuses_; }
   [[nodiscard]] record_status last_misuse() const noexcept { return last_misuse_; }

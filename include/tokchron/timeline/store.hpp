@@ -9,9 +9,11 @@
 /// of one request on that clock. Two policies ship:
 ///  - `full_store<Allocator>` keeps every chunk (16 bytes each), so per-chunk and per-token ITL
 ///    can be computed afterwards and any tool's definition can be replayed;
-///  - `streaming_store<Sink>` keeps O(1) state (first/last token, counts, largest gap) and hands
+///  - `streaming_store<Sink>` keeps O(1) state (first/second/last token, first answer and first
+///    reasoning token, counts, largest gap) and hands
 ///    each inter-token gap to `Sink` as it happens, for servers that cannot keep every token.
-/// Both give identical TTFT, TPOT, E2E, queue, prefill and decode times for the same events.
+/// Both give identical TTFT, TTFA, reasoning time, TTST, TPOT, E2E, queue, prefill and decode
+/// times for the same events.
 
 #include <chrono>
 #include <cstddef>
@@ -77,6 +79,24 @@ class store_counters {
   [[nodiscard]] std::optional<time_point> last_chunk_time() const noexcept {
     return chunks_ ? std::optional<time_point>(last_chunk_) : std::nullopt;
   }
+  /// Arrival of the chunk carrying the second output token: the first token chunk when it
+  /// carried two or more tokens, else the next token chunk (empty with fewer than two tokens).
+  [[nodiscard]] std::optional<time_point> second_token_time() const noexcept {
+    if (first_tokens_ > 1) return first_token_;
+    return token_chunks_ > 1 ? std::optional<time_point>(second_token_) : std::nullopt;
+  }
+  /// Arrival of the first chunk carrying answer tokens: tokens of any kind but `reasoning`.
+  [[nodiscard]] std::optional<time_point> first_answer_token_time() const noexcept {
+    return answer_chunks_ ? std::optional<time_point>(first_answer_) : std::nullopt;
+  }
+  /// Arrival of the first chunk carrying reasoning tokens (kind `reasoning`).
+  [[nodiscard]] std::optional<time_point> first_reasoning_token_time() const noexcept {
+    return reasoning_chunks_ ? std::optional<time_point>(first_reasoning_) : std::nullopt;
+  }
+  /// Tokens over all `reasoning` chunks (part of `output_tokens()`).
+  [[nodiscard]] std::uint64_t reasoning_tokens() const noexcept { return reasoning_tokens_; }
+  /// Chunks of kind `reasoning` that carried at least one token.
+  [[nodiscard]] std::uint32_t reasoning_chunk_count() const noexcept { return reasoning_chunks_; }
   /// The largest gap between consecutive token chunks (empty with fewer than two).
   [[nodiscard]] std::optional<duration> max_token_gap() const noexcept {
     return token_chunks_ > 1 ? std::optional<duration>(max_gap_) : std::nullopt;
@@ -94,7 +114,7 @@ class store_counters {
   }
   /// Counts a chunk; returns the gap since the previous token chunk when this one carries tokens
   /// and is not the first (duration::zero() otherwise).
-  duration count(time_point t, std::uint32_t tokens) noexcept {
+  duration count(time_point t, std::uint32_t tokens, chunk_kind kind) noexcept {
     if (chunks_++ == 0) first_chunk_ = t;
     last_chunk_ = t;
     duration gap = duration::zero();
@@ -103,21 +123,30 @@ class store_counters {
         first_token_ = t;
         first_tokens_ = tokens;
       } else {
+        if (token_chunks_ == 2) second_token_ = t;
         gap = t - last_token_;
         if (gap > max_gap_) max_gap_ = gap;
       }
       last_token_ = t;
       tokens_ += tokens;
+      if (kind == chunk_kind::reasoning) {
+        if (reasoning_chunks_++ == 0) first_reasoning_ = t;
+        reasoning_tokens_ += tokens;
+      } else if (answer_chunks_++ == 0) {
+        first_answer_ = t;
+      }
     }
     return gap;
   }
   void count_preemption() noexcept { ++preemptions_; }
 
  private:
-  time_point first_chunk_{}, last_chunk_{}, first_token_{}, last_token_{};
+  time_point first_chunk_{}, last_chunk_{}, first_token_{}, last_token_{}, second_token_{},
+      first_answer_{}, first_reasoning_{};
   duration max_gap_ = duration::zero();
-  std::uint64_t tokens_ = 0;
-  std::uint32_t chunks_ = 0, token_chunks_ = 0, first_tokens_ = 0, preemptions_ = 0;
+  std::uint64_t tokens_ = 0, reasoning_tokens_ = 0;
+  std::uint32_t chunks_ = 0, token_chunks_ = 0, first_tokens_ = 0, preemptions_ = 0,
+                answer_chunks_ = 0, reasoning_chunks_ = 0;
 };
 }  // namespace detail
 
@@ -203,7 +232,7 @@ record_status full_store<Allocator>::bind<Clock>::add_chunk(time_point t, std::u
   if (record_status s = this->check(tokens); s != record_status::ok) return s;
   TOKCHRON_TRY { chunks_.push_back(chunk_type{t, tokens, kind}); }
   TOKCHRON_CATCH_ALL { return record_status::out_of_memory; }
-  this->count(t, tokens);
+  this->count(t, tokens, kind);
   return record_status::ok;
 }
 template <class Allocator>
@@ -242,10 +271,10 @@ struct streaming_store {
     [[nodiscard]] Sink& sink() noexcept { return sink_; }
     [[nodiscard]] const Sink& sink() const noexcept { return sink_; }
 
-    record_status add_chunk(time_point t, std::uint32_t tokens, chunk_kind) noexcept {
+    record_status add_chunk(time_point t, std::uint32_t tokens, chunk_kind kind) noexcept {
       if (record_status s = this->check(tokens); s != record_status::ok) return s;
       const bool first = this->token_chunk_count() == 0;
-      const duration gap = this->count(t, tokens);
+      const duration gap = this->count(t, tokens, kind);
       if (tokens > 0) {
         if (!first)
           sink_(gap, tokens);
