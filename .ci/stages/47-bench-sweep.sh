@@ -1,10 +1,11 @@
 # tokchron-bench against `batching-executor serve` on 127.0.0.1 (docs/tokchron-bench.md, "Client
-# and server agree"): a short open-loop sweep (three rates, 2 s each) with an objective, while
-# bad requests and a client that disconnects mid-stream hit the same server. Then the client's
-# report and traces, the server's trace and a scrape of its /metrics (vLLM names) must agree:
-# request and token counts exactly, the histograms' buckets exactly with the server trace, and
-# the latency quantiles within the client/server difference the page states
-# (examples/tokchron_bench/tests/check_sweep.py). The report must end with the capacity
+# and server agree"): a short open-loop sweep (three rates, 2 s each) with an objective, the
+# answers a quarter reasoning and the prompts sharing a cached prefix, while bad requests and a
+# client that disconnects mid-stream hit the same server. Then the client's report and traces,
+# the server's trace and a scrape of its /metrics (vLLM names) must agree: request, token,
+# reasoning-token and cached-token counts exactly, the histograms' buckets exactly with the
+# server trace, and the latency quantiles within the client/server difference the page states
+# (examples/tokchron_bench/tests/check_sweep.py). The sweep must end with the capacity
 # planner's pick. Everything started here is stopped on exit, failure included.
 need_pkgs curl python3
 tc_scratch  # $work, and $pids: stopped on exit
@@ -15,19 +16,13 @@ cmake --build "$dir" -j "$(tc_jobs)" --target tokchron-bench >&2
 bx=$dir/examples/batching_executor/batching-executor
 bench=$dir/examples/tokchron_bench/tokchron-bench
 
-echo "--- serve on 127.0.0.1 (sim h200 in real time, vLLM metric names)"
+echo "--- serve on 127.0.0.1 (sim h200 in real time, vLLM metric names, reasoning, prefix cache)"
 "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim --names vllm \
-  --max-body 65536 --trace-out "$work/server.jsonl" >"$work/serve.log" 2>&1 &
+  --max-body 65536 --reasoning-fraction 0.25 --shared-prefix 32 --enable-prompt-tokens-details \
+  --trace-out "$work/server.jsonl" >"$work/serve.log" 2>&1 &
 server=$!
 pids+=("$server")
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$work/serve.log"; exit 1; }
-base=http://127.0.0.1:$port
+base=$(tc_serve_url "$work/serve.log")
 
 # While the sweep runs: four bad requests (each must get its status and the OpenAI error
 # object) and one stream the client abandons after 0.3 s (the server must abort it).
@@ -66,14 +61,15 @@ echo "--- tokchron-bench --sweep rate=5,10,20 (2 s each), chat, keep-alive, with
 "$bench" --url "$base" --endpoint chat --model tokchron-sim --sweep rate=5,10,20 --duration 2 \
   --prompt-len uniform:16,256 --output-len uniform:8,32 --seed 11 --request-timeout 60 \
   --keep-alive on \
-  --profile canonical --format csv --slo 'p50(ttft) < 5s' --progress never \
-  --trace-out "$work/client.jsonl" >"$work/report.csv" 2>"$work/bench.err" ||
-  { echo "tokchron-bench exited with $?"; cat "$work/bench.err" "$work/report.csv"; exit 1; }
+  --profile canonical --format json --slo 'p50(ttft) < 5s' --progress never \
+  --trace-out "$work/client.jsonl" >"$work/report.json" 2>"$work/bench.err" ||
+  { echo "tokchron-bench exited with $?"; cat "$work/bench.err" "$work/report.json"; exit 1; }
 wait "$helper" || { echo "the bad requests or the disconnect went wrong"; exit 1; }
 [ -f "$work/misbehave.done" ] || exit 1
-cat "$work/report.csv"
-grep -q '^  choice: #3 rate=20 at ' "$work/report.csv" ||
-  { echo "the report does not end with the planner's pick of rate=20"; exit 1; }
+# With --format json the planner's lines go to standard error, after the sweep.
+cat "$work/bench.err"
+grep -q '^  choice: #3 rate=20 at ' "$work/bench.err" ||
+  { echo "the sweep does not end with the planner's pick of rate=20"; exit 1; }
 
 echo "--- scrape /metrics, stop the server (SIGINT writes its trace) and compare"
 curl -fsS "$base/metrics" >"$work/metrics.txt"
@@ -82,5 +78,5 @@ kill -INT "$server"
 wait "$server" || { echo "serve exited with $?"; cat "$work/serve.log"; exit 1; }
 pids=()
 python3 "$TOKCHRON_ROOT/examples/tokchron_bench/tests/check_sweep.py" \
-  --report "$work/report.csv" --server-trace "$work/server.jsonl" --metrics "$work/metrics.txt" \
-  --id-prefix chatcmpl- --aborted 1 --client-traces "$work"/client.rate=*.jsonl
+  --report "$work/report.json" --server-trace "$work/server.jsonl" --metrics "$work/metrics.txt" \
+  --id-prefix chatcmpl- --aborted 1 --expect-reasoning --expect-cached --client-traces "$work"/client.rate=*.jsonl

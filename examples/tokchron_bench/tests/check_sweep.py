@@ -3,15 +3,18 @@
 """Checks that tokchron-bench's view of a run and `batching-executor serve`'s agree
 (docs/tokchron-bench.md, "Client and server agree"; CI stage 47-bench-sweep).
 
-Inputs: tokchron-bench's report (`--format csv --profile canonical`, one block per sweep point,
-each after a `== NAME = V ==` line), its traces (one per point), the server's trace and a scrape
+Inputs: tokchron-bench's report (`--format json --profile canonical`, one JSON document per
+sweep point, each after a `== NAME = V ==` line), its traces (one per point), the server's trace and a scrape
 of the server's /metrics with vLLM names, taken after the run. The server also saw `--aborted`
 requests that a client abandoned mid-stream, and bad requests that must be in none of them.
 
 Exact: requests (report = client traces = server trace - aborted = the /metrics counter by
 finish reason), every client request joined to one server record by id, prompt and output
-tokens per request (client usage = client chunks = server chunks) and in the counters, the
-histogram counts, and every bucket's cumulative count against the server trace's values.
+tokens per request (client usage = client chunks = server chunks) and in the report and the
+counters, reasoning tokens (client reasoning chunks = server reasoning chunks = both usages, and
+the report's sum) and cached prompt tokens (client usage = server), the histogram counts, and
+every bucket's cumulative count against the server trace's values. The live metrics have no
+reasoning or prefix-cache counter; `vllm:generation_tokens_total` includes reasoning tokens.
 
 Bounded: each request's client TTFT (and E2E) exceeds the server's by d = the client's send lag
 + connect and request transfer + the answer's way back (its bytes written, the loopback, the
@@ -69,19 +72,24 @@ def linear_quantile(values, p):
 
 
 def read_report(path):
-    """{point: {metric: value}} from the CSV blocks; the planner's lines are skipped."""
-    points, cur = {}, None
+    """{point: the report's JSON object} from the blocks after each `== NAME = V ==` line."""
+    points, name, text = {}, None, []
+
+    def close():
+        if name is not None:
+            try:
+                points[name] = json.loads("".join(text))
+            except ValueError as e:
+                fail(f"{path}: the report of point {name} is not JSON: {e}")
+
     for line in open(path):
-        line = line.rstrip("\n")
-        m = re.match(r"^== (\S+) = (\S+) ==$", line)
+        m = re.match(r"^== (\S+) = (\S+) ==$", line.rstrip("\n"))
         if m:
-            cur = points.setdefault(m.group(2), {})
-            continue
-        if cur is None or "," not in line or line.startswith("metric,"):
-            continue
-        name, value = line.split(",", 1)
-        if value != "" and re.match(r"^-?[0-9.eE+-]+$", value):
-            cur[name] = float(value)
+            close()
+            name, text = m.group(2), []
+        else:
+            text.append(line)
+    close()
     return points
 
 
@@ -159,6 +167,10 @@ def main():
     ap.add_argument("--id-prefix", default="chatcmpl-",
                     help="the server trace's id is this + the client's X-Request-Id")
     ap.add_argument("--aborted", type=int, default=0, help="streams a client abandoned")
+    ap.add_argument("--expect-reasoning", action="store_true",
+                    help="some request must stream reasoning")
+    ap.add_argument("--expect-cached", action="store_true",
+                    help="some request must report cached prompt tokens")
     ap.add_argument("--bound-ms", type=float, default=50.0,
                     help="the largest client - server TTFT/E2E difference accepted")
     a = ap.parse_args()
@@ -209,8 +221,10 @@ def main():
 
     # ---- tokens, exactly; and the per-request differences
     d_ttft, d_e2e = [], []
+    totals = defaultdict(int)
     for v, recs in clients.items():
         srv_ttft, srv_e2e, d_point = [], [], []
+        point = defaultdict(int)
         for c in recs:
             s = by_id.get(a.id_prefix + str(c.get("id")))
             if s is None:
@@ -222,6 +236,22 @@ def main():
             if c.get("prompt_tokens") != s.get("prompt_tokens"):
                 fail(f"request {c['id']}: prompt tokens {c.get('prompt_tokens')} (client), "
                      f"{s.get('prompt_tokens')} (server)")
+            cr = sum(ch[1] for ch in c["chunks"] if len(ch) > 2 and ch[2] == "reasoning")
+            sr = sum(ch[1] for ch in s["chunks"] if len(ch) > 2 and ch[2] == "reasoning")
+            if not (cr == sr == c.get("usage_reasoning_tokens", 0) ==
+                    s.get("usage_reasoning_tokens", 0)):
+                fail(f"request {c['id']}: reasoning tokens: client chunks {cr}, usage "
+                     f"{c.get('usage_reasoning_tokens')}; server chunks {sr}, usage "
+                     f"{s.get('usage_reasoning_tokens')}")
+            # vLLM (and serve) leave prompt_tokens_details out when nothing was cached.
+            if c.get("cached_prompt_tokens", 0) != s.get("cached_prompt_tokens", 0):
+                fail(f"request {c['id']}: cached prompt tokens {c.get('cached_prompt_tokens')} "
+                     f"(client usage), {s.get('cached_prompt_tokens')} (server)")
+            totals["reasoning"] += cr
+            totals["cached"] += c.get("cached_prompt_tokens", 0)
+            point["output"] += ct
+            point["input"] += c.get("prompt_tokens", 0)
+            point["reasoning"] += cr
             c_ttft = first_token_time(c) - c.get("arrival", c["send"])
             s_ttft = first_token_time(s) - s.get("arrival", s["send"])
             c_e2e = c["end"] - c.get("arrival", c["send"])
@@ -231,16 +261,21 @@ def main():
             d_point += [c_ttft - s_ttft, c_e2e - s_e2e]
             srv_ttft.append(s_ttft)
             srv_e2e.append(s_e2e)
+        rep = report[v]
+        for key, want in (("output_tokens", point["output"]), ("input_tokens", point["input"]),
+                          ("reasoning_tokens", point["reasoning"])):
+            if rep.get(key, 0) != want:
+                fail(f"point {v}: the report's {key} {rep.get(key)}, the traces {want}")
         # The report's quantiles (the client's) against the server trace's, this point.
         dmax = max(d_point)
         for metric, values in (("ttft", srv_ttft), ("e2e", srv_e2e)):
             for p in (50, 90, 99):
-                key = f"{metric}.p{p}"
-                if key not in report[v]:
-                    fail(f"point {v}: the report has no {key}")
-                diff = report[v][key] - linear_quantile(values, p)
+                got = rep.get("metrics", {}).get(metric, {}).get(f"p{p}")
+                if got is None:
+                    fail(f"point {v}: the report has no {metric} p{p}")
+                diff = got - linear_quantile(values, p)
                 if not -TOL <= diff <= dmax + TOL:
-                    fail(f"point {v}: report {key} {report[v][key]:.6f} s, server "
+                    fail(f"point {v}: report {metric} p{p} {got:.6f} s, server "
                          f"{linear_quantile(values, p):.6f} s: difference {diff * 1e3:.3f} ms "
                          f"outside [0, {dmax * 1e3:.3f}] ms")
     gen = series(metrics, "vllm:generation_tokens_total")
@@ -250,8 +285,13 @@ def main():
     want_prompt = sum(r.get("prompt_tokens", 0) for r in server if first_token_time(r) is not None)
     if prompt != want_prompt:
         fail(f"vllm:prompt_tokens_total {prompt:g}, server trace {want_prompt}")
+    if a.expect_reasoning and totals["reasoning"] == 0:
+        fail("no request streamed reasoning")
+    if a.expect_cached and totals["cached"] == 0:
+        fail("no request reported cached prompt tokens")
     print(f"  tokens: output {gen:g}, prompt {prompt:g}: /metrics = server trace; per request "
-          f"client usage = client chunks = server chunks")
+          f"client usage = client chunks = server chunks; reasoning {totals['reasoning']} and "
+          f"cached prompt {totals['cached']}: client = server = report")
 
     # ---- latency: histograms against the server trace; client - server within the bound
     started = [r for r in server if first_token_time(r) is not None]
