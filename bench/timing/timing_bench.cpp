@@ -7,15 +7,17 @@
 // delivery, the client's wake-up and its queueing behind other streams). The error of a TTFT is
 // d of the first text chunk; the error of an ITL is the difference of two consecutive d.
 //
-//   BM_stream_timing/N/T: N concurrent streams (closed loop, N users, one request each), T
-//     client I/O threads; counters p99_ttft_err_us, p99_itl_err_us (targets: <= 50 us at N =
-//     10, <= 200 us at N = 1000), the maxima, and failed.
-//   BM_send_lag/R/K: an open loop at R requests/s for 3 s, K = 1 with keep-alive; counter
+//   BM_stream_timing/N/T/B: N concurrent streams (closed loop, N users, one request each), T
+//     client I/O threads, B = 1 busy polling; counters p99_ttft_err_us, p99_itl_err_us (targets:
+//     <= 50 us at N = 10, <= 200 us at N = 1000), the maxima, and failed.
+//   BM_send_lag/R/K/B: an open loop at R requests/s for 3 s, K = 1 with keep-alive, B = 1 busy
+//     polling; counter
 //     p99_send_lag_us, the P99 of actual send - intended send (target <= 1000 us at 500/s), and
 //     p50_ttft_us, the median TTFT from the actual send of a 1-token answer the server writes at
 //     once: the loopback round trip, with K = 0 also the TCP handshake.
 //
-// Run: tokchron_timing_bench --benchmark_counters_tabular=true
+// A failed request's reason is the benchmark's label. Run:
+//   tokchron_timing_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
