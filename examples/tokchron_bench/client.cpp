@@ -389,10 +389,13 @@ class session : public std::enable_shared_from_this<session> {
     if (ec && retry_on_new_connection()) return;
     if (ec) {
       if (ec == net::error::eof || ec == http::error::end_of_stream) {
-        // A close-delimited body ends here; anything else ended early.
-        beast::error_code pe;
-        parser_.put_eof(pe);
-        if (!pe && parser_.is_done()) return end_of_body(t);
+        // A close-delimited body ends here; anything else ended early (Beast's put_eof needs
+        // a response begun: a server that closes before its first byte is a failure too).
+        if (parser_.got_some()) {
+          beast::error_code pe;
+          parser_.put_eof(pe);
+          if (!pe && parser_.is_done()) return end_of_body(t);
+        }
         return fail(t, tc::finish_reason::error,
                     sse_.events() ? "the connection closed before [DONE]"
                                   : "the connection closed before the response ended");

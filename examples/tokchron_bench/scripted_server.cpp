@@ -191,7 +191,7 @@ class connection : public std::enable_shared_from_this<connection> {
       payload += "data: [DONE]\n\n";
       kinds.emplace_back("done");
       write_raw(frame(payload) + "0\r\n\r\n", kinds);
-      if (!req_.keep_alive()) return close();
+      if (!req_.keep_alive() || model_ == "drop") return close();
       return next_request();
     }
     write_raw(frame(payload), kinds);

@@ -19,7 +19,8 @@
 /// `malformed` writes a data line that is not JSON, `garbage` a line that is not an SSE field,
 /// `error` an in-stream error object; `http500` answers 500 with an OpenAI error body, `json`
 /// answers 200 with a JSON body (not a stream). A request with `Connection: keep-alive` keeps its
-/// connection open after a whole stream for the next request (HTTP/1.1 keep-alive).
+/// connection open after a whole stream for the next request (HTTP/1.1 keep-alive), except with
+/// model `drop`, which says keep-alive and closes it anyway (a server dropping idle connections).
 /// Handlers run on one thread. Memory: one record per chunk written.
 
 #include <chrono>

@@ -422,6 +422,17 @@ TEST_CASE("keep-alive: one connection serves a user's requests one after another
     for (const auto& o : r.requests) CHECK(o.error.empty());
     CHECK(srv.connections() <= 4);  // each thread keeps its own: at most users x threads
   }
+  SUBCASE("on, against a server that closes kept connections: each request sent again once") {
+    lo.keep_alive = true;
+    lo.tgt.model = "drop";
+    lo.work.users = 1;
+    lo.work.max_requests = 4;
+    const auto r = tb::run_load(lo);
+    REQUIRE(r.requests.size() == 4);
+    for (const auto& o : r.requests) CHECK(o.error.empty());
+    CHECK(srv.requests() == 4);  // the dropped connection never got the resent request
+    CHECK(srv.connections() == 4);
+  }
   SUBCASE("off: a connection per request") {
     const auto r = tb::run_load(lo);
     CHECK(r.requests.size() == 10);
