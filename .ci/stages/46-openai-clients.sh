@@ -31,14 +31,7 @@ echo "--- serve on 127.0.0.1 (sim h200, so steps take a few ms)"
   --trace-out "$work/trace.jsonl" >"$work/serve.log" 2>&1 &
 server=$!
 pids+=("$server")
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$work/serve.log"; exit 1; }
-base=http://127.0.0.1:$port
+base=$(tc_serve_url "$work/serve.log")
 curl -fsS "$base/health" >/dev/null
 
 echo "--- the OpenAI Node SDK: chat and completions, streamed with include_usage"

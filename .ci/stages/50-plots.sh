@@ -3,7 +3,9 @@
 # (batching-executor --plot) and of a trace (tokchron-report --slo --goodput --plot on the
 # sweep's trace: the thresholds drawn), checks that the data files hold exactly the values the
 # two tools printed (their --format json), and checks each index.html in headless Chromium:
-# every image loaded, the screenshot not blank; and the split pictures of tokchron-report join.
+# every image loaded, the screenshot not blank; the split pictures of tokchron-report join. A
+# reasoning run's timeline is checked against its trace: the reasoning chunks drawn apart, in their
+# colour.
 # Reuses stage 10's g++ C++17 build when it is there (configured the same way otherwise).
 need_pkgs gnuplot-nox chromium python3 python3-pil fonts-dejavu-core
 build=$TOKCHRON_CI_BUILD/g++-c++17
@@ -37,6 +39,17 @@ rc=0
 $check "$out/sweep" --screenshot "$out/sweep.png" --summary "$out/sweep.json" \
   --runs-field runs --label-field configuration --metrics-field summary.metrics \
   --expect latency_ttft latency_tpot latency_itl latency_e2e spectrum frontier timeline executor
+
+echo "--- batching-executor --plot of a reasoning run with a shared prefix"
+# A reasoning model's answers (40 % reasoning) behind a cached 256-token system prompt: the token
+# timeline must draw the trace's reasoning chunks apart from the answer.
+"$build/examples/batching_executor/batching-executor" --backend sim --hw a10g --users 20 \
+  --duration 120 --warmup 20 --seed 1 --reasoning-fraction 0.4 --shared-prefix 256 \
+  --format json --trace-out "$out/reasoning-trace.jsonl" --plot "$out/reasoning" \
+  >"$out/reasoning.json"
+$check "$out/reasoning" --screenshot "$out/reasoning.png" --summary "$out/reasoning.json" \
+  --runs-field runs --label-field configuration --metrics-field summary.metrics \
+  --expect timeline spectrum latency_ttfa --reasoning-trace "$out/reasoning-trace.jsonl"
 
 echo "--- tokchron-report --slo --goodput --plot on the sweep's first trace"
 # With objectives and goodput limits: their thresholds are drawn (exit 3 or 4 is a verdict).

@@ -7,13 +7,17 @@
 // delivery, the client's wake-up and its queueing behind other streams). The error of a TTFT is
 // d of the first text chunk; the error of an ITL is the difference of two consecutive d.
 //
-//   BM_stream_timing/N/T: N concurrent streams (closed loop, N users, one request each), T
-//     client I/O threads; counters p99_ttft_err_us, p99_itl_err_us (targets: <= 50 us at N =
-//     10, <= 200 us at N = 1000), the maxima, and failed.
-//   BM_send_lag/R: an open loop at R requests/s for 3 s; counter p99_send_lag_us, the P99 of
-//     actual send - intended send (target <= 1000 us at 500/s).
+//   BM_stream_timing/N/T/B: N concurrent streams (closed loop, N users, one request each), T
+//     client I/O threads, B = 1 busy polling; counters p99_ttft_err_us, p99_itl_err_us (targets:
+//     <= 50 us at N = 10, <= 200 us at N = 1000), the maxima, and failed.
+//   BM_send_lag/R/K/B: an open loop at R requests/s for 3 s, K = 1 with keep-alive, B = 1 busy
+//     polling; counter
+//     p99_send_lag_us, the P99 of actual send - intended send (target <= 1000 us at 500/s), and
+//     p50_ttft_us, the median TTFT from the actual send of a 1-token answer the server writes at
+//     once: the loopback round trip, with K = 0 also the TCP handshake.
 //
-// Run: tokchron_timing_bench --benchmark_counters_tabular=true
+// A failed request's reason is the benchmark's label. Run:
+//   tokchron_timing_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -54,6 +58,7 @@ tb::load_options options_for(const tb::scripted_server& srv) {
 void BM_stream_timing(benchmark::State& state) {
   const auto streams = static_cast<std::uint32_t>(state.range(0));
   const auto threads = static_cast<unsigned>(state.range(1));
+  const bool busy_poll = state.range(2) != 0;
   constexpr std::uint32_t chunks = 20;
   // Streams start over 200 ms, then each writes a chunk every 20 ms: 1000 streams make 50000
   // writes/s, from one server thread.
@@ -71,6 +76,7 @@ void BM_stream_timing(benchmark::State& state) {
     lo.work.duration_s = 10;
     lo.work.output = batching::distribution::fixed(chunks, batching::quantity::output_length);
     lo.threads = threads;
+    lo.busy_poll = busy_poll;
     const tb::load_result r = tb::run_load(lo);
     state.PauseTiming();
     const auto sent = srv.emissions();
@@ -104,19 +110,23 @@ void BM_stream_timing(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(itl_err.size() + ttft_err.size()));
 }
 BENCHMARK(BM_stream_timing)
-    ->ArgNames({"streams", "threads"})
-    ->Args({10, 1})
-    ->Args({100, 1})
-    ->Args({1000, 1})
-    ->Args({1000, 2})
-    ->Args({2000, 2})
+    ->ArgNames({"streams", "threads", "busy_poll"})
+    ->Args({10, 1, 0})
+    ->Args({10, 1, 1})
+    ->Args({100, 1, 0})
+    ->Args({1000, 1, 0})
+    ->Args({1000, 1, 1})
+    ->Args({1000, 2, 0})
+    ->Args({2000, 2, 0})
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 void BM_send_lag(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(0));
-  std::vector<double> lag;
+  const bool keep_alive = state.range(1) != 0;
+  const bool busy_poll = state.range(2) != 0;
+  std::vector<double> lag, ttft;
   std::uint64_t failed = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -127,25 +137,38 @@ void BM_send_lag(benchmark::State& state) {
     lo.work.rate = rate;
     lo.work.duration_s = 3;
     lo.work.output = batching::distribution::fixed(1, batching::quantity::output_length);
+    lo.keep_alive = keep_alive;
+    lo.busy_poll = busy_poll;
     const tb::load_result r = tb::run_load(lo);
     state.PauseTiming();
     for (const auto& o : r.requests) {
       failed += !o.error.empty();
+      if (!o.error.empty()) state.SetLabel("a failure: " + o.error);
       lag.push_back(ns(*o.tl.send_time() - *o.tl.arrival()));
+      for (const auto& c : o.tl.store().chunks())
+        if (c.kind == tokchron::chunk_kind::text) {
+          ttft.push_back(ns(c.time - *o.tl.send_time()));
+          break;
+        }
     }
     state.ResumeTiming();
   }
   state.counters["p99_send_lag_us"] = percentile_us(lag, 99);
   state.counters["p50_send_lag_us"] = percentile_us(lag, 50);
   state.counters["max_send_lag_us"] = percentile_us(lag, 100);
+  state.counters["p50_ttft_us"] = percentile_us(ttft, 50);
   state.counters["failed"] = static_cast<double>(failed);
   state.SetItemsProcessed(static_cast<std::int64_t>(lag.size()));
 }
 BENCHMARK(BM_send_lag)
-    ->ArgName("rate")
-    ->Arg(500)
-    ->Arg(2000)
-    ->Arg(5000)
+    ->ArgNames({"rate", "keep_alive", "busy_poll"})
+    ->Args({500, 0, 0})
+    ->Args({500, 1, 0})
+    ->Args({500, 1, 1})
+    ->Args({2000, 0, 0})
+    ->Args({2000, 1, 0})
+    ->Args({2000, 1, 1})
+    ->Args({5000, 1, 0})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -7,10 +7,16 @@
     writes "pictures loaded: K of N" into the DOM; --dump-dom reads it);
   * a headless Chromium screenshot of the page is not blank (many colours, not all background);
   * with --summary: the data files hold exactly the values the CLI printed in its JSON summary
-    (<metrics>.<m>.pNN for ttft, tpot, itl, e2e, matched to the data columns by run label).
+    (<metrics>.<m>.pNN for ttft, tpot, itl, e2e and, when drawn, ttfa, matched to the data
+    columns by run label);
+  * with --reasoning-trace TRACE.jsonl: the token timeline draws reasoning apart from the answer:
+    each drawn request's reasoning chunks in timeline.dat (kind 1) are its "reasoning" chunks in
+    the trace (times and tokens), its reasoning span ends at its first answer chunk, the script
+    plots them in the reasoning colour, and the rendered PNG has pixels of that colour.
 
 Usage: check_plots.py DIR --screenshot OUT.png [--summary FILE.json [--label-field profile]
        [--runs-field runs] [--metrics-field summary.metrics]] [--expect NAME ...]
+       [--reasoning-trace TRACE.jsonl]
 Needs Debian's chromium and python3-pil. Exits non-zero with a message on the first failure.
 """
 import argparse
@@ -85,7 +91,7 @@ def check_summary(d, summary_path, label_field, runs_field, metrics_field):
         doc = field(doc, runs_field)
     runs = doc if isinstance(doc, list) else [doc]
     compared = 0
-    for metric in ("ttft", "tpot", "itl", "e2e"):
+    for metric in ("ttft", "tpot", "itl", "e2e", "ttfa"):
         path = os.path.join(d, "latency_%s.dat" % metric)
         if not os.path.exists(path):
             continue
@@ -114,6 +120,84 @@ def check_summary(d, summary_path, label_field, runs_field, metrics_field):
     print("check_plots: %d printed percentiles equal the data files" % compared)
 
 
+REASONING_RGB = (0x8E, 0x44, 0xAD)  # examples/plot/common.hpp reasoning_color
+
+
+def read_blocks(path):
+    """The data blocks of a gnuplot data file (separated by two blank lines), as rows."""
+    blocks, cur, blank = [], [], 0
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                blank += 1
+                if blank == 2:
+                    blocks.append(cur)
+                    cur = []
+                continue
+            blank = 0
+            if not line.startswith("#"):
+                cur.append(line.split())
+    blocks.append(cur)
+    return blocks
+
+
+def check_reasoning(d, trace_path):
+    """The timeline's reasoning drawing matches the trace's reasoning chunks."""
+    trace = {}
+    with open(trace_path) as f:
+        for line in f:
+            if line.strip():
+                rec = json.loads(line)
+                trace[str(rec.get("id"))] = rec
+    gp = open(os.path.join(d, "timeline.gp"), encoding="utf-8").read()
+    m = re.search(r"set ytics \((.*)\)\n", gp)
+    if not m:
+        fail("timeline.gp has no row labels")
+    rows = {}
+    for label, row in re.findall(r"'((?:[^']|'')*)' (\d+)", m.group(1)):
+        idm = re.search(r"\(([^()]*)\): \d+ tokens", label)
+        if idm:  # the executor names its requests "request N"; the trace's id is N
+            rid = idm.group(1)
+            rows[int(row)] = rid[len("request "):] if rid.startswith("request ") else rid
+    spans, chunks = read_blocks(os.path.join(d, "timeline.dat"))[:2]
+    drawn = 0
+    for row, rid in sorted(rows.items()):
+        rec = trace.get(rid)
+        if rec is None:
+            fail("timeline row %d names request %r, which is not in %s" % (row, rid, trace_path))
+        t0 = rec.get("arrival", rec["send"])
+        want = [(round(c[0] - t0, 9), c[1]) for c in rec["chunks"]
+                if len(c) > 2 and c[2] == "reasoning" and c[1] > 0]
+        got = [(round(float(c[1]), 9), int(c[2])) for c in chunks
+               if c[0] == str(row) and c[3] == "1"]
+        if [g[1] for g in got] != [w[1] for w in want] or any(
+                abs(g[0] - w[0]) > 1e-6 for g, w in zip(got, want)):
+            fail("timeline row %d (%s): reasoning chunks %s, the trace has %s"
+                 % (row, rid, got[:5], want[:5]))
+        answers = [c[0] - t0 for c in rec["chunks"]
+                   if c[1] > 0 and (len(c) < 3 or c[2] == "text")]
+        span = [s for s in spans if s[0] == str(row) and s[3] == "5"]
+        if want and answers and want[0][0] < answers[0]:
+            if len(span) != 1 or abs(float(span[0][2]) - answers[0]) > 1e-6:
+                fail("timeline row %d (%s): the reasoning span %s does not end at the first "
+                     "answer token (%.6f s)" % (row, rid, span, answers[0]))
+        drawn += len(got)
+    if drawn == 0:
+        fail("the timeline draws no reasoning chunk (is the run's --reasoning-fraction 0?)")
+    spectrum = open(os.path.join(d, "spectrum.gp"), encoding="utf-8").read()
+    if "'latency_ttfa.dat'" not in spectrum or "TTFA" not in spectrum:
+        fail("spectrum.gp does not draw the time to first answer token")
+    if "reasoning token chunk" not in gp or "#8e44ad" not in gp:
+        fail("timeline.gp does not plot reasoning chunks in the reasoning colour")
+    img = Image.open(os.path.join(d, "timeline.png")).convert("RGB")
+    purple = sum(n for n, c in img.getcolors(maxcolors=1 << 24)
+                 if all(abs(a - b) <= 8 for a, b in zip(c, REASONING_RGB)))
+    if purple < 50:
+        fail("timeline.png has %d pixels of the reasoning colour" % purple)
+    print("check_plots: the timeline draws %d reasoning chunks of %d requests as the trace has "
+          "them (%d reasoning-coloured pixels)" % (drawn, len(rows), purple))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -123,6 +207,7 @@ def main():
     ap.add_argument("--runs-field", help="where the list of runs is (e.g. runs)")
     ap.add_argument("--metrics-field", default="metrics", help="a run's metrics (summary.metrics)")
     ap.add_argument("--expect", nargs="*", default=[], help="pictures that must be present")
+    ap.add_argument("--reasoning-trace", help="the trace the timeline's reasoning must match")
     a = ap.parse_args()
     d = os.path.abspath(a.dir)
     index = os.path.join(d, "index.html")
@@ -162,6 +247,8 @@ def main():
 
     if a.summary:
         check_summary(d, a.summary, a.label_field, a.runs_field, a.metrics_field)
+    if a.reasoning_trace:
+        check_reasoning(d, a.reasoning_trace)
     print("check_plots: %s OK (%s)" % (d, ", ".join(names)))
 
 

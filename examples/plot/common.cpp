@@ -104,6 +104,12 @@ std::string script(const std::string& name, int w, int h, const std::string& bod
   return os.str();
 }
 
+bool has_reasoning(const std::vector<run_series>& runs) {
+  for (const auto& r : runs)
+    if (r.summary.reasoning_time.count > 0) return true;
+  return false;
+}
+
 bool has_samples(const std::vector<run_series>& runs, const metric_desc& m) {
   for (const auto& r : runs)
     if (m.of(r.summary).count > 0) return true;

@@ -54,6 +54,13 @@ inline constexpr metric_desc latency_metrics[] = {{tokchron::metric_id::ttft, "T
                                                   {tokchron::metric_id::itl, "ITL"},
                                                   {tokchron::metric_id::e2e, "E2E latency"}};
 
+/// Time to first answer token: drawn (its own distribution picture, and dashed beside TTFT in
+/// the spectrum) when some run has reasoning answers.
+inline constexpr metric_desc answer_metric = {tokchron::metric_id::ttfa,
+                                              "time to first answer token (TTFA)"};
+/// True when some run's requests had reasoning before their answer (a reasoning time measured).
+[[nodiscard]] bool has_reasoning(const std::vector<run_series>& runs);
+
 /// Seconds are drawn in ms when every value is below 1 s.
 struct time_unit {
   double scale;
@@ -63,6 +70,8 @@ struct time_unit {
 
 /// The colour of SLO lines and misses.
 inline constexpr const char* slo_color = "#c0392b";
+/// Reasoning tokens in the token timeline (answer tokens are dark ticks, decode blue).
+inline constexpr const char* reasoning_color = "#8e44ad";
 
 /// Series `i`'s line: wider for earlier series, so identical lines stay visible.
 [[nodiscard]] std::string series_style(std::size_t i);

@@ -50,7 +50,8 @@ double spectrum_x(double percent) { return 1.0 / (1.0 - percent / 100.0); }
 /// The y-axis range and "plot" command of a metric's spectrum: one line per drawn run, the SLO
 /// thresholds as constant lines. `low`/`top`: the smallest positive / largest value (seconds).
 std::string spectrum_plot(const plot_input& in, const std::string& data, time_unit u, double low,
-                          double top, const std::vector<tokchron::objective>& slos) {
+                          double top, const std::vector<tokchron::objective>& slos,
+                          const std::string& also = {}) {
   std::ostringstream b;
   // Values spanning more than a factor 50 (queueing) get a log axis.
   if (std::isfinite(low) && top > 50 * low)
@@ -66,6 +67,14 @@ std::string spectrum_plot(const plot_input& in, const std::string& data, time_un
       << series_style(line++) << " title " << gp(legend_of(in.runs[i]));
     sep = ", \\\n       ";
   }
+  // `also`: a second data file drawn dashed, one line per run in the same line types.
+  line = 0;
+  if (!also.empty())
+    for (std::size_t i : drawn_runs(in)) {
+      b << sep << "'" << also << "' using 2:(column(" << i + 3 << ")*" << num(u.scale) << ")"
+        << series_style(line++) << " dt 2 title " << gp("TTFA " + legend_of(in.runs[i]));
+      sep = ", \\\n       ";
+    }
   for (std::size_t k = 0; k < slos.size(); ++k)
     b << sep << num(slos[k].threshold * u.scale) << " with lines dt " << k + 2 << " lw 2 lc rgb '"
       << slo_color << "' title " << gp("SLO " + slos[k].to_string());
@@ -170,15 +179,26 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
   b << "  set multiplot layout 2,2 title " << gp(in.title + ": latency spectrum") << "\n"
     << "  set grid\n"
     << spectrum_axis << "  set key top left box opaque font ',9'\n";
+  // With reasoning answers the TTFT panel also draws the time to first answer token, dashed.
+  const bool reasoning = has_reasoning(in.runs);
   for (const auto& m : latency_metrics) {
     const std::string data = std::string("latency_") + m.key() + ".dat";
     if (!has_samples(in.runs, m)) continue;
     pic.data.push_back(data);
     const auto slos = drawable(in.sla, m.slo);
-    const auto [low, top] = range_with(in, m, slos);
+    auto [low, top] = range_with(in, m, slos);
+    std::string also, title = m.title;
+    if (reasoning && m.slo == tokchron::metric_id::ttft) {
+      also = std::string("latency_") + answer_metric.key() + ".dat";
+      pic.data.push_back(also);
+      const auto [alow, atop] = drawn_range(in, answer_metric);
+      low = std::min(low, alow);
+      top = std::max(top, atop);
+      title = "TTFT, and TTFA dashed";
+    }
     const time_unit u = unit_for(top);
-    b << "  set title " << gp(m.title) << "\n  set ylabel " << gp(std::string(u.name)) << "\n"
-      << spectrum_plot(in, data, u, low, top, slos);
+    b << "  set title " << gp(title) << "\n  set ylabel " << gp(std::string(u.name)) << "\n"
+      << spectrum_plot(in, data, u, low, top, slos, also);
   }
   b << "  unset multiplot\n";
   write_file(dir / "spectrum.gp", script(pic.name, 1200, 800, b.str()));
@@ -186,6 +206,10 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
       "TTFT, TPOT, ITL and E2E percentile spectra on one page, one line per " +
       std::string(in.sweep ? "configuration" : "profile") +
       ": compare where the lines separate; a gap that opens only past P99 is a tail effect.";
+  if (reasoning)
+    pic.caption +=
+        " The TTFT panel's dashed lines are the time to first answer token: the gap to TTFT is "
+        "the reasoning a user waits through.";
   if (!in.drawn_note.empty()) pic.caption += " Shown: " + in.drawn_note + ".";
   return pic;
 }

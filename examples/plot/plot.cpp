@@ -136,6 +136,7 @@ plot_result write_plots(const plot_input& in, const std::string& dir_name,
       any_latency = true;
       res.pictures.push_back(latency_picture(in, m, dir));
     }
+  if (has_reasoning(in.runs)) res.pictures.push_back(latency_picture(in, answer_metric, dir));
   if (any_latency) res.pictures.push_back(spectrum_overview(in, dir));
   if (in.sweep && !in.sweep->points.empty()) res.pictures.push_back(frontier_picture(in, dir));
   if (!in.samples.empty()) res.pictures.push_back(timeline_picture(in, dir));

@@ -12,26 +12,35 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
   pic.name = "timeline";
   pic.data.push_back("timeline.dat");
   // Spans (block 0): row start end kind; kinds: 0 queued, 1 prefill, 2 waiting for the first
-  // token (no scheduling recorded), 3 decode, 4 after the last token. Block 1: token chunks (row
-  // time tokens). Block 2: preemptions (row time). Block 3: arrival and finish (row time kind).
+  // token (no scheduling recorded), 3 decode (of the answer), 4 after the last token, 5
+  // reasoning (first token to first answer token, or to the last token without an answer).
+  // Block 1: token chunks (row time tokens kind; kind 0 answer, 1 reasoning). Block 2:
+  // preemptions (row time). Block 3: arrival and finish (row time kind).
   std::ostringstream spans, chunks, pre, marks;
   double top = 0;
   std::vector<std::string> names;
   int row = 0;
+  bool any_reasoning = false;
   for (const auto& s : in.samples) {
     ++row;
     const auto& r = s.record;
     const double a = r.arrival.value_or(r.send);
     auto rel = [&](double t) { return t - a; };
-    std::optional<double> first, last;
-    std::uint64_t tokens = 0;
+    std::optional<double> first, last, first_answer;
+    std::uint64_t tokens = 0, thinking = 0;
     for (const auto& c : r.chunks) {
       if (c.tokens == 0) continue;
       if (!first) first = c.time;
       last = c.time;
       tokens += c.tokens;
-      chunks << row << ' ' << num(rel(c.time)) << ' ' << c.tokens << '\n';
+      const bool reasoning = c.kind == tokchron::chunk_kind::reasoning;
+      if (reasoning)
+        thinking += c.tokens;
+      else if (!first_answer)
+        first_answer = c.time;
+      chunks << row << ' ' << num(rel(c.time)) << ' ' << c.tokens << (reasoning ? " 1\n" : " 0\n");
     }
+    any_reasoning = any_reasoning || thinking > 0;
     double end = r.end ? *r.end : (r.chunks.empty() ? r.send : r.chunks.back().time);
     if (!r.preempted.empty()) end = std::max(end, r.preempted.back());
     top = std::max(top, rel(end));
@@ -41,8 +50,14 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
     } else if (first) {
       spans << row << " 0 " << num(rel(*first)) << " 2\n";
     }
-    if (first && last && *last > *first)
-      spans << row << ' ' << num(rel(*first)) << ' ' << num(rel(*last)) << " 3\n";
+    // Reasoning: from the first token to the first answer token (or to the last token).
+    const std::optional<double> answer_from = thinking > 0 ? first_answer : first;
+    if (thinking > 0 && first) {
+      const double to = first_answer ? *first_answer : *last;
+      if (to > *first) spans << row << ' ' << num(rel(*first)) << ' ' << num(rel(to)) << " 5\n";
+    }
+    if (answer_from && last && *last > *answer_from)
+      spans << row << ' ' << num(rel(*answer_from)) << ' ' << num(rel(*last)) << " 3\n";
     const double tail_from = last ? *last : (r.scheduled ? *r.scheduled : a);
     if (end > tail_from)
       spans << row << ' ' << num(rel(tail_from)) << ' ' << num(rel(end)) << " 4\n";
@@ -51,6 +66,7 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
     std::string name = s.role;
     if (!r.id.empty()) name += " (" + r.id + ")";
     name += ": " + std::to_string(tokens) + " tokens";
+    if (thinking > 0) name += " (" + std::to_string(thinking) + " reasoning)";
     if (!r.preempted.empty()) name += ", " + std::to_string(r.preempted.size()) + " preempted";
     names.push_back(name);
   }
@@ -61,9 +77,10 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
   std::ostringstream d;
   d << "# token timeline; seconds since each request's arrival\n"
     << "# spans: row start end kind (0 queued, 1 prefill, 2 waiting for first token, 3 decode, 4 "
-       "after last token)\n"
-    << block(spans, "- - - -\n") << "\n\n# token chunks: row time tokens\n"
-    << block(chunks, "- - -\n") << "\n\n# preemptions: row time\n"
+       "after last token, 5 reasoning)\n"
+    << block(spans, "- - - -\n")
+    << "\n\n# token chunks: row time tokens kind (0 answer, 1 reasoning)\n"
+    << block(chunks, "- - - -\n") << "\n\n# preemptions: row time\n"
     << block(pre, "- -\n") << "\n\n# marks: row time kind (0 arrival, 1 finish)\n"
     << block(marks, "- - -\n");
   write_file(dir / "timeline.dat", d.str());
@@ -90,7 +107,8 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
                               {1, "#f39c12", "prefill"},
                               {2, "#c8a2c8", "waiting for first token"},
                               {3, "#5dade2", "decode"},
-                              {4, "#d5dbdb", "after last token"}};
+                              {4, "#d5dbdb", "after last token"},
+                              {5, reasoning_color, "reasoning (to the first answer token)"}};
   std::string sep;
   const std::string span_text = spans.str();
   for (const auto& k : kinds) {
@@ -100,8 +118,15 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
       << "' title " << gp(k.title);
     sep = ", \\\n       ";
   }
-  b << sep << "'timeline.dat' index 1 using ($2*" << sc
-    << "):($1-0.22):(0):(0.44) with vectors nohead lw 0.7 lc rgb '#701b2631' title 'token chunk'";
+  // Answer chunks as dark ticks; reasoning chunks, when there are any, as taller ticks in the
+  // reasoning colour.
+  b << sep << "'timeline.dat' index 1 using ($4==0 ? $2*" << sc
+    << " : NaN):($1-0.22):(0):(0.44) with vectors nohead lw 0.7 lc rgb '#701b2631' title "
+    << gp(any_reasoning ? "answer token chunk" : "token chunk");
+  if (any_reasoning)
+    b << sep << "'timeline.dat' index 1 using ($4==1 ? $2*" << sc
+      << " : NaN):($1-0.3):(0):(0.6) with vectors nohead lw 0.7 lc rgb '" << reasoning_color
+      << "' title 'reasoning token chunk'";
   sep = ", \\\n       ";
   if (!pre.str().empty())
     b << sep << "'timeline.dat' index 2 using ($2*" << sc
@@ -119,6 +144,10 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
   bool preempted = false;
   for (const auto& smp : in.samples) preempted = preempted || !smp.record.preempted.empty();
   if (!preempted) pic.caption += " No request was preempted in this run.";
+  if (any_reasoning)
+    pic.caption +=
+        " Reasoning tokens are purple: the purple span runs from the first token (TTFT) to the "
+        "first answer token (time to first answer token).";
   return pic;
 }
 

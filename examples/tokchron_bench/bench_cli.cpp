@@ -14,7 +14,11 @@
 
 #include "client.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
+#include "tokchron/sla/capacity.hpp"
 #include "trace_report/commands.hpp"
+#include "trace_report/inputs.hpp"
+#include "trace_report/sla.hpp"
+#include "trace_report/summaries.hpp"
 
 // The executor's command line (examples/batching_executor/app/cli.hpp): its workload options
 // (--users, --rate, --prompt-len, ...) are parsed by the same setters here.
@@ -52,6 +56,10 @@ const std::vector<own_option>& own_options() {
       {"request_timeout", "SECONDS", "a request may take this long in all (default 0: no limit)"},
       {"idle_timeout", "SECONDS", "the stream may be silent this long (default 60; 0: no limit)"},
       {"threads", "N", "I/O threads, each with its own event loop (default 1)"},
+      {"keep_alive", "on|off",
+       "keep connections open between requests (default off: a connection per request)"},
+      {"busy_poll", "on|off",
+       "I/O threads poll instead of sleeping: no wake-up delay, a busy core each (default off)"},
       {"sweep", "NAME=V1,V2,...", "run once per value of a load option (e.g. rate=2,4,8)"},
       {"trace_out", "FILE",
        "write the measured requests as a tokchron trace (JSON Lines); "
@@ -114,6 +122,7 @@ struct settings {
   std::string url = "http://127.0.0.1:8000", endpoint = "completions", model = "model", api_key;
   timeouts limits;
   unsigned threads = 1;
+  bool keep_alive = false, busy_poll = false;
   std::string sweep_name;
   std::vector<std::string> sweep_values;
   std::string trace_out, progress = "auto";
@@ -177,6 +186,10 @@ settings parse(const std::vector<std::string>& argv) {
           std::stoi(value) < 1 || std::stoi(value) > 256)
         throw usage_error("--threads '" + value + "': must be an integer in [1, 256]");
       s.threads = static_cast<unsigned>(std::stoi(value));
+    } else if (name == "keep_alive" || name == "busy_poll") {
+      if (value != "on" && value != "off")
+        throw usage_error("--" + dashes(name) + " '" + value + "': expected on or off");
+      (name == "keep_alive" ? s.keep_alive : s.busy_poll) = value == "on";
     } else if (name == "sweep") {
       const auto eq = value.find('=');
       if (eq == std::string::npos || eq + 1 >= value.size())
@@ -221,6 +234,56 @@ std::string point_path(const std::string& file, const std::string& name, const s
   return file.substr(0, dot) + tag + file.substr(dot);
 }
 
+// The capacity planner over a sweep (tokchron::plan_capacity, as `batching-executor --sweep`
+// uses it): each point's output throughput and its --slo verdicts under the canonical profile,
+// judged by tokchron-report's own code on the point's trace (the SLA options as the report
+// read them). Nothing is printed without --slo. Returns false when a trace cannot be read.
+bool write_capacity_plan(std::ostream& out, std::ostream& err, const settings& s,
+                         const std::vector<std::string>& points,
+                         const std::vector<std::string>& traces) {
+  namespace tr = tokchron_report;
+  std::vector<std::string> args = s.report_args;
+  args.push_back(traces.front());
+  tr::sla_settings sla;
+  tr::report_settings rs;
+  try {
+    const tr::arguments a = tr::parse_arguments(args);
+    sla = tr::sla_settings_from(a);
+    rs = tr::settings_from(a);
+  } catch (const std::exception& e) {  // the report said so already, with the usage
+    err << "tokchron-bench: capacity planner: " << e.what() << '\n';
+    return false;
+  }
+  if (sla.objectives.objectives.empty()) return true;
+  rs.profiles = {&tc::profiles::canonical};
+  rs.keep_requests = false;
+  std::vector<tc::load_point> pts;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    tc::load_point p;
+    p.name = "#" + std::to_string(i + 1);
+    p.parameters = {{dashes(s.sweep_name), points[i]}};
+    try {
+      const tr::loaded_inputs in = tr::load_inputs({traces[i]});
+      if (in.timelines.empty()) throw std::runtime_error("no valid request in " + traces[i]);
+      p.throughput = tr::summarize_all(in, rs).front().output_throughput.value_or(0.0);
+      p.verdicts =
+          tr::slo_distributions_of(in, tc::profiles::canonical).evaluate(sla.objectives, sla.eval);
+    } catch (const std::exception& e) {
+      err << "tokchron-bench: capacity planner: " << e.what() << '\n';
+      return false;
+    }
+    pts.push_back(std::move(p));
+  }
+  const tc::capacity_plan plan = tc::plan_capacity(pts);
+  out << "\nCapacity planner (most output tokens/s that meets the SLA, canonical profile):\n";
+  if (plan.best)
+    out << "  choice: " << pts[*plan.best].name << ' ' << dashes(s.sweep_name) << '='
+        << points[*plan.best] << " at " << std::fixed << std::setprecision(1)
+        << pts[*plan.best].throughput << std::defaultfloat << " output tok/s\n";
+  out << plan.to_string(pts);
+  return true;
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
@@ -239,6 +302,14 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   std::vector<std::string> points = s.sweep_values;
   if (points.empty()) points.emplace_back();
   int worst = 0;
+  std::vector<std::string> traces, temporaries;  // each point's trace (removed at the end)
+  struct remove_at_exit {
+    std::vector<std::string>& files;
+    ~remove_at_exit() {
+      for (const auto& f : files) std::remove(f.c_str());
+    }
+  } cleanup{temporaries};
+  std::uint64_t next_request_id = 0;  // request ids continue from one sweep point to the next
   for (const std::string& v : points) {
     batching::run_config rc = s.run;
     if (!v.empty()) {
@@ -252,6 +323,9 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     lo.warmup_s = rc.warmup_s;
     lo.limits = s.limits;
     lo.threads = s.threads;
+    lo.keep_alive = s.keep_alive;
+    lo.busy_poll = s.busy_poll;
+    lo.first_request_id = next_request_id;
     const bool show = s.progress == "always" || (s.progress == "auto" && terminal);
     if (show)
       lo.on_progress = [&err](const progress& p) {
@@ -267,6 +341,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       return 1;
     }
     if (show) err << '\n';
+    next_request_id += r.requests.size();
     // Failures by reason, most frequent first (the trace keeps each one's reason).
     std::map<std::string, std::uint64_t> reasons;
     for (const auto& o : r.requests)
@@ -282,7 +357,6 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     std::string path = s.trace_out.empty()
                            ? std::string()
                            : (v.empty() ? s.trace_out : point_path(s.trace_out, s.sweep_name, v));
-    bool temporary = false;
     if (path.empty()) {
       char tmpl[] = "/tmp/tokchron-bench-XXXXXX";
       const int fd = mkstemp(tmpl);
@@ -292,8 +366,9 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       }
       close(fd);
       path = tmpl;
-      temporary = true;
+      temporaries.push_back(path);
     }
+    traces.push_back(path);
     {
       std::ofstream f(path);
       for (const auto& rec : to_trace(r)) tc::write_trace_line(f, rec);
@@ -308,9 +383,16 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
         if (args[i] == "--plot") args[i + 1] += "/" + s.sweep_name + "=" + v;
     args.push_back(path);
     const int rc_report = tokchron_report::run(args, out, err);
-    if (temporary) std::remove(path.c_str());
     if (rc_report == 3 || (rc_report == 4 && worst != 3) || (rc_report == 1 && worst == 0))
       worst = rc_report;
+  }
+  // Over a sweep the report ends with the planner's pick (JSON output stays one document per
+  // point: the planner then goes to standard error).
+  if (!s.sweep_values.empty()) {
+    bool json = false;
+    for (std::size_t i = 0; i + 1 < s.report_args.size(); i += 2)
+      json = json || (s.report_args[i] == "--format" && s.report_args[i + 1] == "json");
+    if (!write_capacity_plan(json ? err : out, err, s, points, traces) && worst == 0) worst = 1;
   }
   return worst;
 }

@@ -12,6 +12,11 @@
 #include <thread>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+#include <sys/resource.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -178,21 +183,32 @@ bool sse_decoder::event(clock::time_point t) {
       msg = (*e)["message"].get<std::string>();
     return fail("server error in the stream: " + msg.substr(0, 200));
   }
-  bool has_choice = false, has_text = false;
+  bool has_choice = false, has_text = false, has_reasoning = false;
+  // A string field that is present and not empty; a field of another type (null aside) fails.
+  const auto nonempty = [&](const nlohmann::json& obj, const char* field, bool& bad) {
+    const auto x = obj.find(field);
+    if (x == obj.end() || x->is_null()) return false;
+    if (!x->is_string()) bad = true;
+    return x->is_string() && !x->get_ref<const std::string&>().empty();
+  };
   if (const auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
     const auto& c0 = c->front();
     if (!c0.is_object()) return fail(where + ": choices[0] is not an object");
     has_choice = true;
-    const nlohmann::json* text = nullptr;
+    bool bad = false;
     if (endpoint_ == endpoint_kind::chat) {
-      if (const auto d = c0.find("delta"); d != c0.end() && d->is_object())
-        if (const auto x = d->find("content"); x != d->end()) text = &*x;
-    } else if (const auto x = c0.find("text"); x != c0.end()) {
-      text = &*x;
+      // Reasoning models' thinking comes in its own delta field: `reasoning_content` (vLLM's
+      // DeltaMessage, vllm/entrypoints/openai/protocol.py at
+      // 0052bed36509c7a5a2d8e48265334e40cf2f5a0e; SGLang, DeepSeek) or `reasoning` (later vLLM
+      // versions).
+      if (const auto d = c0.find("delta"); d != c0.end() && d->is_object()) {
+        has_text = nonempty(*d, "content", bad);
+        has_reasoning = nonempty(*d, "reasoning_content", bad) || nonempty(*d, "reasoning", bad);
+      }
+    } else {
+      has_text = nonempty(c0, "text", bad);
     }
-    if (text && !text->is_null() && !text->is_string())
-      return fail(where + ": the choice's text is not a string");
-    has_text = text && text->is_string() && !text->get_ref<const std::string&>().empty();
+    if (bad) return fail(where + ": the choice's text is not a string");
     if (const auto f = c0.find("finish_reason"); f != c0.end() && f->is_string())
       reason_ = f->get_ref<const std::string&>() == "length" ? tc::finish_reason::length
                                                              : tc::finish_reason::stop;
@@ -207,10 +223,27 @@ bool sse_decoder::event(clock::time_point t) {
     };
     if (const auto p = count("prompt_tokens")) tl_->set_prompt_tokens(*p);
     if (const auto o = count("completion_tokens")) tl_->set_reported_output_tokens(*o);
+    // The details objects of OpenAI's usage (vLLM sends prompt_tokens_details when prefix
+    // caching statistics are enabled).
+    const auto detail = [&](const char* object, const char* name) -> std::optional<std::uint64_t> {
+      const auto d = u->find(object);
+      if (d == u->end() || !d->is_object()) return std::nullopt;
+      const auto x = d->find(name);
+      if (x == d->end() || !x->is_number_unsigned()) return std::nullopt;
+      return x->get<std::uint64_t>();
+    };
+    if (const auto c = detail("prompt_tokens_details", "cached_tokens"))
+      tl_->set_cached_prompt_tokens(*c);
+    if (const auto r = detail("completion_tokens_details", "reasoning_tokens"))
+      tl_->set_reported_reasoning_tokens(*r);
   }
-  if (has_choice)
-    (void)tl_->chunk(t, has_text ? 1 : 0, has_text ? tc::chunk_kind::text : tc::chunk_kind::empty);
-  else if (has_usage)
+  if (has_choice) {
+    // One event with both (the delta where the thinking ends) gives two chunks at its time.
+    if (has_reasoning) (void)tl_->chunk(t, 1, tc::chunk_kind::reasoning);
+    if (has_text || !has_reasoning)
+      (void)tl_->chunk(t, has_text ? 1 : 0,
+                       has_text ? tc::chunk_kind::text : tc::chunk_kind::empty);
+  } else if (has_usage)
     (void)tl_->chunk(t, 0, tc::chunk_kind::usage);
   else
     return fail(where + " has neither choices nor usage");
@@ -223,23 +256,50 @@ namespace {
 
 std::string describe(const beast::error_code& ec) { return ec.message(); }
 
-// One streamed request on one connection (Connection: close), on one io_context run by one
-// thread (so its handlers never run concurrently). Reports its end through `done`.
+// Timer slack: Linux lets a sleeping thread's wake-up come up to 50 us late by default (to
+// batch wake-ups); a client that times sends and reads asks for the least (1 ns).
+void least_timer_slack() noexcept {
+#if defined(__linux__)
+  (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+}
+
+// Thousands of streams need as many descriptors: the soft limit (often 1024) is raised to the
+// hard limit, which a process may do by itself. A connection refused a descriptor still fails
+// with its reason ("connect: Too many open files").
+void most_open_files() noexcept {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+// With keep-alive, the open connections of one I/O thread that no request uses now. Used only
+// on that thread; it never holds more connections than were in flight at once.
+struct connection_pool {
+  std::vector<tcp::socket> idle;
+};
+
+// One streamed request on one connection (its own, or with keep-alive one from the thread's
+// pool), on one io_context run by one thread (so its handlers never run concurrently). Reports
+// its end through `done`.
 class session : public std::enable_shared_from_this<session> {
  public:
   session(net::io_context& ioc, const tcp::endpoint& ep, const target& tgt, const timeouts& lim,
-          request_outcome& out, std::string body, std::function<void()> done)
-      : stream_(ioc),
+          request_outcome& out, std::string body, connection_pool* pool, std::function<void()> done)
+      : ioc_(ioc),
         deadline_(ioc),
         ep_(ep),
         lim_(lim),
         out_(out),
         sse_(tgt.endpoint, out.tl),
+        pool_(pool),
         done_(std::move(done)) {
     req_ = "POST " + tgt.path() + " HTTP/1.1\r\nHost: " + tgt.host + ":" + tgt.port +
-           "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n"
-           "Connection: close\r\nX-Request-Id: " +
-           std::to_string(out.id) + "\r\n";
+           "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n" +
+           (pool ? "Connection: keep-alive" : "Connection: close") +
+           "\r\nX-Request-Id: " + std::to_string(out.request_id) + "\r\n";
     if (!tgt.api_key.empty()) req_ += "Authorization: Bearer " + tgt.api_key + "\r\n";
     req_ += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     parser_.eager(true);
@@ -254,51 +314,90 @@ class session : public std::enable_shared_from_this<session> {
         if (ec || self->ended_) return;
         self->request_expired_ = true;
         beast::error_code ignored;
-        self->stream_.socket().close(ignored);  // the pending operation ends with an error
+        self->stream_->socket().close(ignored);  // the pending operation ends with an error
       });
     }
-    arm(lim_.connect);
-    stream_.async_connect(
-        ep_, [self = shared_from_this()](const beast::error_code& ec) { self->on_connect(ec); });
+    if (pool_ && !pool_->idle.empty()) {  // keep-alive: an open connection, no handshake
+      stream_.emplace(std::move(pool_->idle.back()));
+      pool_->idle.pop_back();
+      reused_ = true;
+      return on_connect({});
+    }
+    connect();
   }
 
  private:
+  void connect() {
+    stream_.emplace(ioc_);
+    arm(lim_.connect);
+    stream_->async_connect(
+        ep_, [self = shared_from_this()](const beast::error_code& ec) { self->on_connect(ec); });
+  }
+
   void arm(clock::duration d) {
     if (d.count() > 0)
-      stream_.expires_after(d);
+      stream_->expires_after(d);
     else
-      stream_.expires_never();
+      stream_->expires_never();
+  }
+
+  // A kept-alive connection the server closed while it was idle fails before any byte of the
+  // answer: the request is sent again once, on a new connection (as HTTP clients retry an
+  // idempotent send on a stale pooled connection).
+  bool retry_on_new_connection() {
+    if (!reused_ || read_any_ || ended_ || request_expired_) return false;
+    reused_ = false;
+    beast::error_code ignored;
+    stream_->socket().close(ignored);
+    connect();
+    return true;
   }
 
   void on_connect(const beast::error_code& ec) {
     if (ec) return io_failure(ec, "connect");
     arm(lim_.idle);
-    net::async_write(stream_, net::buffer(req_),
+    net::async_write(*stream_, net::buffer(req_),
                      [self = shared_from_this()](const beast::error_code& e, std::size_t) {
-                       if (e) return self->io_failure(e, "write");
+                       if (e) {
+                         if (self->retry_on_new_connection()) return;
+                         return self->io_failure(e, "write");
+                       }
                        self->read();
                      });
   }
 
   void read() {
     arm(lim_.idle);
-    stream_.async_read_some(buf_.prepare(16 * 1024),
-                            [self = shared_from_this()](const beast::error_code& ec,
-                                                        std::size_t n) { self->on_read(ec, n); });
+    stream_->async_read_some(buf_.prepare(16 * 1024),
+                             [self = shared_from_this()](const beast::error_code& ec,
+                                                         std::size_t n) { self->on_read(ec, n); });
   }
 
+  // The time is read first, then parsing is posted behind the handlers that are already due:
+  // when one wake-up of the event loop completes reads on many connections, each of them is
+  // timed before any is parsed, so a read's time does not include the parsing of the others.
   void on_read(const beast::error_code& ec, std::size_t n) {
     const clock::time_point t = clock::now();  // first: the moment the bytes were read
     if (ended_) return;
+    net::post(ioc_, [self = shared_from_this(), ec, n, t] { self->on_read_at(ec, n, t); });
+  }
+
+  void on_read_at(const beast::error_code& ec, std::size_t n, clock::time_point t) {
+    if (ended_) return;
     buf_.commit(n);
+    if (n > 0) read_any_ = true;
     if (n > 0 && !parse(t)) return;
     if (ended_) return;
+    if (ec && retry_on_new_connection()) return;
     if (ec) {
       if (ec == net::error::eof || ec == http::error::end_of_stream) {
-        // A close-delimited body ends here; anything else ended early.
-        beast::error_code pe;
-        parser_.put_eof(pe);
-        if (!pe && parser_.is_done()) return end_of_body(t);
+        // A close-delimited body ends here; anything else ended early (Beast's put_eof needs
+        // a response begun: a server that closes before its first byte is a failure too).
+        if (parser_.got_some()) {
+          beast::error_code pe;
+          parser_.put_eof(pe);
+          if (!pe && parser_.is_done()) return end_of_body(t);
+        }
         return fail(t, tc::finish_reason::error,
                     sse_.events() ? "the connection closed before [DONE]"
                                   : "the connection closed before the response ended");
@@ -357,7 +456,12 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void end_of_body(clock::time_point t) {
-    if (sse_.done()) return end(std::string());
+    if (sse_.done()) {
+      // Keep-alive: the connection goes back to the pool when the answer ended cleanly, the
+      // server keeps it open and no byte of anything else was read.
+      keep_ = pool_ && parser_.is_done() && parser_.get().keep_alive() && buf_.size() == 0;
+      return end(std::string());
+    }
     fail(t, tc::finish_reason::error, "the response ended before [DONE]");
   }
 
@@ -395,22 +499,31 @@ class session : public std::enable_shared_from_this<session> {
     out_.error = std::move(reason);
     beast::error_code ignored;
     deadline_.cancel();
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    if (stream_) {
+      if (keep_) {
+        pool_->idle.push_back(stream_->release_socket());
+      } else {
+        stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
+        stream_->socket().close(ignored);
+      }
+    }
     done_();
   }
 
-  beast::tcp_stream stream_;
+  net::io_context& ioc_;
+  std::optional<beast::tcp_stream> stream_;  // set by connect() or taken from the pool
   net::steady_timer deadline_;
   tcp::endpoint ep_;
   timeouts lim_;
   request_outcome& out_;
   sse_decoder sse_;
+  connection_pool* pool_;  // null without keep-alive
   std::function<void()> done_;
   std::string req_;
   beast::flat_buffer buf_;
   http::response_parser<http::string_body> parser_;
   bool ended_ = false, request_expired_ = false;
+  bool reused_ = false, read_any_ = false, keep_ = false;
 };
 
 }  // namespace
@@ -419,6 +532,7 @@ class session : public std::enable_shared_from_this<session> {
 
 load_result run_load(const load_options& opt) {
   if (opt.threads == 0) throw std::invalid_argument("--threads must be > 0");
+  most_open_files();
   if (!(opt.warmup_s >= 0)) throw std::invalid_argument("--warmup must be >= 0");
   batching::workload work = opt.work;
   if (work.memory_limit == 0) work.memory_limit = batching::default_memory_limit;
@@ -445,7 +559,21 @@ load_result run_load(const load_options& opt) {
     iocs.push_back(std::make_unique<net::io_context>(1));
     guards.push_back(net::make_work_guard(*iocs.back()));
   }
-  for (unsigned i = 0; i < opt.threads; ++i) threads.emplace_back([&, i] { iocs[i]->run(); });
+  // One pool per I/O thread, used only there; destroyed (closing its sockets) after the
+  // threads are joined and before their io_contexts.
+  std::vector<connection_pool> pools(opt.keep_alive ? opt.threads : 0);
+  for (unsigned i = 0; i < opt.threads; ++i)
+    threads.emplace_back([&, i] {
+      least_timer_slack();
+      if (!opt.busy_poll) {
+        iocs[i]->run();
+        return;
+      }
+      // Busy polling: the loop never sleeps in the kernel, so a read completes without a
+      // wake-up (a core per I/O thread is spent on it).
+      while (!iocs[i]->stopped()) iocs[i]->poll();
+    });
+  least_timer_slack();  // this thread sleeps until each intended send
 
   load_result result;
   std::mutex m;
@@ -502,6 +630,7 @@ load_result run_load(const load_options& opt) {
       if (r->arrival >= gen.end()) continue;
       request_outcome& o = result.requests.emplace_back();
       o.id = r->id;
+      o.request_id = opt.first_request_id + r->id;
       o.measured =
           std::chrono::duration<double>(r->arrival.time_since_epoch()).count() >= opt.warmup_s;
       (void)o.tl.arrive(at(r->arrival));
@@ -510,6 +639,7 @@ load_result run_load(const load_options& opt) {
       const std::size_t index = result.requests.size() - 1;
       auto s = std::make_shared<session>(*iocs[next_thread], ep, opt.tgt, opt.limits, o,
                                          request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
+                                         pools.empty() ? nullptr : &pools[next_thread],
                                          [&m, &cv, &ended, index] {
                                            {
                                              std::lock_guard<std::mutex> lock(m);
@@ -532,7 +662,8 @@ load_result run_load(const load_options& opt) {
 std::vector<tc::trace_record> to_trace(const load_result& r) {
   std::vector<tc::trace_record> out;
   for (const request_outcome& o : r.requests)
-    if (o.measured) out.push_back(tc::to_trace_record(o.tl, r.zero, std::to_string(o.id), o.error));
+    if (o.measured)
+      out.push_back(tc::to_trace_record(o.tl, r.zero, std::to_string(o.request_id), o.error));
   tc::set_clock_anchor(out, tc::read_clock_anchor<clock>(r.zero));  // docs/trace-format.md
   return out;
 }

@@ -7,15 +7,18 @@
 /// tokchron-bench's client: the target (URL, endpoint, model), the SSE stream decoder that turns
 /// the bytes of one streamed response into a tokchron request timeline, and `run_load`, which
 /// sends a workload of the executor's load generator (open or closed loop) to the target over
-/// HTTP/1.1 with Boost.Beast, every request an asynchronous stream on a few I/O threads.
+/// HTTP/1.1 with Boost.Beast, every request an asynchronous stream on a few I/O threads (a
+/// connection each, or kept-alive connections).
 ///
 /// What each request records (`request_outcome::tl`, a steady-clock timeline keeping every
 /// chunk): `arrive` at its intended send time (the load generator's schedule, so a server that
 /// falls behind cannot hide its queue), `send` when the client began it (the connect), and one
 /// chunk per SSE event at the moment the bytes that completed it were read from the socket,
 /// before they were parsed: `empty` for a choice without text (the chat role chunk), `text` (1
-/// token: a client sees chunks, not tokens), `usage` for a usage-only chunk, `done` for
-/// `[DONE]`. The usage counts go to the prompt and reported output tokens. A request fails
+/// token: a client sees chunks, not tokens), `reasoning` for a chat delta with reasoning text
+/// (`reasoning_content` or `reasoning`), `usage` for a usage-only chunk, `done` for `[DONE]`.
+/// The usage counts go to the prompt, reported output, cached prompt and reported reasoning
+/// tokens. A request fails
 /// (finish `error` or `timed_out`, with the reason in `error`) on a connect or I/O error, an HTTP
 /// status other than 200, an `error` object in the stream, a malformed SSE line or event, a
 /// stream that ends before `[DONE]`, or a timeout.
@@ -109,7 +112,9 @@ struct timeouts {
 /// One request of a run: its timeline, the reason it failed (empty when it did not), and
 /// whether it counts (intended send at or after the warm-up).
 struct request_outcome {
-  std::uint64_t id = 0;
+  std::uint64_t id = 0;          ///< the load generator's index of the request in its run
+  std::uint64_t request_id = 0;  ///< `load_options::first_request_id` + id: its X-Request-Id
+
   timeline tl;
   std::string error;
   bool measured = true;
@@ -131,6 +136,16 @@ struct load_options {
   double warmup_s = 0;
   timeouts limits;
   unsigned threads = 1;  ///< I/O threads (each runs its own event loop)
+  /// Keep connections open between requests (`Connection: keep-alive`, a pool per I/O thread)
+  /// instead of one connection per request: a request then starts without a TCP handshake when
+  /// a connection is free.
+  bool keep_alive = false;
+  /// The I/O threads poll instead of sleeping until the kernel wakes them: a read is timed, and
+  /// a send begun, without a wake-up's delay, at the cost of one busy core per I/O thread.
+  bool busy_poll = false;
+  /// The X-Request-Id (and trace id) of the run's first request; the others follow it. A sweep
+  /// gives each point its own range, so one server trace holds every point without a clash.
+  std::uint64_t first_request_id = 0;
   /// Called about every `progress_every` from the scheduling thread (may be empty).
   std::function<void(const progress&)> on_progress;
   clock::duration progress_every = std::chrono::milliseconds(500);

@@ -53,7 +53,7 @@ struct scripted_server::impl {
   std::thread thread;
   mutable std::mutex m;
   std::map<std::string, std::vector<emission>> sent;
-  std::uint64_t received = 0;
+  std::uint64_t received = 0, accepted = 0;
   std::uint16_t port = 0;
 };
 
@@ -104,7 +104,8 @@ class connection : public std::enable_shared_from_this<connection> {
     if (model_ == "json") return respond(200, "not streamed");
     write_raw(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        "Transfer-Encoding: chunked\r\nConnection: " +
+            std::string(req_.keep_alive() ? "keep-alive" : "close") + "\r\n\r\n",
         {});
     start_ = sclock::now();
     step();
@@ -190,7 +191,8 @@ class connection : public std::enable_shared_from_this<connection> {
       payload += "data: [DONE]\n\n";
       kinds.emplace_back("done");
       write_raw(frame(payload) + "0\r\n\r\n", kinds);
-      return close();
+      if (!req_.keep_alive() || model_ == "drop") return close();
+      return next_request();
     }
     write_raw(frame(payload), kinds);
     ++k_;
@@ -204,6 +206,15 @@ class connection : public std::enable_shared_from_this<connection> {
     if (!kinds.empty()) srv_.record(id_, t, kinds);
     beast::error_code ec;
     net::write(socket_, net::buffer(bytes), ec);
+  }
+
+  // Keep-alive: the connection waits for its next request.
+  void next_request() {
+    req_ = {};
+    k_ = 0;
+    text_event_.clear();
+    usage_ = false;
+    start();
   }
 
   void wait_for_close() {
@@ -239,6 +250,10 @@ void scripted_server::impl::accept() {
   acceptor.async_accept([this](const beast::error_code& ec, tcp::socket s) {
     if (ec) return;  // closed by stop()
     s.set_option(tcp::no_delay(true));
+    {
+      std::lock_guard<std::mutex> lock(m);
+      ++accepted;
+    }
     std::make_shared<connection>(*this, std::move(s))->start();
     accept();
   });
@@ -258,6 +273,11 @@ std::map<std::string, std::vector<emission>> scripted_server::emissions() const 
 std::uint64_t scripted_server::requests() const {
   std::lock_guard<std::mutex> lock(impl_->m);
   return impl_->received;
+}
+
+std::uint64_t scripted_server::connections() const {
+  std::lock_guard<std::mutex> lock(impl_->m);
+  return impl_->accepted;
 }
 
 void scripted_server::stop() {

@@ -18,7 +18,9 @@
 /// `cut` closes the connection, `stall` stops writing (and keeps the connection open),
 /// `malformed` writes a data line that is not JSON, `garbage` a line that is not an SSE field,
 /// `error` an in-stream error object; `http500` answers 500 with an OpenAI error body, `json`
-/// answers 200 with a JSON body (not a stream).
+/// answers 200 with a JSON body (not a stream). A request with `Connection: keep-alive` keeps its
+/// connection open after a whole stream for the next request (HTTP/1.1 keep-alive), except with
+/// model `drop`, which says keep-alive and closes it anyway (a server dropping idle connections).
 /// Handlers run on one thread. Memory: one record per chunk written.
 
 #include <chrono>
@@ -58,6 +60,8 @@ class scripted_server {
   [[nodiscard]] std::map<std::string, std::vector<emission>> emissions() const;
   /// Requests received so far (thread-safe).
   [[nodiscard]] std::uint64_t requests() const;
+  /// Connections accepted so far (thread-safe).
+  [[nodiscard]] std::uint64_t connections() const;
   /// Stops serving, joins the thread and closes the listener: later connections are refused
   /// (the destructor calls it).
   void stop();

@@ -206,6 +206,20 @@ const std::vector<option_def>& defs() {
         [](run_config& c, std::string_view opt, std::string_view v) {
           c.load.max_requests = to_count(opt, v, 0, std::uint64_t(1) << 40);
         });
+    add("shared_prefix", "TOKENS",
+        "a shared system prompt of TOKENS heads every prompt (before --prompt-len's tokens); "
+        "the prefix cache reuses its full KV blocks (sim backend; default 0: none)",
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.shared_prefix = static_cast<std::uint32_t>(to_count(opt, v, 0, max_shared_prefix));
+        });
+    add("reasoning_fraction", "F",
+        "the first round(F x output) tokens of every answer are reasoning tokens, streamed and "
+        "traced as such (default 0)",
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.load.reasoning_fraction = to_number(opt, v);
+          if (!(c.load.reasoning_fraction >= 0 && c.load.reasoning_fraction <= 1))
+            bad_value(opt, v, "must be in [0, 1]");
+        });
     // scheduler
     add("max_batch_size", "N", "running sequences at most (default 16)",
         [](run_config& c, std::string_view opt, std::string_view v) {
@@ -262,6 +276,11 @@ const std::vector<option_def>& defs() {
     add("ttft_target", "SECONDS", "slo_aware's TTFT target (default: the --slo on ttft)",
         [](run_config& c, std::string_view opt, std::string_view v) {
           c.sched.ttft_target = to_duration(opt, v);
+        });
+    add("prefix_caching", "on|off",
+        "reuse the cached KV blocks of the shared prefix (vLLM's automatic prefix caching; on)",
+        [](run_config& c, std::string_view opt, std::string_view v) {
+          c.sched.prefix_caching = to_bool(opt, v);
         });
     add("prefill_tokens_per_s", "R", "prefill speed assumed when the backend cannot predict",
         [](run_config& c, std::string_view opt, std::string_view v) {
@@ -461,6 +480,11 @@ std::vector<configuration> expand(const command_line& cl) {
 
 std::unique_ptr<backend> make_backend(const run_config& c) {
   if (c.backend == "sim") return std::make_unique<sim_backend>(c.sim);
+  // The real-compute backends keep per-sequence state that a shared block table would bypass.
+  if (c.load.shared_prefix > 0 && c.sched.prefix_caching)
+    throw std::invalid_argument(
+        "--shared-prefix with --prefix-caching on needs --backend sim "
+        "(or --prefix-caching off)");
 #ifdef BATCHING_HAVE_CPU_BACKEND
   if (c.backend == "cpu") {
     cpu_backend_config k;

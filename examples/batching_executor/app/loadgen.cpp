@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "loadgen.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -78,6 +79,10 @@ void workload::validate() const {
   if (!(ramp_up_s >= 0)) bad("ramp_up must be >= 0");
   if (priority_levels == 0) bad("priority_levels must be > 0");
   if (!(predict_noise >= 0)) bad("predict_noise must be >= 0");
+  if (shared_prefix > max_shared_prefix)
+    bad("shared_prefix must be at most " + std::to_string(max_shared_prefix) + " tokens");
+  if (!(reasoning_fraction >= 0 && reasoning_fraction <= 1))
+    bad("reasoning_fraction must be in [0, 1]");
 }
 
 load_generator::load_generator(const workload& w, const clock_type& clock)
@@ -138,8 +143,12 @@ void load_generator::release(time_point now, std::vector<request*>& out) {
     q.user = p.user;
     q.arrival = p.at;
     if (p.think >= 0) q.think_s = p.think;
-    q.prompt_tokens = w_.prompt.sample_length(r);
+    const std::uint32_t own = w_.prompt.sample_length(r);
+    q.prompt_tokens = own + w_.shared_prefix;  // both <= max_length (1e9): no overflow
+    q.prefix_tokens = w_.shared_prefix;
     q.output_tokens = w_.output.sample_length(r);
+    q.reasoning_tokens = static_cast<std::uint32_t>(
+        std::min<double>(q.output_tokens, std::round(w_.reasoning_fraction * q.output_tokens)));
     const double noisy =
         static_cast<double>(q.output_tokens) * std::exp(w_.predict_noise * r.normal());
     q.predicted_output = static_cast<std::uint32_t>(std::max(1.0, std::round(noisy)));

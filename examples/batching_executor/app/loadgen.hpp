@@ -18,6 +18,10 @@
 /// the engine then aborts the background. In open loop arrivals stop at `duration` and the
 /// queue drains (an overloaded open loop has no steady state to keep).
 ///
+/// A shared prefix (`shared_prefix`) is prepended to every prompt; `reasoning_fraction` makes the
+/// first tokens of every answer reasoning tokens. Neither draws a random number, so a run with
+/// them sees the same request sequence as one without.
+///
 /// Memory: the run keeps every request it made (the reports read them all). A workload may set a
 /// `memory_limit`: the users' state and the requests' footprints (`user_footprint`,
 /// `request_footprint`, both bounds from above) are counted as they are made, and the run stops
@@ -51,7 +55,13 @@ struct workload {
   distribution prompt = distribution::parse("normal:300,90", quantity::prompt_length);
   distribution output = distribution::parse("uniform:75,225", quantity::output_length);
   double duration_s = 600;  ///< arrivals stop after this many seconds
-  double ramp_up_s = 0;     ///< closed loop: first requests spread over [0, ramp_up] instead
+  /// A shared system prompt of this many tokens heads every prompt (before the `prompt`
+  /// length drawn): the scheduler's prefix cache can reuse it. 0: none.
+  std::uint32_t shared_prefix = 0;
+  /// The share of each answer given to reasoning: its first round(F x output) tokens are
+  /// reasoning tokens. 0: none.
+  double reasoning_fraction = 0;
+  double ramp_up_s = 0;  ///< closed loop: first requests spread over [0, ramp_up] instead
   std::uint32_t priority_levels = 1;  ///< priorities drawn uniformly from [0, levels)
   double predict_noise = 0.5;         ///< sd of log(predicted / true output length)
   std::uint64_t max_requests = 0;     ///< 0: no limit
@@ -62,6 +72,9 @@ struct workload {
 
   void validate() const;
 };
+
+/// The longest shared prefix a workload takes (a drawn length's bound, distribution.hpp).
+inline constexpr std::uint32_t max_shared_prefix = max_length;
 
 /// The memory limit `batching-executor` sets by default (a sweep: its runs together): 2 GiB.
 inline constexpr std::uint64_t default_memory_limit = std::uint64_t(2) << 30;

@@ -62,6 +62,14 @@ void write_table(std::ostream& out, const std::vector<std::vector<std::string>>&
   }
 }
 
+// Prompt tokens the measured requests took from the prefix cache.
+std::uint64_t cached_tokens(const outcome& o) {
+  std::uint64_t n = 0;
+  for (const request& q : o.run.requests)
+    if (measured(o.conf.cfg, q)) n += q.tl.cached_prompt_tokens().value_or(0);
+  return n;
+}
+
 }  // namespace
 
 time_point benchmark_start(const run_config& c) noexcept {
@@ -185,9 +193,14 @@ void write_sweep_table(std::ostream& out, const std::vector<outcome>& all) {
   out << "backend " << make_backend(c0)->name() << "; " << describe_load(c0.load) << "; prompts "
       << c0.load.prompt.spec() << ", outputs " << c0.load.output.spec() << "; "
       << fmt("%g", c0.load.duration_s) << " s of arrivals, seed " << c0.load.seed << "\n\n";
+  // With reasoning answers the time to first answer token stands beside TTFT.
+  const bool reasoning = std::any_of(all.begin(), all.end(), [](const outcome& o) {
+    return o.conf.cfg.load.reasoning_fraction > 0;
+  });
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"#", "configuration", "out tok/s", "P95 TTFT s", "P95 TPOT ms", "P99 ITL ms",
                   "busy", "batch", "KV mean/peak", "preempt", "rejected", "verdict"});
+  if (reasoning) rows.back().insert(rows.back().begin() + 4, "P95 TTFA s");
   for (std::size_t i = 0; i < all.size(); ++i) {
     const outcome& o = all[i];
     const auto& s = o.summary;
@@ -201,6 +214,7 @@ void write_sweep_table(std::ostream& out, const std::vector<outcome>& all) {
          std::to_string(o.run.sched.preemptions),
          std::to_string(o.run.sched.rejected_timeout + o.run.sched.rejected_too_long),
          verdict_cell(o.verdicts)});
+    if (reasoning) rows.back().insert(rows.back().begin() + 4, opt("%.3f", s.ttfa.at(95)));
   }
   write_table(out, rows, 2);
   const auto pts = load_points(all);
@@ -256,6 +270,12 @@ void write_run_table(std::ostream& out, const outcome& o) {
   };
   for (const tokchron::metric_id id : tokchron::run_summary::kept)  // the table's time metrics
     if (tokchron::is_time_metric(id)) add(tokchron::to_string(id), *s.of(id));
+  // A run with reasoning answers or a shared prefix: the time metrics of the metric table that
+  // tell them apart (time to first answer token, reasoning time, time to second token, ICL).
+  if (c.load.reasoning_fraction > 0 || c.load.shared_prefix > 0)
+    for (const tokchron::metric_id id : tokchron::run_summary::kept_when_measured)
+      if (tokchron::is_time_metric(id) && s.of(id)->count > 0)
+        add(tokchron::to_string(id), *s.of(id));
   write_table(out, rows);
   out << "\nengine: " << e.steps << " steps, busy " << fmt("%.0f%%", e.busy_fraction() * 100)
       << ", mean batch " << fmt("%.1f", e.mean_batch()) << ", KV mean "
@@ -267,6 +287,31 @@ void write_run_table(std::ostream& out, const outcome& o) {
     out << " (" << st.rejected_too_long << " too long for the KV cache or token budget, "
         << st.rejected_timeout << " queue timeouts)";
   out << ", simulated " << fmt("%.1f", e.end_s) << " s in " << fmt("%.3f", e.wall_s) << " s\n";
+  if (c.load.shared_prefix > 0) {
+    std::uint64_t prompt = 0;
+    for (const request& q : o.run.requests)
+      if (measured(c, q) && q.ever_scheduled) prompt += q.prompt_tokens;
+    out << "prefix cache (shared prefix of " << c.load.shared_prefix << " tokens, "
+        << (c.sched.prefix_caching ? "on" : "off") << "): " << st.prefix_hits << " hits, "
+        << st.prefix_hit_tokens << " prompt tokens not prefilled";
+    if (prompt > 0)
+      out << " (measured requests: "
+          << fmt("%.1f%%",
+                 100.0 * static_cast<double>(cached_tokens(o)) / static_cast<double>(prompt))
+          << " of their prompt tokens)";
+    out << ", " << st.prefix_evictions << " evictions\n";
+  }
+  if (c.load.reasoning_fraction > 0) {
+    std::uint64_t thinking = 0, output = 0;
+    for (const request& q : o.run.requests)
+      if (measured(c, q)) {
+        thinking += q.tl.reported_reasoning_tokens().value_or(0);
+        output += q.tl.output_tokens();
+      }
+    out << "reasoning: " << thinking << " of " << output
+        << " output tokens of the measured requests (" << fmt("%g", c.load.reasoning_fraction)
+        << " of each answer)\n";
+  }
   if (!o.verdicts.verdicts.empty())
     out << "\nSLA: " << tokchron::to_string(o.verdicts.overall()) << '\n' << o.verdicts.to_string();
   out << "\nclaim audit of these figures: "

@@ -32,7 +32,7 @@ void check_run(const run_config& c, const backend& be) {
   // Every request rejected: the shortest one cannot fit.
   const std::uint32_t blocks = be.kv_blocks(c.sched.block_size);
   const double kv_tokens = double(blocks) * c.sched.block_size;
-  const double prompt = w.prompt.min(), output = w.output.min();
+  const double prompt = w.prompt.min() + w.shared_prefix, output = w.output.min();
   const auto need =
       static_cast<std::uint64_t>((prompt + output + c.sched.block_size - 1) / c.sched.block_size);
   if (need > blocks)

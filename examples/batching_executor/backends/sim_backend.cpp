@@ -172,7 +172,7 @@ step_cost sim_backend::cost(const batch& b) const noexcept {
       const double c = s.prefill_tokens;
       attn += ld4 * c * (past + c / 2.0);
       new_tokens += c;
-      if (s.past_tokens == 0) starts += 1;
+      if (s.past_tokens == s.reused_tokens) starts += 1;
     }
     ctx_read += past;
   }

@@ -11,7 +11,8 @@
 ///     t     = t_fixed + t_seq n_seqs + t_request n_starts
 ///             + max(bytes / (eta_bw BW), flops / (eta_c F)) (1 + jitter)
 ///
-/// n_seqs: the sequences in the step; n_starts: those whose prefill starts in it (past = 0).
+/// n_seqs: the sequences in the step; n_starts: those whose prefill starts in it (past = 0, or
+/// past = the tokens its prefix-cache hit reused).
 /// W weight bytes, P parameters, kvB KV bytes per token, L layers, d hidden size, c a
 /// sequence's prefill chunk, past its cached context; a decode attends over past + 1 positions.
 /// jitter is sigma * z, z standard normal clipped to [-3, 3], seeded: the same seed gives the

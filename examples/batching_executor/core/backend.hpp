@@ -44,12 +44,15 @@ inline constexpr double max_step_s = 1e9;
 /// (position past_tokens). `samples` says whether the step ends with sampling a new token: for a
 /// decode always, for a prefill only on the chunk that completes it.
 struct sequence_work {
-  std::uint64_t seq_id = 0;               ///< unique in a run, stable across steps and preemptions
-  std::uint32_t past_tokens = 0;          ///< context already cached before this step
-  std::uint32_t prefill_tokens = 0;       ///< tokens to prefill now (the chunk); 0 for a decode
-  bool decode = false;                    ///< feeds its last sampled token and samples one more
-  bool samples = false;                   ///< the step samples a token for this sequence
-  std::uint32_t prompt_tokens = 0;        ///< the request's prompt length (for content generation)
+  std::uint64_t seq_id = 0;          ///< unique in a run, stable across steps and preemptions
+  std::uint32_t past_tokens = 0;     ///< context already cached before this step
+  std::uint32_t prefill_tokens = 0;  ///< tokens to prefill now (the chunk); 0 for a decode
+  bool decode = false;               ///< feeds its last sampled token and samples one more
+  bool samples = false;              ///< the step samples a token for this sequence
+  std::uint32_t prompt_tokens = 0;   ///< the request's prompt length (for content generation)
+  /// The first `reused_tokens` of the cached context came from the prefix cache at this
+  /// admission: a chunk with `past_tokens == reused_tokens` is the one its prefill starts with.
+  std::uint32_t reused_tokens = 0;
   const std::uint32_t* blocks = nullptr;  ///< KV block ids, covering past + new tokens
   std::uint32_t num_blocks = 0;           ///< entries in `blocks`
 

@@ -25,6 +25,12 @@ struct request {
   std::uint64_t id = 0;
   std::uint32_t user = 0;  ///< closed loop: the user who sent it
   std::uint32_t prompt_tokens = 1;
+  /// The prompt's first tokens that are the shared system prompt (the prefix cache's key;
+  /// 0: none). At most `prompt_tokens`.
+  std::uint32_t prefix_tokens = 0;
+  /// The answer's first tokens that are reasoning (recorded as `chunk_kind::reasoning`); the
+  /// rest of `output_tokens` is the answer proper. At most `output_tokens`.
+  std::uint32_t reasoning_tokens = 0;
   std::uint32_t output_tokens = 1;     ///< the response's length: it ends after this many
   std::uint32_t predicted_output = 1;  ///< a noisy prediction of `output_tokens` (SJF)
   std::int32_t priority = 0;           ///< lower runs first under the priority policy
@@ -38,9 +44,15 @@ struct request {
   std::uint32_t computed = 0;         ///< tokens whose KV is cached
   std::uint32_t generated = 0;        ///< output tokens produced so far
   std::vector<std::uint32_t> blocks;  ///< the KV block table
-  std::uint32_t waited_steps = 0;     ///< steps spent waiting since it last joined the queue
-  bool promoted = false;              ///< jumps the policy order (starvation bound, timeout)
-  bool resumed = false;               ///< waiting again after a preemption (goes first)
+  /// The leading entries of `blocks` that are the prefix cache's shared blocks (referenced, not
+  /// owned: never released with the request's own).
+  std::uint32_t shared_blocks = 0;
+  /// Prompt tokens served from the prefix cache at its first scheduling (its trace's
+  /// `cached_prompt_tokens`).
+  std::uint32_t cached_tokens = 0;
+  std::uint32_t waited_steps = 0;  ///< steps spent waiting since it last joined the queue
+  bool promoted = false;           ///< jumps the policy order (starvation bound, timeout)
+  bool resumed = false;            ///< waiting again after a preemption (goes first)
   bool ever_scheduled = false;
 
   /// The record of its life (arrival, queued, scheduled, preempted, chunks, finish).

@@ -78,10 +78,47 @@ void scheduler::add(request& r, time_point now) {
   waiting_.push(r);
 }
 
-void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
+std::uint32_t scheduler::cacheable_blocks(const request& r) const noexcept {
+  if (!cfg_.prefix_caching || r.prefix_tokens == 0) return 0;
+  // Full blocks only, and never the sequence's last token (it must be computed to sample).
+  const std::uint32_t cap = std::min(r.prefix_tokens, r.num_tokens() - 1);
+  return cap / pool_.block_size();
+}
+
+void scheduler::attach_prefix(request& r) {
+  if (r.computed != 0 || !r.blocks.empty() || prefix_.blocks.empty()) return;
+  const std::uint32_t k =
+      std::min(cacheable_blocks(r), static_cast<std::uint32_t>(prefix_.blocks.size()));
+  if (k == 0) return;
+  r.blocks.assign(prefix_.blocks.begin(), prefix_.blocks.begin() + k);
+  r.shared_blocks = k;
+  r.computed = k * pool_.block_size();
+  ++prefix_.refs;
+}
+
+void scheduler::release_blocks(request& r) noexcept {
+  if (r.shared_blocks > 0) {
+    r.blocks.erase(r.blocks.begin(), r.blocks.begin() + r.shared_blocks);
+    r.shared_blocks = 0;
+    --prefix_.refs;
+  }
   pool_.release(r.blocks);
+}
+
+bool scheduler::grow_or_evict(std::vector<std::uint32_t>& table, std::uint32_t blocks) {
+  if (pool_.grow(table, blocks)) return true;
+  if (prefix_.blocks.empty() || prefix_.refs > 0) return false;
+  pool_.release(prefix_.blocks);  // unreferenced: its blocks go back to the pool
+  ++stats_.prefix_evictions;
+  return pool_.grow(table, blocks);
+}
+
+void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
+  release_blocks(r);
   std::vector<std::uint32_t>().swap(r.blocks);  // a finished request keeps no block table
   if (be_ && r.ever_scheduled) be_->release(r.id);
+  if (r.reasoning_tokens > 0)  // the usage's completion_tokens_details.reasoning_tokens
+    r.tl.set_reported_reasoning_tokens(std::min(r.generated, r.reasoning_tokens));
   note(r.tl.finish(t, why));
   r.state = request_state::finished;
   finished_.push_back(&r);
@@ -167,7 +204,7 @@ std::size_t scheduler::pick_victim(std::size_t from) const {
 void scheduler::preempt(std::size_t i, time_point now) {
   request& r = *running_[i];
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
-  pool_.release(r.blocks);
+  release_blocks(r);
   if (be_) be_->release(r.id);
   r.computed = 0;
   r.state = request_state::waiting;
@@ -185,6 +222,7 @@ void scheduler::add_work(step_plan& plan, request& r, std::uint32_t n, bool dec)
   w.prefill_tokens = dec ? 0 : n;
   w.samples = r.computed + n == r.num_tokens();
   w.prompt_tokens = r.prompt_tokens;
+  w.reused_tokens = r.shared_blocks * pool_.block_size();
   plan.work.seqs.push_back(w);
   plan.reqs.push_back(&r);
 }
@@ -205,7 +243,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
     }
     const std::uint32_t need = pool_.blocks_for(std::uint64_t(r.computed) + n);
     bool self = false;
-    while (!pool_.grow(r.blocks, need)) {
+    while (!grow_or_evict(r.blocks, need)) {
       const std::size_t v = pick_victim(i);
       self = running_[v] == &r;
       preempt(v, now);
@@ -223,9 +261,22 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
   while (admitted < waiting_.size() && running_.size() < cfg_.max_batch_size && budget > 0) {
     request& r = waiting_.at(admitted);
     if (!r.resumed && !r.promoted && delay_holds(now)) break;
+    attach_prefix(r);  // a cached prefix: its tokens are computed already
     const std::uint32_t n = chunk_for(r, budget);
-    if (n == 0) break;
-    if (!pool_.grow(r.blocks, admit_blocks(r, n))) break;
+    if (n == 0 || !grow_or_evict(r.blocks, admit_blocks(r, n))) {
+      release_blocks(r);  // not admitted: it keeps no reference
+      r.blocks.clear();
+      r.computed = 0;
+      break;
+    }
+    if (!r.ever_scheduled && r.prefix_tokens > 0) {
+      r.cached_tokens = r.computed;
+      r.tl.set_cached_prompt_tokens(r.cached_tokens);
+    }
+    if (r.computed > 0) {
+      ++stats_.prefix_hits;
+      stats_.prefix_hit_tokens += r.computed;
+    }
     r.state = request_state::running;
     r.resumed = false;
     r.promoted = false;
@@ -284,13 +335,20 @@ void scheduler::complete(const step_plan& plan, const step_result& result, time_
     const sequence_work& w = plan.work.seqs[i];
     const sequence_output& out = result.outputs[i];
     r.computed += w.new_tokens();
+    // The first request to compute the shared prefix's blocks leaves them to the cache.
+    if (prefix_.blocks.empty() && r.shared_blocks == 0) {
+      const std::uint32_t k = cacheable_blocks(r);
+      if (k > 0 && r.computed >= k * pool_.block_size() && r.blocks.size() >= k) {
+        prefix_.blocks.assign(r.blocks.begin(), r.blocks.begin() + k);
+        r.shared_blocks = k;
+        prefix_.refs = 1;
+      }
+    }
     if (!w.samples) continue;
     if (out.tokens == 0)
       throw std::runtime_error("backend produced no token for sequence " +
                                std::to_string(w.seq_id) + ", which had to sample one");
-    const std::uint32_t k = std::min(out.tokens, r.output_tokens - r.generated);
-    r.generated += k;
-    note(r.tl.chunk(end, k));
+    record_chunk(r, std::min(out.tokens, r.output_tokens - r.generated), end);
     if (r.generated >= r.output_tokens || out.stop) {
       finish(r, end,
              r.generated >= r.output_tokens && !out.stop ? tokchron::finish_reason::length
@@ -303,6 +361,17 @@ void scheduler::complete(const step_plan& plan, const step_result& result, time_
         std::remove_if(running_.begin(), running_.end(),
                        [](const request* r) { return r->state == request_state::finished; }),
         running_.end());
+}
+
+void scheduler::record_chunk(request& r, std::uint32_t k, time_point t) noexcept {
+  // The answer's first `reasoning_tokens` are reasoning; a step that crosses the boundary
+  // records its reasoning tokens, then its answer tokens, at the same time.
+  const std::uint32_t g0 = r.generated;
+  r.generated += k;
+  const std::uint32_t thinking =
+      std::min(r.generated, r.reasoning_tokens) - std::min(g0, r.reasoning_tokens);
+  if (thinking > 0) note(r.tl.chunk(t, thinking, tokchron::chunk_kind::reasoning));
+  if (k > thinking) note(r.tl.chunk(t, k - thinking));
 }
 
 void scheduler::abort_all(time_point now) {

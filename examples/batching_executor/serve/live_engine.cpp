@@ -89,12 +89,12 @@ void live_engine::loop() {
     for (const auto& [r, c] : active_) {
       (void)r;
       metrics_.fail(c->live, steady(t));
-      if (c->sink) c->sink({c->req.generated, 0, true, tokchron::finish_reason::error});
+      if (c->sink) c->sink({c->req.generated, 0, true, tokchron::finish_reason::error, 0});
     }
     active_.clear();
     for (const auto& c : late) {
       metrics_.fail(c->live, steady(t));
-      if (c->sink) c->sink({0, 0, true, tokchron::finish_reason::error});
+      if (c->sink) c->sink({0, 0, true, tokchron::finish_reason::error, 0});
     }
   }
 }
@@ -139,7 +139,7 @@ void live_engine::step_loop() {
           ev.reason = why;
           merged = true;
         }
-      if (!merged) events.push_back({&c, {c.req.generated, 0, true, why}});
+      if (!merged) events.push_back({&c, {c.req.generated, 0, true, why, r->cached_tokens}});
       if (keep_trace_) {
         tokchron::trace_record rec = tokchron::to_trace_record(r->tl, time_point{}, c.name);
         rec.prompt_tokens = c.gen.prompt_tokens;
@@ -179,7 +179,9 @@ void live_engine::step_loop() {
       request& r = c->req;
       r.id = c->id;
       r.prompt_tokens = c->gen.prompt_tokens;
+      r.prefix_tokens = c->gen.prefix_tokens;
       r.output_tokens = c->gen.output_tokens;
+      r.reasoning_tokens = c->gen.reasoning_tokens;
       r.predicted_output = c->gen.output_tokens;
       r.arrival = c->received;
       (void)r.tl.arrive(c->received);
@@ -236,7 +238,7 @@ void live_engine::step_loop() {
       if (k == 0) continue;
       call& c = *active_.at(&r);
       metrics_.chunk(c.live, steady(end), k);
-      events.push_back({&c, {before[i], k, false, tokchron::finish_reason::stop}});
+      events.push_back({&c, {before[i], k, false, tokchron::finish_reason::stop, r.cached_tokens}});
     }
     collect(end);
     deliver();

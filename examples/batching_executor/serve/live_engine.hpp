@@ -40,6 +40,7 @@ struct step_event {
   std::uint32_t first = 0, tokens = 0;
   bool finished = false;
   tokchron::finish_reason reason = tokchron::finish_reason::stop;
+  std::uint32_t cached_tokens = 0;  ///< prompt tokens the prefix cache served (once scheduled)
 };
 
 /// One request in flight, shared by its HTTP session and the engine.

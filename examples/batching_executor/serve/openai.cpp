@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "openai.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <optional>
@@ -203,6 +205,10 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
   const std::uint32_t natural = natural_length(g.seed, lim.eos_range);
   g.stops = !g.ignore_eos && natural <= g.max_tokens;
   g.output_tokens = g.stops ? natural : g.max_tokens;
+  if (kind == endpoint::chat)  // vLLM's reasoning parsers serve chat only
+    g.reasoning_tokens = static_cast<std::uint32_t>(
+        std::min<double>(g.output_tokens, std::round(lim.reasoning_fraction * g.output_tokens)));
+  g.prefix_tokens = std::min(lim.shared_prefix, g.prompt_tokens);
   return g;
 }
 
@@ -227,11 +233,14 @@ ojson head_json(const response_head& h, const char* object) {
 const char* chunk_object(endpoint k) {
   return k == endpoint::chat ? "chat.completion.chunk" : "text_completion";
 }
-ojson usage_json(std::uint32_t p, std::uint32_t c) {
+ojson usage_json(const usage_counts& n) {
   ojson u = ojson::object();
-  u["prompt_tokens"] = p;
-  u["completion_tokens"] = c;
-  u["total_tokens"] = std::uint64_t(p) + c;
+  u["prompt_tokens"] = n.prompt;
+  u["completion_tokens"] = n.completion;
+  u["total_tokens"] = std::uint64_t(n.prompt) + n.completion;
+  // vLLM adds the details only with --enable-prompt-tokens-details and a cache hit.
+  if (n.cached && *n.cached > 0) u["prompt_tokens_details"] = ojson{{"cached_tokens", *n.cached}};
+  if (n.reasoning) u["completion_tokens_details"] = ojson{{"reasoning_tokens", *n.reasoning}};
   return u;
 }
 ojson finish_json(std::string_view f) { return f.empty() ? ojson(nullptr) : ojson(f); }
@@ -293,14 +302,22 @@ std::string role_chunk(const response_head& h) {
   return j.dump();
 }
 
-std::string content_chunk(const response_head& h, const std::string& text,
-                          std::string_view finish) {
+std::string content_chunk(const response_head& h, const std::string& text, std::string_view finish,
+                          const std::string& reasoning) {
   ojson j = head_json(h, chunk_object(h.kind));
   ojson c = ojson::object();
   c["index"] = 0;
-  if (h.kind == endpoint::chat)
-    c["delta"] = ojson{{"content", text}};
-  else
+  if (h.kind == endpoint::chat) {
+    // vLLM's DeltaMessage field order: content, reasoning, reasoning_content (a deprecated copy
+    // its validator sets).
+    ojson d = ojson::object();
+    if (!text.empty() || reasoning.empty()) d["content"] = text;
+    if (!reasoning.empty()) {
+      d["reasoning"] = reasoning;
+      d["reasoning_content"] = reasoning;
+    }
+    c["delta"] = std::move(d);
+  } else
     c["text"] = text;
   c["logprobs"] = nullptr;
   c["finish_reason"] = finish_json(finish);
@@ -308,27 +325,32 @@ std::string content_chunk(const response_head& h, const std::string& text,
   return j.dump();
 }
 
-std::string usage_chunk(const response_head& h, std::uint32_t prompt_tokens,
-                        std::uint32_t completion_tokens) {
+std::string usage_chunk(const response_head& h, const usage_counts& u) {
   ojson j = head_json(h, chunk_object(h.kind));
   j["choices"] = ojson::array();
-  j["usage"] = usage_json(prompt_tokens, completion_tokens);
+  j["usage"] = usage_json(u);
   return j.dump();
 }
 
 std::string full_response(const response_head& h, const std::string& text, std::string_view finish,
-                          std::uint32_t prompt_tokens, std::uint32_t completion_tokens) {
+                          const usage_counts& u, const std::string& reasoning) {
   ojson j = head_json(h, h.kind == endpoint::chat ? "chat.completion" : "text_completion");
   ojson c = ojson::object();
   c["index"] = 0;
-  if (h.kind == endpoint::chat)
-    c["message"] = ojson{{"role", "assistant"}, {"content", text}};
-  else
+  if (h.kind == endpoint::chat) {
+    ojson m = ojson{{"role", "assistant"}, {"content", text}};
+    if (!reasoning.empty()) {
+      m["reasoning"] = reasoning;
+      m["reasoning_content"] = reasoning;
+    }
+    c["message"] = std::move(m);
+  } else {
     c["text"] = text;
+  }
   c["logprobs"] = nullptr;
   c["finish_reason"] = finish_json(finish);
   j["choices"] = ojson::array({std::move(c)});
-  j["usage"] = usage_json(prompt_tokens, completion_tokens);
+  j["usage"] = usage_json(u);
   return j.dump();
 }
 

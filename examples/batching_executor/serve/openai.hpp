@@ -10,6 +10,7 @@
 /// `api_error`).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -38,17 +39,24 @@ struct request_limits {
   std::uint32_t eos_range = 256;       ///< the deterministic stop's range (natural_length)
   /// The longest prompt the engine takes (its token budget when chunked prefill is off).
   std::uint32_t max_prompt_tokens = 0xffffffffu;
+  /// A chat answer's first round(F x output) tokens are reasoning (`--reasoning-fraction`).
+  double reasoning_fraction = 0;
+  /// The first tokens of every prompt, up to this many, are the shared system prompt that the
+  /// engine's prefix cache reuses (`--shared-prefix`; the words are not compared).
+  std::uint32_t shared_prefix = 0;
 };
 
 /// A valid request, ready for the engine.
 struct generation_request {
   endpoint kind = endpoint::completions;
   bool stream = false, include_usage = false, ignore_eos = false;
-  std::uint32_t prompt_tokens = 1;  ///< whitespace-separated words (token ids when given as ids)
-  std::uint32_t max_tokens = 0;     ///< after defaulting: max_model_len - prompt_tokens
-  std::uint32_t output_tokens = 0;  ///< what it will produce (natural stop or max_tokens)
-  bool stops = false;               ///< ends with finish_reason "stop" (else "length")
-  std::uint64_t seed = 0;           ///< the prompt's hash: picks the words
+  std::uint32_t prompt_tokens = 1;     ///< whitespace-separated words (token ids when given as ids)
+  std::uint32_t max_tokens = 0;        ///< after defaulting: max_model_len - prompt_tokens
+  std::uint32_t output_tokens = 0;     ///< what it will produce (natural stop or max_tokens)
+  bool stops = false;                  ///< ends with finish_reason "stop" (else "length")
+  std::uint64_t seed = 0;              ///< the prompt's hash: picks the words
+  std::uint32_t reasoning_tokens = 0;  ///< the answer's first tokens that are reasoning (chat)
+  std::uint32_t prefix_tokens = 0;     ///< the prompt's shared-prefix tokens
 };
 
 /// Checks `body` for `kind`; a `generation_request` or the error to send.
@@ -75,16 +83,25 @@ struct response_head {
 
 /// The first chunk of a chat stream: `delta: {role: "assistant", content: ""}`.
 [[nodiscard]] std::string role_chunk(const response_head& h);
-/// One content chunk (one engine step's tokens); `finish` empty while the answer goes on.
+/// One content chunk (one engine step's tokens); `finish` empty while the answer goes on. A chat
+/// chunk with `reasoning` text carries it in the delta's `reasoning` field and its deprecated
+/// copy `reasoning_content` (vLLM's DeltaMessage), and `content` only when `text` is not empty.
 [[nodiscard]] std::string content_chunk(const response_head& h, const std::string& text,
-                                        std::string_view finish);
+                                        std::string_view finish, const std::string& reasoning = {});
+/// A response's token counts: `usage`, with `prompt_tokens_details.cached_tokens` when `cached`
+/// is set and not 0 (vLLM with --enable-prompt-tokens-details) and
+/// `completion_tokens_details.reasoning_tokens` when `reasoning` is set (OpenAI's API).
+struct usage_counts {
+  std::uint32_t prompt = 0, completion = 0;
+  std::optional<std::uint32_t> cached, reasoning;
+};
 /// The usage chunk (`choices: []`).
-[[nodiscard]] std::string usage_chunk(const response_head& h, std::uint32_t prompt_tokens,
-                                      std::uint32_t completion_tokens);
-/// The whole non-streaming response, with usage.
+[[nodiscard]] std::string usage_chunk(const response_head& h, const usage_counts& u);
+/// The whole non-streaming response, with usage; a chat message with `reasoning` text carries it
+/// in `reasoning` and `reasoning_content` (vLLM's ChatMessage).
 [[nodiscard]] std::string full_response(const response_head& h, const std::string& text,
-                                        std::string_view finish, std::uint32_t prompt_tokens,
-                                        std::uint32_t completion_tokens);
+                                        std::string_view finish, const usage_counts& u,
+                                        const std::string& reasoning = {});
 /// `GET /v1/models`.
 [[nodiscard]] std::string models_json(const std::string& model, std::int64_t created,
                                       std::uint32_t max_model_len);

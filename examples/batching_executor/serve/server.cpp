@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -80,6 +81,10 @@ std::string serve_usage() {
          "  --max-model-len N     prompt + output tokens of a request (default 4096)\n"
          "  --eos-range N         without ignore_eos an answer stops after 1..N tokens\n"
          "                        (default 256; see docs/serve.md)\n"
+         "  --enable-prompt-tokens-details  usage.prompt_tokens_details.cached_tokens on\n"
+         "                        answers that hit the prefix cache (as vLLM's flag)\n"
+         "  --reasoning-fraction F, --shared-prefix TOKENS  reasoning chat answers, a shared\n"
+         "                        system prompt the prefix cache reuses (run options)\n"
          "Engine options are the run options of `batching-executor --help` (--backend, --sim,\n"
          "--max-batch-size, --max-num-batched-tokens, ...); the sim backend sleeps each step's\n"
          "modelled time.\n";
@@ -94,6 +99,10 @@ serve_options parse_serve_options(const std::vector<std::string>& args) {
       continue;
     }
     if (a.rfind("--", 0) != 0) throw usage_error("serve: unexpected argument '" + a + "'");
+    if (a == "--enable-prompt-tokens-details") {  // a flag, as vLLM's
+      o.prompt_tokens_details = true;
+      continue;
+    }
     std::string name = a.substr(2);
     std::string value;
     if (const auto eq = name.find('='); eq != std::string::npos) {
@@ -170,6 +179,8 @@ struct server::impl {
     if (limits.max_model_len < 2)
       throw std::invalid_argument("serve: the KV pool holds fewer than 2 tokens");
     limits.eos_range = opt.eos_range;
+    limits.reasoning_fraction = opt.engine.load.reasoning_fraction;
+    limits.shared_prefix = opt.engine.load.shared_prefix;
     if (!opt.engine.sched.chunked_prefill)
       limits.max_prompt_tokens = opt.engine.sched.max_num_batched_tokens;
     engine = std::make_unique<live_engine>(opt.engine.sched, std::move(be), metrics,
@@ -399,12 +410,15 @@ class session : public std::enable_shared_from_this<session> {
       if (failed) {
         queue_event(sse(error_json(engine_error(ev.reason))));
       } else if (ev.tokens > 0 || ev.finished) {
-        queue_event(sse(content_chunk(head_, words(c.gen.seed, ev.first, ev.tokens),
-                                      ev.finished ? finish_reason_text(ev.reason) : "")));
+        // Tokens below gen.reasoning_tokens are reasoning, the rest the answer.
+        const std::uint32_t end = ev.first + ev.tokens;
+        const std::uint32_t split = std::clamp(c.gen.reasoning_tokens, ev.first, end);
+        queue_event(sse(content_chunk(head_, words(c.gen.seed, split, end - split),
+                                      ev.finished ? finish_reason_text(ev.reason) : "",
+                                      words(c.gen.seed, ev.first, split - ev.first))));
       }
       if (ev.finished) {
-        if (c.gen.include_usage && !failed)
-          queue_event(sse(usage_chunk(head_, c.gen.prompt_tokens, completion_)));
+        if (c.gen.include_usage && !failed) queue_event(sse(usage_chunk(head_, usage(ev))));
         queue_event("data: [DONE]\n\n");
         if (chunked_) queue_raw("0\r\n\r\n");
         closing_write_ = true;
@@ -416,10 +430,25 @@ class session : public std::enable_shared_from_this<session> {
       const api_error e = engine_error(ev.reason);
       return send_plain(e.status, "application/json", error_json(e), false);
     }
+    const std::uint32_t split = std::min(c.gen.reasoning_tokens, completion_);
     send_plain(200, "application/json",
-               full_response(head_, words(c.gen.seed, 0, completion_),
-                             finish_reason_text(ev.reason), c.gen.prompt_tokens, completion_),
+               full_response(head_, words(c.gen.seed, split, completion_ - split),
+                             finish_reason_text(ev.reason), usage(ev), words(c.gen.seed, 0, split)),
                keep_alive_);
+  }
+
+  // The finished answer's usage: cached prompt tokens as vLLM reports them (with
+  // --enable-prompt-tokens-details), reasoning tokens when the server gives chat answers
+  // reasoning (OpenAI's completion_tokens_details).
+  usage_counts usage(const step_event& ev) const {
+    const call& c = *call_;
+    usage_counts u;
+    u.prompt = c.gen.prompt_tokens;
+    u.completion = completion_;
+    if (srv_.opt.prompt_tokens_details) u.cached = ev.cached_tokens;
+    if (head_.kind == endpoint::chat && srv_.limits.reasoning_fraction > 0)
+      u.reasoning = std::min(c.gen.reasoning_tokens, completion_);
+    return u;
   }
 
   // Why the engine ended a request without an answer.

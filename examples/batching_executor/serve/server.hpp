@@ -29,7 +29,10 @@ struct serve_options {
   unsigned threads = 2;                  ///< HTTP threads
   std::uint32_t max_model_len = 4096;    ///< prompt + output tokens (capped by the KV pool)
   std::uint32_t eos_range = 256;         ///< natural answer lengths 1..eos_range
-  run_config engine;                     ///< backend and scheduler
+  /// `usage.prompt_tokens_details.cached_tokens` on answers with a prefix-cache hit (vLLM's
+  /// --enable-prompt-tokens-details).
+  bool prompt_tokens_details = false;
+  run_config engine;  ///< backend and scheduler
   bool help = false;
 };
 

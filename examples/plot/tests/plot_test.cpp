@@ -288,6 +288,119 @@ TEST_CASE("the timeline data lays each request out from its arrival") {
   CHECK(found);
 }
 
+TEST_CASE("the timeline draws reasoning and answer tokens apart") {
+  // One reasoning request (4 reasoning chunks, then 3 answer chunks) and one without reasoning.
+  auto in = trace_input({});
+  tokchron::trace_record r;
+  r.id = "think";
+  r.arrival = r.send = 0;
+  r.scheduled = 0.1;
+  for (int i = 0; i < 4; ++i)
+    r.chunks.push_back({0.2 + 0.1 * i, 1, tokchron::chunk_kind::reasoning});
+  for (int i = 0; i < 3; ++i) r.chunks.push_back({0.6 + 0.1 * i, 2, tokchron::chunk_kind::text});
+  r.end = 0.9;
+  tokchron::trace_record plain = r;
+  plain.id = "plain";
+  for (auto& c : plain.chunks) c.kind = tokchron::chunk_kind::text;
+  in.samples = {{"slowest", r}, {"median", plain}};
+  const fs::path dir = fresh_dir("timeline_reasoning");
+  plot::plot_options opt;
+  opt.render = false;
+  (void)plot::write_plots(in, dir.string(), opt);
+  const auto spans = read_rows(dir / "timeline.dat", 0);
+  const auto chunks = read_rows(dir / "timeline.dat", 1);
+  REQUIRE(chunks.size() == 14);
+  std::size_t reasoning_rows[3] = {0, 0, 0};
+  for (const auto& c : chunks) {
+    REQUIRE(c.size() == 4);
+    if (c[3] == "1") ++reasoning_rows[std::stoi(c[0])];
+  }
+  CHECK(reasoning_rows[1] == 4);  // row 1's reasoning chunks, and none in row 2
+  CHECK(reasoning_rows[2] == 0);
+  // Row 1: a reasoning span from the first token (0.2) to the first answer token (0.6), then
+  // decode to the last; row 2 decodes from its first token.
+  bool reasoning_span = false, decode1 = false, decode2 = false;
+  for (const auto& s : spans) {
+    const double a = std::strtod(s[1].c_str(), nullptr), b = std::strtod(s[2].c_str(), nullptr);
+    if (s[0] == "1" && s[3] == "5") {
+      reasoning_span = true;
+      CHECK(a == doctest::Approx(0.2));
+      CHECK(b == doctest::Approx(0.6));
+    }
+    if (s[0] == "1" && s[3] == "3") {
+      decode1 = true;
+      CHECK(a == doctest::Approx(0.6));
+      CHECK(b == doctest::Approx(0.8));
+    }
+    if (s[0] == "2" && s[3] == "3") {
+      decode2 = true;
+      CHECK(a == doctest::Approx(0.2));
+    }
+    CHECK(!(s[0] == "2" && s[3] == "5"));
+  }
+  CHECK(reasoning_span);
+  CHECK(decode1);
+  CHECK(decode2);
+  const std::string script = slurp(dir / "timeline.gp");
+  CHECK(script.find("reasoning token chunk") != std::string::npos);
+  CHECK(script.find("#8e44ad") != std::string::npos);  // the reasoning colour
+}
+
+TEST_CASE("with reasoning answers the spectrum draws the time to first answer token") {
+  // 200 requests: 3 reasoning chunks, then 5 answer chunks; the answer starts 0.1-0.3 s after
+  // the first token.
+  std::vector<tokchron::trace_record> rs;
+  for (int i = 0; i < 200; ++i) {
+    tokchron::trace_record r;
+    r.id = std::to_string(i);
+    r.arrival = r.send = i * 0.5;
+    const double first = r.send + 0.05 + 0.001 * i;
+    for (int k = 0; k < 3; ++k)
+      r.chunks.push_back({first + 0.1 * k * (1 + i % 3) / 3.0, 1, tokchron::chunk_kind::reasoning});
+    for (int k = 0; k < 5; ++k)
+      r.chunks.push_back({first + 0.3 + 0.02 * k, 1, tokchron::chunk_kind::text});
+    r.end = r.chunks.back().time;
+    rs.push_back(r);
+  }
+  plot::plot_input in;
+  in.title = "reasoning";
+  in.runs.push_back(
+      plot::summarize_series("canonical", timelines(rs), tokchron::profiles::canonical));
+  REQUIRE(in.runs[0].summary.reasoning_time.count == 200);
+  const fs::path dir = fresh_dir("spectrum_ttfa");
+  plot::plot_options opt;
+  opt.render = false;
+  const auto res = plot::write_plots(in, dir.string(), opt);
+  bool ttfa_picture = false;
+  for (const auto& p : res.pictures) ttfa_picture = ttfa_picture || p.name == "latency_ttfa";
+  CHECK(ttfa_picture);
+  // The data is the summary's TTFA, exactly, and above TTFT by the reasoning.
+  const auto rows = read_rows(dir / "latency_ttfa.dat", 0);
+  REQUIRE(!rows.empty());
+  std::size_t compared = 0;
+  for (const auto& row : rows) {
+    const double pc = std::strtod(row[0].c_str(), nullptr);
+    const auto want = in.runs[0].summary.ttfa.at(pc);
+    if (!want || row[2] == "-") continue;
+    CHECK(std::strtod(row[2].c_str(), nullptr) == *want);
+    CHECK(*want > *in.runs[0].summary.ttft.at(pc));
+    ++compared;
+  }
+  CHECK(compared > 50);
+  const std::string script = slurp(dir / "spectrum.gp");
+  CHECK(script.find("'latency_ttfa.dat'") != std::string::npos);
+  CHECK(script.find("TTFT, and TTFA dashed") != std::string::npos);
+
+  SUBCASE("without reasoning neither is drawn") {
+    auto plain = trace_input({});
+    const fs::path d2 = fresh_dir("spectrum_plain");
+    const auto r2 = plot::write_plots(plain, d2.string(), opt);
+    for (const auto& p : r2.pictures) CHECK(p.name != "latency_ttfa");
+    const std::string s2 = slurp(d2 / "spectrum.gp");
+    CHECK(s2.find("ttfa") == std::string::npos);
+  }
+}
+
 TEST_CASE("the frontier is the planner's: points, choice and SLA region") {
   // Four configurations, each slower than the last: the planner's choice must be marked.
   const auto sla = tokchron::sla::parse("p95(ttft) < 1.5s, p95(tpot) < 30ms");

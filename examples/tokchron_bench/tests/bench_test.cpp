@@ -77,6 +77,49 @@ TEST_CASE("sse_decoder: events split across reads are recorded at the read that 
   CHECK(tl.succeeded());
 }
 
+TEST_CASE("sse_decoder: reasoning deltas (both field names) and usage details") {
+  tb::timeline tl;
+  const auto t0 = tb::clock::time_point(1s);
+  REQUIRE(tl.arrive(t0) == tc::record_status::ok);
+  tb::sse_decoder d(tb::endpoint_kind::chat, tl);
+  CHECK(
+      d.feed("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+             "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"let\"}}]}\n\n",
+             t0 + 1ms));
+  CHECK(d.feed("data: {\"choices\":[{\"delta\":{\"reasoning\":\" me\",\"content\":null}}]}\n\n",
+               t0 + 2ms));
+  // The delta where the thinking ends may carry both: a reasoning and a text chunk, same time.
+  CHECK(d.feed(
+      "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\".\",\"content\":\"A\"}}]}"
+      "\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"B\"},\"finish_reason\":\"length\"}]}"
+      "\n\n",
+      t0 + 3ms));
+  CHECK(
+      d.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":5,"
+             "\"prompt_tokens_details\":{\"cached_tokens\":4},"
+             "\"completion_tokens_details\":{\"reasoning_tokens\":3}}}\n\ndata: [DONE]\n\n",
+             t0 + 4ms));
+  CHECK_FALSE(d.failed());
+  using k = tc::chunk_kind;
+  CHECK(kinds(tl) == std::vector<k>{k::empty, k::reasoning, k::reasoning, k::reasoning, k::text,
+                                    k::text, k::usage, k::done});
+  const auto& c = tl.store().chunks();
+  REQUIRE(c.size() == 8);
+  CHECK(c[1].time == t0 + 1ms);
+  CHECK(c[3].time == t0 + 3ms);
+  CHECK(c[4].time == t0 + 3ms);
+  CHECK(c[3].tokens == 1);
+  CHECK(tl.cached_prompt_tokens() == 4u);
+  CHECK(tl.reported_reasoning_tokens() == 3u);
+  CHECK(tl.reported_output_tokens() == 5u);
+  // A reasoning field that is not a string is a broken event.
+  tb::timeline t2;
+  REQUIRE(t2.arrive(t0) == tc::record_status::ok);
+  tb::sse_decoder d2(tb::endpoint_kind::chat, t2);
+  CHECK_FALSE(d2.feed("data: {\"choices\":[{\"delta\":{\"reasoning\":7}}]}\n\n", t0));
+  CHECK(d2.error().find("not a string") != std::string::npos);
+}
+
 TEST_CASE("sse_decoder: malformed lines and events fail with the reason") {
   const auto t = tb::clock::time_point(1s);
   struct bad {
@@ -288,6 +331,8 @@ TEST_CASE("the command line: the report of the run, and bad options refused") {
   CHECK(tb::run_cli({"--max-batch-size", "3"}, o2, e2) == 2);  // not a load option
   CHECK(tb::run_cli({"--sweep", "rate=1,x"}, o2, e2) == 2);
   CHECK(tb::run_cli({"--warmup", "10", "--duration", "5"}, o2, e2) == 2);
+  CHECK(tb::run_cli({"--keep-alive", "yes"}, o2, e2) == 2);
+  CHECK(tb::run_cli({"--busy-poll", "1"}, o2, e2) == 2);
 }
 
 TEST_CASE("--sweep: one run, one report and one trace per value") {
@@ -310,5 +355,87 @@ TEST_CASE("--sweep: one run, one report and one trace per value") {
     int lines = 0;
     for (std::string l; std::getline(f, l);) ++lines;
     CHECK(lines == 6);
+  }
+}
+
+TEST_CASE("--sweep with --slo ends with the capacity planner's pick") {
+  // TTFT 1 ms, a chunk every 2 ms: 2 tokens end in about 3 ms, 50 tokens in about 100 ms.
+  tb::scripted_server srv({1ms, 2ms, 2});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  std::ostringstream out, err;
+  const int rc = tb::run_cli({"--url", url, "--sweep", "output_len=fixed:2,fixed:50", "--users",
+                              "2", "--max-requests", "4", "--prompt-len", "fixed:2", "--profile",
+                              "canonical", "--slo", "max(e2e) < 50ms", "--progress", "never"},
+                             out, err);
+  CAPTURE(out.str());
+  CAPTURE(err.str());
+  CHECK(rc == 3);  // the second point fails its objective
+  const std::string s = out.str();
+  const auto planner = s.find("Capacity planner");
+  REQUIRE(planner != std::string::npos);
+  CHECK(s.find("== output-len = fixed:50 ==") < planner);  // after every point's report
+  CHECK(s.find("  choice: #1 output-len=fixed:2 at ", planner) != std::string::npos);
+  CHECK(s.find("#2 output-len=fixed:50: throughput", planner) != std::string::npos);
+  CHECK(s.find("max(e2e) < 50ms: fail", planner) != std::string::npos);
+
+  std::ostringstream o2, e2;  // without an objective there is nothing to plan
+  CHECK(tb::run_cli({"--url", url, "--sweep", "users=1,2", "--max-requests", "2", "--progress",
+                     "never", "--output-len", "fixed:2"},
+                    o2, e2) == 0);
+  CHECK(o2.str().find("Capacity planner") == std::string::npos);
+}
+
+TEST_CASE("keep-alive: one connection serves a user's requests one after another") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  tb::load_options lo;
+  lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "chat", "m");
+  lo.work.mode = batching::arrival_mode::closed;
+  lo.work.users = 2;
+  lo.work.max_requests = 10;
+  lo.work.duration_s = 30;
+  lo.work.output = batching::distribution::fixed(3, batching::quantity::output_length);
+  lo.first_request_id = 100;
+  SUBCASE("on: at most one connection per user") {
+    lo.keep_alive = true;
+    const auto r = tb::run_load(lo);
+    REQUIRE(r.requests.size() == 10);
+    for (const auto& o : r.requests) {
+      CHECK(o.error.empty());
+      CHECK(kinds(o.tl) == std::vector<tc::chunk_kind>{
+                               tc::chunk_kind::empty, tc::chunk_kind::text, tc::chunk_kind::text,
+                               tc::chunk_kind::text, tc::chunk_kind::usage, tc::chunk_kind::done});
+    }
+    CHECK(srv.requests() == 10);
+    CHECK(srv.connections() <= 2);
+    // The ids start at first_request_id, in the trace and in X-Request-Id.
+    const auto sent = srv.emissions();
+    for (const auto& rec : tb::to_trace(r)) CHECK(sent.count(rec.id) == 1);
+    CHECK(sent.count("100") == 1);
+    CHECK(sent.count("109") == 1);
+  }
+  SUBCASE("on, with busy-polling I/O threads") {
+    lo.keep_alive = true;
+    lo.busy_poll = true;
+    lo.threads = 2;
+    const auto r = tb::run_load(lo);
+    REQUIRE(r.requests.size() == 10);
+    for (const auto& o : r.requests) CHECK(o.error.empty());
+    CHECK(srv.connections() <= 4);  // each thread keeps its own: at most users x threads
+  }
+  SUBCASE("on, against a server that closes kept connections: each request sent again once") {
+    lo.keep_alive = true;
+    lo.tgt.model = "drop";
+    lo.work.users = 1;
+    lo.work.max_requests = 4;
+    const auto r = tb::run_load(lo);
+    REQUIRE(r.requests.size() == 4);
+    for (const auto& o : r.requests) CHECK(o.error.empty());
+    CHECK(srv.requests() == 4);  // the dropped connection never got the resent request
+    CHECK(srv.connections() == 4);
+  }
+  SUBCASE("off: a connection per request") {
+    const auto r = tb::run_load(lo);
+    CHECK(r.requests.size() == 10);
+    CHECK(srv.connections() == 10);
   }
 }

@@ -415,7 +415,9 @@ TEST_CASE("serve: the command line") {
   CHECK_THROWS_AS((void)parse_serve_options({"--names", "prom"}), batching::usage_error);
   CHECK_THROWS_AS((void)parse_serve_options({"--no-such-option", "1"}), batching::usage_error);
   CHECK_THROWS_AS((void)parse_serve_options({"--max-body", "0"}), batching::usage_error);
-  const serve_options o = parse_serve_options({"--port=0", "--max-batch-size", "4"});
+  const serve_options o =
+      parse_serve_options({"--port=0", "--max-batch-size", "4", "--enable-prompt-tokens-details"});
+  CHECK(o.prompt_tokens_details);
   CHECK(o.port == 0);
   CHECK(o.engine.sched.max_batch_size == 4);
 }
@@ -448,4 +450,113 @@ TEST_CASE("serve: hostile bodies are refused without harm") {
                       {"messages", json::array({{{"role", "user"}, {"content", words4096}}})}}
                      .dump())
             .param == "messages");
+}
+
+namespace {
+
+// A chat request with a prompt of `words` words.
+json long_chat(unsigned words, unsigned max_tokens, bool stream) {
+  std::string text;
+  for (unsigned i = 0; i < words; ++i) text += "w ";
+  json b = {{"model", model},
+            {"messages", json::array({{{"role", "user"}, {"content", text}}})},
+            {"max_tokens", max_tokens},
+            {"ignore_eos", true}};
+  if (stream) {
+    b["stream"] = true;
+    b["stream_options"] = {{"include_usage", true}};
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("serve: reasoning streams in vLLM's delta field; usage details equal the trace") {
+  // A quarter of each chat answer is reasoning; the first 32 prompt tokens are the shared
+  // system prompt (2 KV blocks of 16), cached after the first request computed them.
+  running_server s(
+      {"--reasoning-fraction", "0.25", "--shared-prefix", "32", "--enable-prompt-tokens-details"});
+  std::vector<json> usages;
+  for (int round = 0; round < 2; ++round) {
+    const reply r = post(s.port(), "/v1/chat/completions", long_chat(40, 20, true));
+    REQUIRE(r.status == 200);
+    const auto ev = events(r.body);
+    REQUIRE(ev.size() >= 4);
+    std::size_t thinking = 0, answer = 0;
+    bool answer_started = false;
+    for (std::size_t i = 1; i + 2 < ev.size(); ++i) {
+      const json d = json::parse(ev[i])["choices"][0]["delta"];
+      if (d.contains("reasoning")) {
+        CHECK(!answer_started);
+        CHECK(d["reasoning_content"] == d["reasoning"]);  // vLLM's deprecated copy
+        thinking += count_words(d["reasoning"].get<std::string>());
+      }
+      if (d.contains("content")) {
+        answer_started = true;
+        answer += count_words(d["content"].get<std::string>());
+      }
+    }
+    CHECK(thinking == 5);  // round(0.25 x 20)
+    CHECK(answer == 15);
+    usages.push_back(json::parse(ev[ev.size() - 2])["usage"]);
+  }
+  CHECK(usages[0]["completion_tokens_details"]["reasoning_tokens"] == 5);
+  CHECK(!usages[0].contains("prompt_tokens_details"));  // nothing cached yet (vLLM omits 0)
+  CHECK(usages[1]["prompt_tokens_details"]["cached_tokens"] == 32);
+  CHECK(usages[1]["completion_tokens_details"]["reasoning_tokens"] == 5);
+
+  // Non-streaming: the message's reasoning, and completions (no reasoning parser) untouched.
+  const reply full = post(s.port(), "/v1/chat/completions", long_chat(40, 8, false));
+  REQUIRE(full.status == 200);
+  const json m = json::parse(full.body);
+  CHECK(count_words(m["choices"][0]["message"]["reasoning"].get<std::string>()) == 2);
+  CHECK(count_words(m["choices"][0]["message"]["content"].get<std::string>()) == 6);
+  CHECK(m["usage"]["completion_tokens_details"]["reasoning_tokens"] == 2);
+  CHECK(m["usage"]["prompt_tokens_details"]["cached_tokens"] == 32);
+  const reply cmpl =
+      post(s.port(), "/v1/completions",
+           json{{"model", model}, {"prompt", "a b c"}, {"max_tokens", 4}, {"ignore_eos", true}});
+  const json cj = json::parse(cmpl.body);
+  CHECK(count_words(cj["choices"][0]["text"].get<std::string>()) == 4);
+  CHECK(!cj["usage"].contains("completion_tokens_details"));
+
+  s.stop();
+  // The trace: reasoning chunks first, then text, and their tokens are the usage's counts.
+  const auto tr = s.trace();
+  REQUIRE(tr.size() == 4);
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::uint64_t thinking = 0;
+    bool text_seen = false;
+    for (const json& c : tr[i]["chunks"]) {
+      const bool reasoning = c.size() > 2 && c[2] == "reasoning";
+      if (reasoning) {
+        CHECK(!text_seen);
+        thinking += c[1].get<std::uint64_t>();
+      } else {
+        text_seen = true;
+      }
+    }
+    const json& u = i < 2 ? usages[i] : m["usage"];
+    CHECK(thinking == u["completion_tokens_details"]["reasoning_tokens"].get<std::uint64_t>());
+    // The trace's usage fields are the answer's.
+    CHECK(tr[i]["usage_reasoning_tokens"] == u["completion_tokens_details"]["reasoning_tokens"]);
+    CHECK(tr[i]["cached_prompt_tokens"] == (u.contains("prompt_tokens_details")
+                                                ? u["prompt_tokens_details"]["cached_tokens"]
+                                                : json(0)));
+  }
+  CHECK(!tr[3].contains("usage_reasoning_tokens"));  // completions: no reasoning
+}
+
+TEST_CASE("serve: without the options, no reasoning field and no usage details") {
+  running_server s({"--shared-prefix", "32"});  // cached, but not reported without the flag
+  for (int round = 0; round < 2; ++round) {
+    const reply r = post(s.port(), "/v1/chat/completions", long_chat(40, 6, true));
+    const auto ev = events(r.body);
+    REQUIRE(ev.size() >= 4);
+    for (std::size_t i = 1; i + 2 < ev.size(); ++i)
+      CHECK(!json::parse(ev[i])["choices"][0]["delta"].contains("reasoning"));
+    const json u = json::parse(ev[ev.size() - 2])["usage"];
+    CHECK(!u.contains("prompt_tokens_details"));
+    CHECK(!u.contains("completion_tokens_details"));
+  }
 }

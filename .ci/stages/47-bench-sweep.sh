@@ -1,0 +1,82 @@
+# tokchron-bench against `batching-executor serve` on 127.0.0.1 (docs/tokchron-bench.md, "Client
+# and server agree"): a short open-loop sweep (three rates, 2 s each) with an objective, the
+# answers a quarter reasoning and the prompts sharing a cached prefix, while bad requests and a
+# client that disconnects mid-stream hit the same server. Then the client's report and traces,
+# the server's trace and a scrape of its /metrics (vLLM names) must agree: request, token,
+# reasoning-token and cached-token counts exactly, the histograms' buckets exactly with the
+# server trace, and the latency quantiles within the client/server difference the page states
+# (examples/tokchron_bench/tests/check_sweep.py). The sweep must end with the capacity
+# planner's pick. Everything started here is stopped on exit, failure included.
+need_pkgs curl python3
+tc_scratch  # $work, and $pids: stopped on exit
+
+dir=$TOKCHRON_CI_BUILD/release
+tc_release_build "$dir" batching-executor
+cmake --build "$dir" -j "$(tc_jobs)" --target tokchron-bench >&2
+bx=$dir/examples/batching_executor/batching-executor
+bench=$dir/examples/tokchron_bench/tokchron-bench
+
+echo "--- serve on 127.0.0.1 (sim h200 in real time, vLLM metric names, reasoning, prefix cache)"
+"$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim --names vllm \
+  --max-body 65536 --reasoning-fraction 0.25 --shared-prefix 32 --enable-prompt-tokens-details \
+  --trace-out "$work/server.jsonl" >"$work/serve.log" 2>&1 &
+server=$!
+pids+=("$server")
+base=$(tc_serve_url "$work/serve.log")
+
+# While the sweep runs: four bad requests (each must get its status and the OpenAI error
+# object) and one stream the client abandons after 0.3 s (the server must abort it).
+misbehave() {
+  local f=$work/misbehave
+  sleep 1
+  post() {  # post NAME EXPECTED_STATUS BODY_FILE
+    local code
+    code=$(curl -sS -o "$f.$1.body" -w '%{http_code}' "$base/v1/completions" \
+      -H 'Content-Type: application/json' --data-binary "@$3")
+    [ "$code" = "$2" ] && grep -q '"error"' "$f.$1.body" ||
+      { echo "bad request $1: status $code, expected $2: $(head -c 300 "$f.$1.body")"; return 1; }
+  }
+  printf '{"model": "tokchron-sim", "prompt": ' >"$f.json.in"
+  printf '{"model": "no-such-model", "prompt": "hi", "max_tokens": 4}' >"$f.model.in"
+  printf '{"model": "tokchron-sim", "prompt": "hi", "max_tokens": -3}' >"$f.negative.in"
+  head -c 70000 /dev/zero | tr '\0' 'a' | sed 's/^/{"model":"tokchron-sim","prompt":"/; s/$/"}/' \
+    >"$f.large.in"
+  post json 400 "$f.json.in" && post model 404 "$f.model.in" &&
+    post negative 400 "$f.negative.in" && post large 413 "$f.large.in" || return 1
+  # The disconnect: curl gives up after 0.3 s of a 4000-token stream (exit 28, a timeout).
+  local rc=0
+  curl -sS -N --max-time 0.3 "$base/v1/completions" -H 'Content-Type: application/json' \
+    -H 'X-Request-Id: abandoned' -d \
+    '{"model":"tokchron-sim","prompt":"a long answer","max_tokens":4000,"ignore_eos":true,"stream":true}' \
+    >"$f.abandoned.sse" 2>/dev/null || rc=$?
+  [ "$rc" = 28 ] && grep -q '^data: ' "$f.abandoned.sse" ||
+    { echo "the abandoned stream: curl exit $rc, expected 28 after some data"; return 1; }
+  echo ok >"$f.done"
+}
+misbehave &
+helper=$!
+pids+=("$helper")
+
+echo "--- tokchron-bench --sweep rate=5,10,20 (2 s each), chat, keep-alive, with an objective"
+"$bench" --url "$base" --endpoint chat --model tokchron-sim --sweep rate=5,10,20 --duration 2 \
+  --prompt-len uniform:16,256 --output-len uniform:8,32 --seed 11 --request-timeout 60 \
+  --keep-alive on \
+  --profile canonical --format json --slo 'p50(ttft) < 5s' --progress never \
+  --trace-out "$work/client.jsonl" >"$work/report.json" 2>"$work/bench.err" ||
+  { echo "tokchron-bench exited with $?"; cat "$work/bench.err" "$work/report.json"; exit 1; }
+wait "$helper" || { echo "the bad requests or the disconnect went wrong"; exit 1; }
+[ -f "$work/misbehave.done" ] || exit 1
+# With --format json the planner's lines go to standard error, after the sweep.
+cat "$work/bench.err"
+grep -q '^  choice: #3 rate=20 at ' "$work/bench.err" ||
+  { echo "the sweep does not end with the planner's pick of rate=20"; exit 1; }
+
+echo "--- scrape /metrics, stop the server (SIGINT writes its trace) and compare"
+curl -fsS "$base/metrics" >"$work/metrics.txt"
+curl -fsS "$base/health" >/dev/null  # still serving after all of it
+kill -INT "$server"
+wait "$server" || { echo "serve exited with $?"; cat "$work/serve.log"; exit 1; }
+pids=()
+python3 "$TOKCHRON_ROOT/examples/tokchron_bench/tests/check_sweep.py" \
+  --report "$work/report.json" --server-trace "$work/server.jsonl" --metrics "$work/metrics.txt" \
+  --id-prefix chatcmpl- --aborted 1 --expect-reasoning --expect-cached --client-traces "$work"/client.rate=*.jsonl
