@@ -46,14 +46,36 @@ std::vector<std::vector<std::string>> table_rows(const std::string& name) {
   }
   return rows;
 }
-}  // namespace
-
-TEST_CASE("docs/definitions.md: the definitions table matches the code") {
+/// The example column of table `name` (metric -> its last cell).
+std::map<std::string, std::string> example_column(const std::string& name) {
   std::map<std::string, std::string> examples;
-  for (const auto& cols : table_rows("definitions-table")) {
+  for (const auto& cols : table_rows(name)) {
     REQUIRE(cols.size() >= 6);  // "", metric, formula, unit, edge, example
     examples[trim(cols[1])] = trim(cols[cols.size() - 1]);
   }
+  return examples;
+}
+/// Every row of table `name` prints what the code computed, and every computed metric has a row.
+void check_examples(const std::string& table,
+                    const std::map<std::string, std::vector<double>>& computed) {
+  std::map<std::string, std::string> examples = example_column(table);
+  CHECK(examples.size() == computed.size());
+  for (const auto& entry : computed) {
+    const std::string& name = entry.first;
+    const std::vector<double>& values = entry.second;
+    CAPTURE(name);
+    REQUIRE(examples.count(name) == 1);
+    const auto text = split(examples[name], ',');
+    REQUIRE(text.size() == values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      // The table prints at most 12 significant digits.
+      CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("docs/definitions.md: the definitions table matches the code") {
   // The table's timeline, shared with the exporters' golden tests (its 7 prompt tokens change
   // none of the metrics below).
   const auto tl = tokchron_test::readme_timeline();
@@ -78,19 +100,7 @@ TEST_CASE("docs/definitions.md: the definitions table matches the code") {
       {"itl_per_token", per_token},
       {"itl_per_chunk", per_chunk},
   };
-  CHECK(examples.size() == computed.size());
-  for (const auto& entry : computed) {
-    const std::string& name = entry.first;
-    const std::vector<double>& values = entry.second;
-    CAPTURE(name);
-    REQUIRE(examples.count(name) == 1);
-    const auto text = split(examples[name], ',');
-    REQUIRE(text.size() == values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      // The table prints at most 12 significant digits.
-      CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
-    }
-  }
+  check_examples("definitions-table", computed);
 }
 
 TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile, once") {
@@ -102,11 +112,6 @@ TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile,
 }
 
 TEST_CASE("docs/definitions.md: the reasoning table matches the code") {
-  std::map<std::string, std::string> examples;
-  for (const auto& cols : table_rows("reasoning-table")) {
-    REQUIRE(cols.size() >= 6);
-    examples[trim(cols[1])] = trim(cols[cols.size() - 1]);
-  }
   // The table's request, as a trace record.
   using K = tokchron::chunk_kind;
   tokchron::trace_record r;
@@ -131,15 +136,5 @@ TEST_CASE("docs/definitions.md: the reasoning table matches the code") {
       {"uncached_prefill_tps", {*m.uncached_prefill_tps}},
       {"spec_acceptance", {*m.spec_acceptance}},
   };
-  CHECK(examples.size() == computed.size());
-  for (const auto& entry : computed) {
-    const std::string& name = entry.first;
-    const std::vector<double>& values = entry.second;
-    CAPTURE(name);
-    REQUIRE(examples.count(name) == 1);
-    const auto text = split(examples[name], ',');
-    REQUIRE(text.size() == values.size());
-    for (std::size_t i = 0; i < values.size(); ++i)
-      CHECK(std::stod(text[i]) == doctest::Approx(values[i]).epsilon(1e-10));
-  }
+  check_examples("reasoning-table", computed);
 }

@@ -5,13 +5,14 @@
 # of 7 compilations of each probe taken in turns (bench/compile_cost/measure.py says why the
 # minimum), stays under ceilings relative to the baseline. The documented mode for hot files is
 # separate instantiation (TOKCHRON_SEPARATE_INSTANTIATION, record_instantiate.hpp in one file):
-# a server's recording calls (timeline and live metrics) there cost 1.51x, held at 1.75x; the
-# header included alone 1.41x, held at 1.65x; the same calls header-only 3.38x, held at 3.8x.
-# The ceilings are the figures measured when they were set (docs/testing.md, "Which header to
-# include where") plus about 15%, so that the recording header cannot grow unnoticed; the
-# issue's 1.3x goal is not met yet (what remains is the header's parse: the live metrics'
-# shared state and <atomic>). The umbrella header's figures are printed beside them.
+# a server's recording calls (timeline and live metrics) there cost 1.21-1.28x (the goal is
+# 1.3x; 1.35x with two more builds running beside the measurement), held at 1.4x; the header
+# included alone 1.53-1.65x, held at 1.8x; the same calls header-only 3.90-4.47x, held at 4.8x.
+# The ceilings are the highest figures measured on the loaded 2-core development machine
+# (docs/testing.md, "Which header to include where") plus 4-9 %, so that the recording header
+# cannot grow unnoticed. The umbrella header's
+# figures are printed beside them.
 need_pkgs g++ python3
 cd "$TOKCHRON_ROOT"
 python3 bench/compile_cost/measure.py --check --runs 7 --umbrella-runs 3 \
-  --max-ratio 1.65 --max-calls-ratio 3.8 --max-separate-ratio 1.75
+  --max-ratio 1.8 --max-calls-ratio 4.8 --max-separate-ratio 1.4

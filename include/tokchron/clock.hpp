@@ -10,7 +10,6 @@
 /// covers the standard clocks (static `now()`) and stateful ones such as `manual_clock`.
 /// Recorders hold a copy of their clock; the standard clocks are empty, so that costs nothing.
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -19,6 +18,7 @@
 #include <utility>
 
 #include "tokchron/config.hpp"
+#include "tokchron/detail/atomic.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define TOKCHRON_HAS_RDTSC 1
@@ -171,12 +171,12 @@ class manual_clock {
 
   manual_clock() : state_(new state{}) {}
   manual_clock(const manual_clock& other) noexcept : state_(other.state_) {
-    state_->refs.fetch_add(1, std::memory_order_relaxed);
+    state_->refs.fetch_add(1, detail::mo_relaxed);
   }
   /// Shares `other`'s time source from now on.
   manual_clock& operator=(const manual_clock& other) noexcept {
     if (this == &other || state_ == other.state_) return *this;
-    other.state_->refs.fetch_add(1, std::memory_order_relaxed);
+    other.state_->refs.fetch_add(1, detail::mo_relaxed);
     release();
     state_ = other.state_;
     return *this;
@@ -185,16 +185,15 @@ class manual_clock {
 
   /// The current manual time.
   [[nodiscard]] time_point now() const noexcept {
-    return time_point(duration(state_->now.load(std::memory_order_relaxed)));
+    return time_point(duration(state_->now.load(detail::mo_relaxed)));
   }
   /// Sets the time to `since_zero` after the epoch (may move backwards: tests of misuse).
   void set(duration since_zero) const noexcept {
-    state_->now.store(since_zero.count(), std::memory_order_relaxed);
+    state_->now.store(since_zero.count(), detail::mo_relaxed);
   }
   /// Moves the time forward by `d` and returns the new time.
   time_point advance(duration d) const noexcept {
-    return time_point(
-        duration(state_->now.fetch_add(d.count(), std::memory_order_relaxed) + d.count()));
+    return time_point(duration(state_->now.fetch_add(d.count(), detail::mo_relaxed) + d.count()));
   }
   /// A time point `since_zero` after this clock's epoch.
   [[nodiscard]] static constexpr time_point at(duration since_zero) noexcept {
@@ -206,11 +205,11 @@ class manual_clock {
   // every translation unit that records (see docs/testing.md, "Which header to include where").
   // There is no move: a moved-from clock still shares the time source, as a copy does.
   struct state {
-    std::atomic<rep> now{0};
-    std::atomic<std::uint64_t> refs{1};
+    detail::atomic<rep> now{0};
+    detail::atomic<std::uint64_t> refs{1};
   };
   void release() noexcept {
-    if (state_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete state_;
+    if (state_->refs.fetch_sub(1, detail::mo_acq_rel) == 1) delete state_;
   }
   state* state_;
 };

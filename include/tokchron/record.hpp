@@ -20,9 +20,12 @@
 /// `streaming_request_timeline<>`, `live_metrics`, and `canonical_metrics` of the two timelines.
 /// Every other translation unit sees `extern template` declarations and calls those definitions
 /// instead of compiling its own (docs/testing.md, "Which header to include where", has the
-/// figures). Other instantiations (another clock, store or allocator) are compiled where they
-/// are used, as without the macro. Without `record_instantiate.hpp` in the program, the link
-/// fails with undefined `tokchron::` members: an explicit instantiation must exist exactly once.
+/// figures). There the live metrics' shared state is opaque (live/detail/core.hpp) and
+/// `live_options` is declared, not defined: the file that constructs a `live_metrics` includes
+/// `tokchron/live/presets.hpp` or `tokchron/live/options.hpp`. Other instantiations (another clock,
+/// store or allocator) are compiled where they are used, as without the macro. Without
+/// `record_instantiate.hpp` in the program, the link fails with undefined `tokchron::` members: an
+/// explicit instantiation must exist exactly once.
 ///
 /// Everything else (quantile estimators, SLA evaluation, exporters, traces) is in the umbrella
 /// header `tokchron/tokchron.hpp`, or its own header, for the files that report.
@@ -55,6 +58,8 @@ extern template class full_store<>::bind<default_clock>;
 extern template class basic_request_timeline<default_clock, full_store<>>;
 extern template class basic_request_timeline<default_clock, streaming_store<>>;
 extern template class basic_live_metrics<default_clock>;
+extern template struct detail::live_core<>;
+extern template class detail::live_writer<>;
 extern template request_metrics canonical_metrics(const request_timeline&) noexcept;
 extern template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
 /// \endcond

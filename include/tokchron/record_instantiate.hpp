@@ -14,6 +14,7 @@
 /// Two such files in one program instantiate the same definitions twice (ill-formed; GCC and
 /// Clang happen to merge them); none leaves the hot files' calls undefined at link time.
 
+#include "tokchron/live/detail/state.hpp"
 #include "tokchron/record.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
@@ -24,6 +25,8 @@ template class full_store<>::bind<default_clock>;
 template class basic_request_timeline<default_clock, full_store<>>;
 template class basic_request_timeline<default_clock, streaming_store<>>;
 template class basic_live_metrics<default_clock>;
+template struct detail::live_core<>;
+template class detail::live_writer<>;
 template request_metrics canonical_metrics(const request_timeline&) noexcept;
 template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
 /// \endcond

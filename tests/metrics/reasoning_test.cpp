@@ -409,3 +409,28 @@ TEST_CASE("reasoning: the SLO grammar reads the new metrics by name and alias") 
   CHECK(tc::parse_objective("p95(ttfo) < 2s").value.metric == tc::metric_id::ttfa);
   CHECK(tc::parse_objective("p99(inter_chunk_latency) < 1s").value.metric == tc::metric_id::icl);
 }
+
+TEST_CASE("reasoning: how the other profiles count reasoning chunks") {
+  const auto tl = tc::to_timeline(reasoning_then_answer());
+  // vLLM counts every chunk with a choices entry (vllm/benchmarks/lib/endpoint_request_func.py,
+  // `if choices := data.get("choices")`): the role chunk, reasoning deltas, answer deltas.
+  const tc::profiled_request v = tc::evaluate(tc::profiles::vllm, tl);
+  CHECK(*v.ttft == 0.05);
+  CHECK(*v.e2e == 0.55);
+  // The tools that count non-empty content only see no reasoning chunk: their TTFT is the
+  // first answer token.
+  const tc::profiled_request g = tc::evaluate(tc::profiles::genai_perf, tl);
+  CHECK(*g.ttft == 0.50);
+  // The canonical profile reports every new metric, equal to the canonical functions.
+  const tc::profiled_request c = tc::evaluate(tc::profiles::canonical, tl);
+  const tc::request_metrics m = tc::canonical_metrics(tl);
+  for (const tc::metric_id id : tc::run_summary::kept_when_measured) {
+    if (id == tc::metric_id::icl) continue;  // pooled: for_each_icl
+    CAPTURE(tc::to_string(id));
+    REQUIRE(c.value(id));
+    CHECK(*c.value(id) == doctest::Approx(*m.value(id)).epsilon(1e-12));
+  }
+  std::vector<double> icl;
+  tc::for_each_icl(tc::profiles::canonical, tl, [&](double x) { icl.push_back(x); });
+  CHECK(icl == canonical_icl(tl));
+}

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tokchron/live/options.hpp"  // constructing a live_metrics needs the options' definition
 #include "tokchron/record.hpp"
 
 #ifndef TOKCHRON_SEPARATE_INSTANTIATION

@@ -17,65 +17,9 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/live/options_fwd.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
-
-/// Whose definitions a `live_metrics` object records.
-enum class live_semantics : std::uint8_t {
-  /// tokchron's canonical definitions (metrics/canonical.hpp): ITL one sample per output token
-  /// after the first (a chunk of k tokens after a gap g gives k samples of g/k), TPOT only for
-  /// requests with at least two tokens; finish reasons as `to_string(finish_reason)`.
-  tokchron,
-  /// vLLM's (vllm/v1/metrics/stats.py, loggers.py): ITL one sample per engine step (streamed
-  /// chunk) that carried tokens after the first, per-request TPOT decode_time / (N - 1) and 0
-  /// for N <= 1, finish reasons stop, length, abort, error, repetition; see docs/live-metrics.md.
-  vllm,
-};
-
-/// Which finished requests enter the per-request histograms (TTFT, E2E, queue, prefill,
-/// decode, inference, TPOT, prompt and generation lengths) and the token counters. Requests of
-/// every outcome are always counted in the requests counter, by finish reason.
-enum class live_inclusion : std::uint8_t {
-  /// Only requests that completed (stop, length). TTFT and token counters move when the
-  /// request finishes instead of as its chunks arrive. Per-step ITL still streams (a sample,
-  /// once exported, cannot be taken back).
-  completed,
-  /// The default: every request that was scheduled (reached the engine; a request that
-  /// produced tokens counts as scheduled even if the server never reported it), whatever its
-  /// outcome: completed, and aborted, failed or timed out after scheduling. A request rejected
-  /// or abandoned while queued enters no latency histogram and no token counter. TTFT, ITL and
-  /// the token counters move as chunks arrive (prompt tokens with the first token, as vLLM
-  /// counts them at the end of prefill).
-  scheduled,
-  /// Every finished request whose interval is defined, also those never scheduled (their E2E
-  /// and queue time, and their prompt tokens at finish).
-  all,
-};
-
-/// The histograms a `live_metrics` object keeps per series.
-enum class live_histogram : std::uint8_t {
-  ttft,               ///< time to first token from arrival, s
-  itl,                ///< inter-token latency (per token or per step, see live_semantics), s
-  tpot,               ///< per-request time per output token, s
-  e2e,                ///< arrival to finish, s
-  queue_time,         ///< queued (or arrival) to first scheduled, s
-  prefill_time,       ///< first scheduled to first token, s
-  decode_time,        ///< first to last token, s
-  inference_time,     ///< first scheduled to last token (vLLM's RUNNING phase), s
-  prompt_tokens,      ///< prompt length, tokens
-  generation_tokens,  ///< output length, tokens
-  max_tokens,         ///< the request's max_tokens parameter, when the server gives it
-};
-/// The number of `live_histogram`s.
-inline constexpr std::size_t live_histogram_count = 11;
-
-namespace detail {
-/// True for the histograms of times (seconds); the others count tokens.
-[[nodiscard]] constexpr bool live_is_time(live_histogram h) noexcept {
-  return h != live_histogram::prompt_tokens && h != live_histogram::generation_tokens &&
-         h != live_histogram::max_tokens;
-}
-}  // namespace detail
 
 /// Family base names (writers add `_total`, `_bucket`, ...). An empty name leaves that family
 /// out of the exposition.
@@ -98,6 +42,23 @@ struct live_names {
   std::string kv_cache_usage_alias;
   std::string prefix_cache_queries;  ///< counter the server feeds (exported once fed)
   std::string prefix_cache_hits;     ///< counter the server feeds (exported once fed)
+  /// Counter of output tokens in reasoning chunks (`chunk_kind::reasoning`), exported once one
+  /// arrived; they are in the generation-token counter too.
+  std::string reasoning_tokens;
+  /// Counter of prompt tokens served from a prefix cache, as the server reports them per
+  /// request (exported once one was reported), counted when the prompt tokens are.
+  std::string prompt_tokens_cached;
+  /// Counter of prompt tokens by `source` label (`local_compute`, `local_cache_hit`,
+  /// `external_kv_transfer`), beside `prompt_tokens_cached`.
+  std::string prompt_tokens_by_source;
+  /// Counter of cached prompt tokens recomputed (1 when all but one were cached).
+  std::string prompt_tokens_recomputed;
+  std::string spec_drafts;           ///< counter of speculative drafts (exported once fed)
+  std::string spec_draft_tokens;     ///< counter of speculative tokens drafted
+  std::string spec_accepted_tokens;  ///< counter of speculative tokens accepted
+  /// Counter of accepted draft tokens by `position` label, one per draft position
+  /// (`live_options::speculative_positions` of them, from position 0).
+  std::string spec_accepted_per_position;
   /// Counter of rejected requests, when `requests` does not carry them (vLLM never counts a
   /// request it refused before the engine saw it).
   std::string rejected;
@@ -131,6 +92,18 @@ inline constexpr live_family_name live_family_names[] = {
     {&live_names::prefix_cache_queries, "tokchron_prefix_cache_queries",
      "vllm:prefix_cache_queries"},
     {&live_names::prefix_cache_hits, "tokchron_prefix_cache_hits", "vllm:prefix_cache_hits"},
+    {&live_names::reasoning_tokens, "tokchron_reasoning_tokens", "tokchron_reasoning_tokens"},
+    {&live_names::prompt_tokens_cached, "tokchron_cached_prompt_tokens",
+     "vllm:prompt_tokens_cached"},
+    {&live_names::prompt_tokens_by_source, "", "vllm:prompt_tokens_by_source"},
+    {&live_names::prompt_tokens_recomputed, "", "vllm:prompt_tokens_recomputed"},
+    {&live_names::spec_drafts, "tokchron_spec_decode_drafts", "vllm:spec_decode_num_drafts"},
+    {&live_names::spec_draft_tokens, "tokchron_spec_decode_draft_tokens",
+     "vllm:spec_decode_num_draft_tokens"},
+    {&live_names::spec_accepted_tokens, "tokchron_spec_decode_accepted_tokens",
+     "vllm:spec_decode_num_accepted_tokens"},
+    {&live_names::spec_accepted_per_position, "tokchron_spec_decode_accepted_tokens_per_pos",
+     "vllm:spec_decode_num_accepted_tokens_per_pos"},
     {&live_names::rejected, "", "tokchron_rejected_requests"},
     {&live_names::misuse, "tokchron_misuse", "tokchron_misuse"},
     {&live_names::label_overflow, "tokchron_label_overflow", "tokchron_label_overflow"},
@@ -173,6 +146,9 @@ struct live_options {
   /// the overflow series (every label = `overflow_value`) and is counted. Memory is bounded by
   /// this: per writer thread, at most two blocks per set, each of (counters + buckets) words.
   std::size_t max_series = 64;
+  /// Speculative decoding's draft length (vLLM's `num_speculative_tokens`): one accepted-token
+  /// counter per draft position, 0..64; 0 exports no per-position counter.
+  std::size_t speculative_positions = 0;
   /// The label value of the overflow series.
   std::string overflow_value = "__overflow__";
   /// Classic-histogram upper bounds by `live_histogram` (finite, strictly increasing; +Inf is

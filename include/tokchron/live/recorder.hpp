@@ -31,14 +31,11 @@
 /// request's chunk, or its finish, entirely or not at all: bucket counts, `_count` and `_sum`
 /// always agree.
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <limits>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,12 +43,20 @@
 
 #include "tokchron/clock.hpp"
 #include "tokchron/config.hpp"
-#include "tokchron/live/detail/state.hpp"
-#include "tokchron/live/options.hpp"
+#include "tokchron/live/detail/core.hpp"
+#include "tokchron/live/options_fwd.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/timeline/event.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 #include "tokchron/timeline/store.hpp"
+#ifndef TOKCHRON_SEPARATE_INSTANTIATION
+// The options' and the shared state's definitions. With separate instantiation a hot file
+// records through the declarations of live/detail/core.hpp and live/options_fwd.hpp; the file
+// that constructs the metrics includes live/options.hpp (or live/presets.hpp), and
+// record_instantiate.hpp (and the scrape) the state.
+#include "tokchron/live/detail/state.hpp"
+#include "tokchron/live/options.hpp"
+#endif
 
 TOKCHRON_BEGIN_NAMESPACE
 
@@ -70,6 +75,9 @@ struct live_request_info {
   live_series series;                          ///< its labels
   std::optional<std::uint64_t> prompt_tokens;  ///< its prompt length, when known
   std::uint64_t max_tokens = 0;                ///< its max_tokens parameter, 0 if none
+  /// Its prompt tokens served from a prefix cache, when the server knows them at arrival
+  /// (`set_cached_prompt_tokens` sets them later).
+  std::optional<std::uint64_t> cached_prompt_tokens{};
 };
 
 /// One request's state as a `basic_live_metrics` object tracks it: its timeline (O(1) memory,
@@ -125,27 +133,21 @@ class basic_live_metrics {
   using time_point = typename Clock::time_point;
   using duration = typename Clock::duration;
   using request_type = basic_live_request<Clock>;
+  /// `live_options`, named through the clock only so that a hot file under
+  /// `TOKCHRON_SEPARATE_INSTANTIATION` can record without its definition (live/options_fwd.hpp).
+  using options_type = typename detail::dependent_type<live_options, Clock>::type;
 
   /// Metrics configured by `options` (presets: live/presets.hpp), reading `clock` for the
   /// recording calls without a time. Throws std::invalid_argument for bad options (bucket
   /// bounds not finite and increasing, default label values not one per label name, a label
   /// name not [a-zA-Z_][a-zA-Z0-9_]*, max_series 0), std::bad_alloc if memory runs out.
-  explicit basic_live_metrics(live_options options, Clock clock = Clock())
-      : clock_(std::move(clock)) {
-    check(options);
-    struct guard {
-      detail::live_state* s;
-      ~guard() { detail::live_release(s); }
-    } g{new detail::live_state(std::move(options))};
-    state_ = g.s;
-    const auto& d = state_->options.default_label_values;
-    const std::vector<std::string_view> v(d.begin(), d.end());
-    (void)intern(v.data(), v.size());  // the default series: index 0
-    g.s = nullptr;
-  }
+  explicit basic_live_metrics(options_type options, Clock clock = Clock())
+      : clock_(std::move(clock)),
+        state_(detail::live_core<>::create(std::move(options))),
+        hot_(detail::live_core<>::hot(*state_)) {}
   basic_live_metrics(const basic_live_metrics&) = delete;
   basic_live_metrics& operator=(const basic_live_metrics&) = delete;
-  ~basic_live_metrics() { detail::live_release(state_); }
+  ~basic_live_metrics() { detail::live_core<>::release(state_); }
 
   // --- labels ------------------------------------------------------------------------------
 
@@ -161,19 +163,11 @@ class basic_live_metrics {
   }
   /// `series` for `n` values at `values`.
   [[nodiscard]] live_series series(const std::string_view* values, std::size_t n) noexcept {
-    if (n != state_->options.label_names.size() || !exportable(values, n)) {
-      count_misuse();
-      return live_series{resolve(live_series{state_->overflow_index()})};
-    }
-    return live_series{resolve(live_series{intern(values, n)})};
+    return live_series{detail::live_core<>::series(*state_, values, n)};
   }
   /// The label values of series `s` (the overflow series: every value `overflow_value`).
   [[nodiscard]] std::vector<std::string> label_values(live_series s) const {
-    if (s.index >= state_->overflow_index() ||
-        state_->by_index[s.index].load(std::memory_order_acquire) == nullptr)
-      return std::vector<std::string>(state_->options.label_names.size(),
-                                      state_->options.overflow_value);
-    return state_->by_index[s.index].load(std::memory_order_acquire)->values;
+    return detail::live_core<>::label_values(*state_, s.index);
   }
 
   // --- request events ----------------------------------------------------------------------
@@ -187,6 +181,18 @@ class basic_live_metrics {
   record_status arrive(request_type& r, time_point t, const live_request_info& info = {}) noexcept;
   /// Sets or corrects the prompt length before the first token (e.g. after tokenization).
   record_status set_prompt_tokens(request_type& r, std::uint64_t n) noexcept;
+  /// Sets the prompt tokens served from a prefix cache before the first token (when the
+  /// scheduler knows them; OpenAI `usage.prompt_tokens_details.cached_tokens`). Counted with
+  /// the prompt tokens, in the cached-prompt counter and vLLM's prompt tokens by source. More
+  /// than the prompt length is refused (`invalid_count`).
+  record_status set_cached_prompt_tokens(request_type& r, std::uint64_t n) noexcept;
+  /// One speculative draft of the request in one engine step: `drafted` tokens proposed,
+  /// `accepted` of them accepted (vllm/v1/spec_decode/metrics.py `observe_draft`). The counters
+  /// move now; the request's timeline keeps the totals (`set_speculative`). Refused
+  /// (`invalid_count`): accepted > drafted, or accepted > `speculative_positions` when that is
+  /// set.
+  record_status speculative(request_type& r, std::uint32_t drafted,
+                            std::uint32_t accepted) noexcept;
   /// The request entered the engine's waiting queue, if that differs from its arrival (vLLM's
   /// QUEUED event: queue time is measured from here). No gauge moves.
   record_status queued(request_type& r) noexcept { return queued(r, clock_.now()); }
@@ -251,14 +257,14 @@ class basic_live_metrics {
                        std::uint64_t max_tokens = 0) noexcept {
     if (!tl.finished()) return misuse(record_status::not_started);
     const std::uint32_t s = resolve(series);
-    const bool streaming = state_->options.inclusion != live_inclusion::completed;
+    const bool streaming = hot_.inclusion != live_inclusion::completed;
     bool counted_prompt = false;
-    in_shard([&](detail::live_side& d) noexcept {
-      if (s == state_->overflow_index()) d.count(s, detail::lc_overflow_requests, 1);
+    in_shard([&](detail::live_writer<>& d) noexcept {
+      if (s == hot_.overflow_index) d.count(s, detail::lc_overflow_requests, 1);
       d.count(s, detail::lc_preemptions, tl.preemptions());
       if (tl.first_token_time()) {
         if constexpr (Store::template bind<C>::keeps_chunks) {
-          if (state_->options.semantics == live_semantics::vllm)
+          if (hot_.semantics == live_semantics::vllm)
             (void)for_each_itl_per_chunk(
                 tl, [&](auto gap) noexcept { d.observe(s, live_histogram::itl, seconds(gap)); });
           else
@@ -268,10 +274,16 @@ class basic_live_metrics {
         }
         if (streaming) {
           if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
-          if (const auto p = tl.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
-          d.count(s, detail::lc_generation_tokens, tl.output_tokens());
+          count_prompt(d, s, tl);
+          count_generation(d, s, tl.output_tokens(), tl.reasoning_tokens());
           counted_prompt = true;
         }
+      }
+      if (const auto drafted = tl.speculative_drafted_tokens()) {
+        // A timeline keeps totals only: the drafts and the positions are not known here.
+        d.use(detail::lf_speculative);
+        d.count(s, detail::lc_spec_draft_tokens, *drafted);
+        d.count(s, detail::lc_spec_accepted, tl.speculative_accepted_tokens().value_or(0));
       }
       finished(d, s, tl, max_tokens, counted_prompt);
     });
@@ -285,38 +297,30 @@ class basic_live_metrics {
   /// number >= 0 (NaN, infinities, negatives) is refused as misuse: the gauge keeps its value.
   /// Lock-free, noexcept.
   void set_kv_cache_usage(live_series s, double fraction) noexcept {
-    if (!(fraction >= 0 && fraction <= std::numeric_limits<double>::max())) {
-      count_misuse();
-      return;
-    }
-    state_->kv_cache_usage[resolve(s)].store(fraction, std::memory_order_relaxed);
+    detail::live_core<>::set_kv_cache_usage(*state_, s.index, fraction);
   }
   /// Adds prefix-cache lookups of series `s`, in tokens: `queries` looked up, `hits` found
   /// (vLLM's `vllm:prefix_cache_queries` / `_hits`). Not exported until first fed.
   void add_prefix_cache(live_series s, std::uint64_t queries, std::uint64_t hits) noexcept {
-    if (!state_->prefix_cache_used.load(std::memory_order_relaxed))
-      state_->prefix_cache_used.store(true, std::memory_order_relaxed);
-    const std::uint32_t i = resolve(s);
-    in_shard([&](detail::live_side& d) noexcept {
-      d.count(i, detail::lc_prefix_queries, queries);
-      d.count(i, detail::lc_prefix_hits, hits);
-    });
+    detail::live_core<>::add_prefix_cache(*state_, s.index, queries, hits);
   }
 
   // --- queries -----------------------------------------------------------------------------
 
   /// The options this object was built with.
-  [[nodiscard]] const live_options& options() const noexcept { return state_->options; }
+  [[nodiscard]] const options_type& options() const noexcept {
+    return detail::live_core<>::options(*state_);
+  }
   /// The clock the recording calls without a time read.
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   /// Refused recording calls seen by the scrapes so far plus those not yet scraped is what the
   /// exported misuse counter shows; this is the count since construction, exact at any time.
   [[nodiscard]] std::uint64_t misuse() const noexcept {
-    return misuse_.load(std::memory_order_relaxed);
+    return detail::live_core<>::misuse(*state_);
   }
   /// `series(...)` lookups that found no room and returned the overflow series.
   [[nodiscard]] std::uint64_t overflowed_lookups() const noexcept {
-    return state_->overflowed_lookups.load(std::memory_order_relaxed);
+    return detail::live_core<>::overflowed_lookups(*state_);
   }
 
   /// The shared state, for live/scrape.hpp. Not part of the API.
@@ -328,67 +332,13 @@ class basic_live_metrics {
     return std::chrono::duration<double>(d).count();
   }
 
-  static void check(const live_options& o) {
-    if (o.max_series == 0 || o.max_series > (std::uint32_t{1} << 20))
-      TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.max_series must be 1..2^20");
-    if (o.default_label_values.size() != o.label_names.size())
-      TOKCHRON_THROW(std::invalid_argument,
-                     "tokchron: live_options.default_label_values needs one value per label name");
-    for (std::size_t k = 0; k < o.label_names.size(); ++k) {
-      const std::string& n = o.label_names[k];
-      for (std::size_t j = 0; j < k; ++j)
-        if (o.label_names[j] == n)
-          TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: duplicate label name");
-      bool ok = !n.empty() && !(n.size() >= 2 && n[0] == '_' && n[1] == '_');
-      for (std::size_t i = 0; ok && i < n.size(); ++i) {
-        const char c = n[i];
-        ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-             (i > 0 && c >= '0' && c <= '9');
-      }
-      if (!ok || n == "le" || n == o.names.reason_label)
-        TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: invalid label name");
-    }
-    if (!detail::live_valid_utf8(o.overflow_value))
-      TOKCHRON_THROW(std::invalid_argument,
-                     "tokchron: live_options.overflow_value is not valid UTF-8");
-    const std::vector<std::string_view> d(o.default_label_values.begin(),
-                                          o.default_label_values.end());
-    if (!exportable(d.data(), d.size(), o.overflow_value))
-      TOKCHRON_THROW(std::invalid_argument,
-                     "tokchron: live_options.default_label_values: not valid UTF-8, or the "
-                     "overflow series' own values");
-    for (const auto& b : o.buckets)
-      for (std::size_t i = 0; i < b.size(); ++i)
-        if (!(b[i] == b[i] && b[i] - b[i] == 0) || (i > 0 && !(b[i] > b[i - 1])))
-          TOKCHRON_THROW(std::invalid_argument,
-                         "tokchron: live_options.buckets must be finite and strictly increasing");
-  }
-
-  /// True if `n` label values can be a series of their own: valid UTF-8, and not every value
-  /// `overflow` (the overflow series' label set; with no labels, every set is the default).
-  static bool exportable(const std::string_view* v, std::size_t n,
-                         std::string_view overflow) noexcept {
-    bool all_overflow = n > 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!detail::live_valid_utf8(v[i])) return false;
-      all_overflow = all_overflow && v[i] == overflow;
-    }
-    return !all_overflow;
-  }
-  bool exportable(const std::string_view* v, std::size_t n) const noexcept {
-    return exportable(v, n, state_->options.overflow_value);
-  }
-  /// The block index of `s`: its own below the overflow index, else the overflow series; with
-  /// no label names the overflow series would have the default series' (empty) label set, so
-  /// it is the default series.
   std::uint32_t resolve(live_series s) const noexcept {
-    if (s.index < state_->overflow_index()) return s.index;
-    return state_->options.label_names.empty() ? 0 : state_->overflow_index();
+    return detail::live_resolve(hot_, s.index);
   }
 
-  bool mine(const request_type& r) const noexcept { return r.owner_ == state_->id && r.active(); }
+  bool mine(const request_type& r) const noexcept { return r.owner_ == hot_.id && r.active(); }
   record_status not_mine(const request_type& r) noexcept {
-    return misuse(r.owner_ == state_->id && r.phase_ == request_type::done
+    return misuse(r.owner_ == hot_.id && r.phase_ == request_type::done
                       ? record_status::after_finish
                       : record_status::not_started);
   }
@@ -397,27 +347,48 @@ class basic_live_metrics {
     count_misuse();
     return s;
   }
-  void count_misuse() noexcept {
-    misuse_.fetch_add(1, std::memory_order_relaxed);
-    in_shard([](detail::live_side& d) noexcept { ++d.misuse; });
-  }
+  void count_misuse() noexcept { detail::live_core<>::count_misuse(*state_); }
 
-  /// Runs `f(side)` on the calling thread's active side, inside the shard's hand-over bracket.
+  /// Runs `f(writer)` on the calling thread's active side, inside the shard's hand-over bracket.
   template <class F>
   void in_shard(F&& f) noexcept {
-    detail::live_shard* sh = detail::live_this_thread().get(*state_);
-    if (TOKCHRON_UNLIKELY(sh == nullptr)) {
-      state_->lost_shards.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    detail::live_side& side = sh->core.enter();
-    f(side);
-    sh->core.leave();
+    detail::live_writer<> w(*state_);
+    if (TOKCHRON_LIKELY(static_cast<bool>(w))) f(w);
   }
 
-  void observe_itl(detail::live_side& d, std::uint32_t s, double gap,
+  /// The prompt counters of a timeline's request: prompt tokens, and with cached ones vLLM's
+  /// split by source (vllm/v1/metrics/stats.py `PromptTokenStats.update_from_output`: computed
+  /// = prompt - cached; local_cache_hit = cached + recomputed, where one token is recomputed
+  /// when all but one were cached).
+  template <class Timeline>
+  static void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl) noexcept {
+    const std::optional<std::uint64_t> p = tl.prompt_tokens();
+    const std::optional<std::uint64_t> c = tl.cached_prompt_tokens();
+    if (p) d.count(s, detail::lc_prompt_tokens, *p);
+    if (c) {
+      d.use(detail::lf_cached_prompt);
+      d.count(s, detail::lc_prompt_cached, *c);
+    }
+    if (!p || (c && *c > *p)) return;  // no split without the prompt length
+    const std::uint64_t cached = c.value_or(0);
+    const std::uint64_t recomputed = c && cached + 1 == *p ? 1 : 0;
+    d.count(s, detail::lc_prompt_computed, *p - cached);
+    d.count(s, detail::lc_prompt_cache_hit, cached + recomputed);
+    d.count(s, detail::lc_prompt_recomputed, recomputed);
+  }
+  /// `n` generation tokens, `reasoning` of them in reasoning chunks.
+  static void count_generation(detail::live_writer<>& d, std::uint32_t s, std::uint64_t n,
+                               std::uint64_t reasoning) noexcept {
+    d.count(s, detail::lc_generation_tokens, n);
+    if (reasoning > 0) {
+      d.use(detail::lf_reasoning);
+      d.count(s, detail::lc_reasoning_tokens, reasoning);
+    }
+  }
+
+  void observe_itl(detail::live_writer<>& d, std::uint32_t s, double gap,
                    std::uint32_t tokens) const noexcept {
-    if (state_->options.semantics == live_semantics::vllm)
+    if (hot_.semantics == live_semantics::vllm)
       d.observe(s, live_histogram::itl, gap);  // one sample per step
     else
       d.observe(s, live_histogram::itl, gap / tokens, tokens);  // k samples of g/k
@@ -425,24 +396,23 @@ class basic_live_metrics {
 
   /// The finish-time series of a finished timeline, as the inclusion policy says.
   template <class Timeline>
-  void finished(detail::live_side& d, std::uint32_t s, const Timeline& tl, std::uint64_t max_tokens,
-                bool counted_prompt) const noexcept {
+  void finished(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
+                std::uint64_t max_tokens, bool counted_prompt) const noexcept {
     const finish_reason reason = *tl.reason();
     d.count(s, detail::lc_requests + static_cast<std::uint32_t>(reason), 1);
-    const live_inclusion inc = state_->options.inclusion;
+    const live_inclusion inc = hot_.inclusion;
     const bool included = inc == live_inclusion::completed   ? is_success(reason)
                           : inc == live_inclusion::scheduled ? tl.first_scheduled().has_value() ||
                                                                    tl.first_token_time().has_value()
                                                              : true;
     if (!included) return;
-    const bool vllm = state_->options.semantics == live_semantics::vllm;
+    const bool vllm = hot_.semantics == live_semantics::vllm;
     const std::uint64_t n = tl.output_tokens();
     if (inc == live_inclusion::completed) {
       if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
-      d.count(s, detail::lc_generation_tokens, n);
+      count_generation(d, s, n, tl.reasoning_tokens());
     }
-    if (!counted_prompt && inc != live_inclusion::scheduled)
-      if (const auto p = tl.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
+    if (!counted_prompt && inc != live_inclusion::scheduled) count_prompt(d, s, tl);
     if (const auto v = e2e(tl)) d.observe(s, live_histogram::e2e, seconds(*v));
     if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
     if (const auto v = prefill_time(tl)) d.observe(s, live_histogram::prefill_time, seconds(*v));
@@ -464,70 +434,9 @@ class basic_live_metrics {
     if (max_tokens > 0) d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
   }
 
-  /// Interns a label-value set: its index, or the overflow index when the table is full or
-  /// memory ran out. Lock-free: probing reads published entries; a new entry is published by
-  /// compare-and-swap into an empty slot and only then given an index.
-  std::uint32_t intern(const std::string_view* v, std::size_t n) noexcept {
-    detail::live_state& st = *state_;
-    const std::uint64_t h = detail::live_hash(v, n);
-    const std::size_t mask = st.slots.size() - 1;
-    detail::live_series_entry* mine = nullptr;
-    for (std::size_t probe = 0, i = h & mask; probe <= mask; ++probe, i = (i + 1) & mask) {
-      detail::live_series_entry* e = st.slots[i].load(std::memory_order_acquire);
-      if (e == nullptr) {
-        if (st.next_index.load(std::memory_order_relaxed) >= st.options.max_series) break;
-        if (mine == nullptr) {
-          TOKCHRON_TRY {
-            mine = new (std::nothrow) detail::live_series_entry;
-            if (mine != nullptr) {
-              mine->hash = h;
-              mine->values.assign(v, v + n);
-            }
-          }
-          TOKCHRON_CATCH_ALL {
-            delete mine;
-            mine = nullptr;
-          }
-          if (mine == nullptr) break;
-        }
-        if (st.slots[i].compare_exchange_strong(e, mine, std::memory_order_acq_rel)) {
-          std::uint32_t idx = st.next_index.fetch_add(1, std::memory_order_relaxed);
-          if (idx >= st.options.max_series)
-            idx = st.overflow_index();
-          else
-            st.by_index[idx].store(mine, std::memory_order_release);
-          mine->index.store(idx, std::memory_order_release);
-          if (idx == st.overflow_index())
-            st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
-          return idx;
-        }
-        // Lost the race: `e` is the winner; compare it below.
-      }
-      if (e->hash == h && equal(e->values, v, n)) {
-        std::uint32_t idx;
-        while ((idx = e->index.load(std::memory_order_acquire)) == ~std::uint32_t{0}) {
-        }
-        delete mine;
-        if (idx == st.overflow_index())
-          st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
-        return idx;
-      }
-    }
-    delete mine;
-    st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
-    return st.overflow_index();
-  }
-  static bool equal(const std::vector<std::string>& a, const std::string_view* v,
-                    std::size_t n) noexcept {
-    if (a.size() != n) return false;
-    for (std::size_t i = 0; i < n; ++i)
-      if (std::string_view(a[i]) != v[i]) return false;
-    return true;
-  }
-
   Clock clock_;
   detail::live_state* state_ = nullptr;
-  std::atomic<std::uint64_t> misuse_{0};
+  detail::live_hot_options hot_;
 };
 
 // The recording calls taking a time are defined out of the class, so that they are not
@@ -542,15 +451,20 @@ record_status basic_live_metrics<Clock>::arrive(request_type& r, time_point t,
   const record_status s = tl.arrive(t);
   if (s != record_status::ok) return misuse(s);
   if (info.prompt_tokens) tl.set_prompt_tokens(*info.prompt_tokens);
+  if (info.cached_prompt_tokens) {
+    if (info.prompt_tokens && *info.cached_prompt_tokens > *info.prompt_tokens)
+      return misuse(record_status::invalid_count);
+    tl.set_cached_prompt_tokens(*info.cached_prompt_tokens);
+  }
   r.tl_ = std::move(tl);
-  r.owner_ = state_->id;
+  r.owner_ = hot_.id;
   r.series_ = resolve(info.series);
   r.max_tokens_ = info.max_tokens;
   r.counted_prompt_ = false;
   r.phase_ = request_type::waiting;
-  in_shard([&](detail::live_side& d) noexcept {
+  in_shard([&](detail::live_writer<>& d) noexcept {
     d.count(r.series_, detail::lc_waiting, 1);
-    if (r.series_ == state_->overflow_index()) d.count(r.series_, detail::lc_overflow_requests, 1);
+    if (r.series_ == hot_.overflow_index) d.count(r.series_, detail::lc_overflow_requests, 1);
   });
   return record_status::ok;
 }
@@ -562,7 +476,42 @@ record_status basic_live_metrics<Clock>::set_prompt_tokens(request_type& r,
     return misuse(r.phase_ == request_type::done ? record_status::after_finish
                                                  : record_status::not_started);
   if (r.counted_prompt_) return misuse(record_status::out_of_order);
+  if (const auto c = r.tl_.cached_prompt_tokens(); c && *c > n)
+    return misuse(record_status::invalid_count);
   r.tl_.set_prompt_tokens(n);
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::set_cached_prompt_tokens(request_type& r,
+                                                                  std::uint64_t n) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (r.counted_prompt_) return misuse(record_status::out_of_order);
+  if (const auto p = r.tl_.prompt_tokens(); p && n > *p)
+    return misuse(record_status::invalid_count);
+  r.tl_.set_cached_prompt_tokens(n);
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::speculative(request_type& r, std::uint32_t drafted,
+                                                     std::uint32_t accepted) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (accepted > drafted || (hot_.spec_positions > 0 && accepted > hot_.spec_positions))
+    return misuse(record_status::invalid_count);
+  const std::uint64_t total_drafted = r.tl_.speculative_drafted_tokens().value_or(0) + drafted;
+  const std::uint64_t total_accepted = r.tl_.speculative_accepted_tokens().value_or(0) + accepted;
+  if (total_drafted < drafted) return misuse(record_status::count_overflow);
+  (void)r.tl_.set_speculative(total_drafted, total_accepted);
+  in_shard([&](detail::live_writer<>& d) noexcept {
+    const std::uint32_t s = r.series_;
+    d.use(detail::lf_speculative);
+    d.count(s, detail::lc_spec_drafts, 1);
+    d.count(s, detail::lc_spec_draft_tokens, drafted);
+    d.count(s, detail::lc_spec_accepted, accepted);
+    for (std::uint32_t i = 0; i < accepted && i < hot_.spec_positions; ++i)
+      d.count(s, hot_.spec_offset + i, 1);
+  });
   return record_status::ok;
 }
 
@@ -578,7 +527,7 @@ record_status basic_live_metrics<Clock>::scheduled(request_type& r, time_point t
   if (record_status s = r.tl_.scheduled(t); s != record_status::ok) return misuse(s);
   if (r.phase_ == request_type::waiting) {
     r.phase_ = request_type::running;
-    in_shard([&](detail::live_side& d) noexcept {
+    in_shard([&](detail::live_writer<>& d) noexcept {
       d.count(r.series_, detail::lc_waiting, ~std::uint64_t{0});
       d.count(r.series_, detail::lc_running, 1);
     });
@@ -592,7 +541,7 @@ record_status basic_live_metrics<Clock>::preempted(request_type& r, time_point t
   if (record_status s = r.tl_.preempted(t); s != record_status::ok) return misuse(s);
   const bool was_running = r.phase_ == request_type::running;
   r.phase_ = request_type::waiting;
-  in_shard([&](detail::live_side& d) noexcept {
+  in_shard([&](detail::live_writer<>& d) noexcept {
     d.count(r.series_, detail::lc_preemptions, 1);
     if (was_running) {
       d.count(r.series_, detail::lc_running, ~std::uint64_t{0});
@@ -609,11 +558,11 @@ record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, st
   const std::optional<time_point> prev = r.tl_.last_token_time();
   if (record_status s = r.tl_.chunk(t, tokens, kind); s != record_status::ok) return misuse(s);
   if (tokens == 0) return record_status::ok;
-  const bool streaming = state_->options.inclusion != live_inclusion::completed;
+  const bool streaming = hot_.inclusion != live_inclusion::completed;
   // Tokens mean the engine runs it, whether or not the server reported the scheduling.
   const bool implicit_schedule = r.phase_ == request_type::waiting;
   r.phase_ = request_type::running;
-  in_shard([&](detail::live_side& d) noexcept {
+  in_shard([&](detail::live_writer<>& d) noexcept {
     const std::uint32_t s = r.series_;
     if (implicit_schedule) {
       d.count(s, detail::lc_waiting, ~std::uint64_t{0});
@@ -622,15 +571,15 @@ record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, st
     if (prev) {
       observe_itl(d, s, seconds(t - *prev), tokens);
     } else {
-      if (state_->options.semantics == live_semantics::tokchron && tokens > 1)
+      if (hot_.semantics == live_semantics::tokchron && tokens > 1)
         d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
       if (streaming) {
         if (const auto v = ttft(r.tl_)) d.observe(s, live_histogram::ttft, seconds(*v));
-        if (const auto p = r.tl_.prompt_tokens()) d.count(s, detail::lc_prompt_tokens, *p);
+        count_prompt(d, s, r.tl_);
         r.counted_prompt_ = true;
       }
     }
-    if (streaming) d.count(s, detail::lc_generation_tokens, tokens);
+    if (streaming) count_generation(d, s, tokens, kind == chunk_kind::reasoning ? tokens : 0);
   });
   return record_status::ok;
 }
@@ -642,7 +591,7 @@ record_status basic_live_metrics<Clock>::finish(request_type& r, time_point t,
   if (record_status s = r.tl_.finish(t, reason); s != record_status::ok) return misuse(s);
   const auto was = r.phase_;
   r.phase_ = request_type::done;
-  in_shard([&](detail::live_side& d) noexcept {
+  in_shard([&](detail::live_writer<>& d) noexcept {
     const std::uint32_t s = r.series_;
     d.count(s, was == request_type::running ? detail::lc_running : detail::lc_waiting,
             ~std::uint64_t{0});

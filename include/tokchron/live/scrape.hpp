@@ -138,11 +138,14 @@ struct live_scrape_lock {
 /// order: the histograms (`live_histogram` order, then the ITL and max_tokens aliases), the
 /// requests counter (one point per series and finish-reason value, zeros included), prompt and
 /// generation tokens, preemptions, the running and waiting gauges, the server-fed series once
-/// fed (KV-cache usage, prefix cache), then tokchron's own counters (rejected when the
-/// requests counter omits them, misuse, label overflow, dropped samples). Series: every
-/// interned label-value set in interning order, then the overflow series if it holds anything.
-/// Cost: O(writer threads x touched series x buckets); it allocates. Throws std::bad_alloc if
-/// memory runs out (nothing recorded is lost then: it comes with the next scrape).
+/// fed (KV-cache usage, prefix cache), once recorded into the cached-prompt counters (cached,
+/// by source, recomputed), the reasoning-token counter and the speculative-decoding counters
+/// (drafts, draft tokens, accepted tokens, accepted per position), then tokchron's own counters
+/// (rejected when the requests counter omits them, misuse, label overflow, dropped samples).
+/// Series: every interned label-value set in interning order, then the overflow series if it holds
+/// anything. Cost: O(writer threads x touched series x buckets); it allocates. Throws
+/// std::bad_alloc if memory runs out (nothing recorded is lost then: it comes with the next
+/// scrape).
 template <class Clock>
 [[nodiscard]] metrics_snapshot scrape(const basic_live_metrics<Clock>& m) {
   detail::live_state& st = m.state_for_scrape();
@@ -276,6 +279,54 @@ template <class Clock>
                    detail::lc_prefix_queries);
     counter_family(n.prefix_cache_hits, "Prefix-cache hits as the server reports them, tokens.",
                    detail::lc_prefix_hits);
+  }
+  const std::uint32_t features = st.features.load(std::memory_order_relaxed);
+  auto labelled_counter_family = [&](const std::string& name, const char* help,
+                                     const std::string& label_name, std::uint32_t values,
+                                     auto&& value_of, auto&& label_of) {
+    if (name.empty()) return;
+    auto& f = out.family(name, help, metric_kind::counter);
+    for (const auto& [s, labels] : series)
+      for (std::uint32_t v = 0; v < values; ++v) {
+        label_set l = labels;
+        l.push_back(label{label_name, label_of(v)});
+        f.add(static_cast<double>(value_of(s, v)), std::move(l));
+      }
+  };
+  if ((features & detail::lf_cached_prompt) != 0) {
+    counter_family(n.prompt_tokens_cached,
+                   "Prompt tokens served from a prefix cache, as the server reports them.",
+                   detail::lc_prompt_cached);
+    // vllm/v1/metrics/stats.py PromptTokenStats.ALL_SOURCES; tokchron knows of no external
+    // KV transfer, so that source stays 0.
+    static const char* const sources[] = {"local_compute", "local_cache_hit",
+                                          "external_kv_transfer"};
+    labelled_counter_family(
+        n.prompt_tokens_by_source, "Prompt tokens by source.", "source", 3,
+        [&](std::uint32_t s, std::uint32_t v) -> std::uint64_t {
+          return v == 0   ? counter(s, detail::lc_prompt_computed)
+                 : v == 1 ? counter(s, detail::lc_prompt_cache_hit)
+                          : 0;
+        },
+        [&](std::uint32_t v) { return std::string(sources[v]); });
+    counter_family(n.prompt_tokens_recomputed,
+                   "Cached prompt tokens recomputed (the last one when all were cached).",
+                   detail::lc_prompt_recomputed);
+  }
+  if ((features & detail::lf_reasoning) != 0)
+    counter_family(n.reasoning_tokens, "Output tokens of reasoning chunks, counted as they stream.",
+                   detail::lc_reasoning_tokens);
+  if ((features & detail::lf_speculative) != 0) {
+    counter_family(n.spec_drafts, "Speculative decoding drafts.", detail::lc_spec_drafts);
+    counter_family(n.spec_draft_tokens, "Speculative draft tokens.", detail::lc_spec_draft_tokens);
+    counter_family(n.spec_accepted_tokens, "Speculative draft tokens accepted.",
+                   detail::lc_spec_accepted);
+    if (o.speculative_positions > 0)
+      labelled_counter_family(
+          n.spec_accepted_per_position, "Accepted draft tokens per draft position.", "position",
+          static_cast<std::uint32_t>(o.speculative_positions),
+          [&](std::uint32_t s, std::uint32_t v) { return counter(s, lay.spec_offset + v); },
+          [](std::uint32_t v) { return std::to_string(v); });
   }
   if (!n.rejected.empty()) {
     auto& f = out.family(n.rejected, "Requests rejected before scheduling.", metric_kind::counter);

@@ -5,14 +5,18 @@
 /// \file
 /// Internals of `live/`: the per-series blocks of counters and fixed-bucket histograms, a side
 /// of a shard (what one writer records between two scrapes), the lock-free label-value table,
-/// the shared state and the thread-local shard cache. Light (no `<thread>`, `<mutex>`, `<map>`,
-/// `<functional>`, `<algorithm>`): the recording header includes it. Not part of the API.
+/// the shared state and the thread-local shard cache, and the definitions of live/detail/core.hpp.
+/// Light (no `<thread>`, `<mutex>`, `<map>`, `<functional>`, `<algorithm>`): the recording header
+/// includes it, except under `TOKCHRON_SEPARATE_INSTANTIATION` (then only
+/// tokchron/record_instantiate.hpp and the scrape do). Not part of the API.
 
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,31 +24,19 @@
 
 #include "tokchron/collect/detail/shard.hpp"
 #include "tokchron/config.hpp"
+#include "tokchron/live/detail/core.hpp"
 #include "tokchron/live/options.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 namespace detail {
 
-/// Per-series counters (indices into a block's counts).
-enum live_counter : std::uint32_t {
-  lc_requests = 0,  ///< six slots, by finish_reason
-  lc_prompt_tokens = 6,
-  lc_generation_tokens,
-  lc_preemptions,
-  lc_running,  ///< gauge delta, two's complement
-  lc_waiting,  ///< gauge delta, two's complement
-  lc_prefix_queries,
-  lc_prefix_hits,
-  lc_overflow_requests,
-  lc_count,
-};
-
 /// Where each histogram's bucket counts live in a block, computed once from the options.
 struct live_layout {
   std::array<std::vector<double>, live_histogram_count> bounds;
   std::array<std::uint32_t, live_histogram_count> offset{};  // first bucket count of each
-  std::uint32_t counts = lc_count;                           // total uint64 slots per block
-  std::uint32_t series = 1;  // blocks per side: max_series + 1 (the overflow series)
+  std::uint32_t spec_offset = lc_count;  // first per-position acceptance counter
+  std::uint32_t counts = lc_count;       // total uint64 slots per block
+  std::uint32_t series = 1;              // blocks per side: max_series + 1 (the overflow series)
 
   /// The bucket of `v` in histogram `h`: the first bound >= v, or the +Inf bucket.
   [[nodiscard]] std::uint32_t bucket(std::size_t h, double v) const noexcept {
@@ -270,6 +262,8 @@ struct live_state {
   bool asymmetric = asymmetric_barrier::available();
   std::atomic<live_shard*> head{nullptr};
   std::atomic<std::uint64_t> lost_shards{0};  // recording calls dropped: no shard (memory)
+  std::atomic<std::uint64_t> misuse{0};       // refused recording calls since construction
+  std::atomic<std::uint32_t> features{0};     // live_feature bits: families recorded into
 
   // Label values: an open-addressing table of 2^k >= 2 * max_series slots, and by index.
   std::vector<std::atomic<live_series_entry*>> slots;
@@ -298,6 +292,8 @@ struct live_state {
       l.offset[h] = at;
       at += static_cast<std::uint32_t>(l.bounds[h].size()) + 1;
     }
+    l.spec_offset = at;
+    at += static_cast<std::uint32_t>(o.speculative_positions);
     l.counts = at;
     l.series = static_cast<std::uint32_t>(o.max_series) + 1;
     return l;
@@ -373,6 +369,260 @@ struct live_thread_cache {
 inline live_thread_cache& live_this_thread() noexcept {
   thread_local live_thread_cache cache;
   return cache;
+}
+
+// --- live/detail/core.hpp ---------------------------------------------------------------------
+
+/// True if `n` label values can be a series of their own: valid UTF-8, and not every value
+/// `overflow` (the overflow series' label set; with no labels, every set is the default).
+/// (This and the next three are templates so that they are compiled only where live_core<> is:
+/// record_instantiate.hpp, or header-only the files that construct or label a live_metrics.)
+template <int = 0>
+[[nodiscard]] bool live_exportable(const std::string_view* v, std::size_t n,
+                                   std::string_view overflow) noexcept {
+  bool all_overflow = n > 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!live_valid_utf8(v[i])) return false;
+    all_overflow = all_overflow && v[i] == overflow;
+  }
+  return !all_overflow;
+}
+
+/// Throws std::invalid_argument for options a live_metrics object refuses (recorder.hpp).
+template <int = 0>
+void live_check(const live_options& o) {
+  if (o.max_series == 0 || o.max_series > (std::uint32_t{1} << 20))
+    TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.max_series must be 1..2^20");
+  if (o.speculative_positions > 64)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_options.speculative_positions must be 0..64");
+  if (o.default_label_values.size() != o.label_names.size())
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_options.default_label_values needs one value per label name");
+  for (std::size_t k = 0; k < o.label_names.size(); ++k) {
+    const std::string& n = o.label_names[k];
+    for (std::size_t j = 0; j < k; ++j)
+      if (o.label_names[j] == n)
+        TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: duplicate label name");
+    bool ok = !n.empty() && !(n.size() >= 2 && n[0] == '_' && n[1] == '_');
+    for (std::size_t i = 0; ok && i < n.size(); ++i) {
+      const char c = n[i];
+      ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (i > 0 && c >= '0' && c <= '9');
+    }
+    if (!ok || n == "le" || n == o.names.reason_label ||
+        (n == "source" && !o.names.prompt_tokens_by_source.empty()) ||
+        (n == "position" && !o.names.spec_accepted_per_position.empty()))
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: invalid label name");
+  }
+  if (!live_valid_utf8(o.overflow_value))
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_options.overflow_value is not valid UTF-8");
+  const std::vector<std::string_view> d(o.default_label_values.begin(),
+                                        o.default_label_values.end());
+  if (!live_exportable(d.data(), d.size(), o.overflow_value))
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_options.default_label_values: not valid UTF-8, or the "
+                   "overflow series' own values");
+  for (const auto& b : o.buckets)
+    for (std::size_t i = 0; i < b.size(); ++i)
+      if (!(b[i] == b[i] && b[i] - b[i] == 0) || (i > 0 && !(b[i] > b[i - 1])))
+        TOKCHRON_THROW(std::invalid_argument,
+                       "tokchron: live_options.buckets must be finite and strictly increasing");
+}
+
+template <int = 0>
+[[nodiscard]] bool live_equal(const std::vector<std::string>& a, const std::string_view* v,
+                              std::size_t n) noexcept {
+  if (a.size() != n) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::string_view(a[i]) != v[i]) return false;
+  return true;
+}
+
+/// Interns a label-value set: its index, or the overflow index when the table is full or
+/// memory ran out. Lock-free: probing reads published entries; a new entry is published by
+/// compare-and-swap into an empty slot and only then given an index.
+template <int = 0>
+std::uint32_t live_intern(live_state& st, const std::string_view* v, std::size_t n) noexcept {
+  const std::uint64_t h = live_hash(v, n);
+  const std::size_t mask = st.slots.size() - 1;
+  live_series_entry* mine = nullptr;
+  for (std::size_t probe = 0, i = h & mask; probe <= mask; ++probe, i = (i + 1) & mask) {
+    live_series_entry* e = st.slots[i].load(std::memory_order_acquire);
+    if (e == nullptr) {
+      if (st.next_index.load(std::memory_order_relaxed) >= st.options.max_series) break;
+      if (mine == nullptr) {
+        TOKCHRON_TRY {
+          mine = new (std::nothrow) live_series_entry;
+          if (mine != nullptr) {
+            mine->hash = h;
+            mine->values.assign(v, v + n);
+          }
+        }
+        TOKCHRON_CATCH_ALL {
+          delete mine;
+          mine = nullptr;
+        }
+        if (mine == nullptr) break;
+      }
+      if (st.slots[i].compare_exchange_strong(e, mine, std::memory_order_acq_rel)) {
+        std::uint32_t idx = st.next_index.fetch_add(1, std::memory_order_relaxed);
+        if (idx >= st.options.max_series)
+          idx = st.overflow_index();
+        else
+          st.by_index[idx].store(mine, std::memory_order_release);
+        mine->index.store(idx, std::memory_order_release);
+        if (idx == st.overflow_index())
+          st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
+        return idx;
+      }
+      // Lost the race: `e` is the winner; compare it below.
+    }
+    if (e->hash == h && live_equal(e->values, v, n)) {
+      std::uint32_t idx;
+      while ((idx = e->index.load(std::memory_order_acquire)) == ~std::uint32_t{0}) {
+      }
+      delete mine;
+      if (idx == st.overflow_index()) st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
+      return idx;
+    }
+  }
+  delete mine;
+  st.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
+  return st.overflow_index();
+}
+
+template <int I>
+live_state* live_core<I>::create(live_options&& options) {
+  live_check(options);
+  struct guard {
+    live_state* s;
+    ~guard() { live_release(s); }
+  } g{new live_state(std::move(options))};
+  const auto& d = g.s->options.default_label_values;
+  const std::vector<std::string_view> v(d.begin(), d.end());
+  (void)live_intern(*g.s, v.data(), v.size());  // the default series: index 0
+  live_state* s = g.s;
+  g.s = nullptr;
+  return s;
+}
+
+template <int I>
+void live_core<I>::release(live_state* s) noexcept {
+  live_release(s);
+}
+
+template <int I>
+live_hot_options live_core<I>::hot(const live_state& s) noexcept {
+  live_hot_options h;
+  h.id = s.id;
+  h.overflow_index = s.overflow_index();
+  h.labelled = !s.options.label_names.empty();
+  h.semantics = s.options.semantics;
+  h.inclusion = s.options.inclusion;
+  h.spec_offset = s.layout.spec_offset;
+  h.spec_positions = static_cast<std::uint32_t>(s.options.speculative_positions);
+  return h;
+}
+
+template <int I>
+const live_options& live_core<I>::options(const live_state& s) noexcept {
+  return s.options;
+}
+
+template <int I>
+std::uint32_t live_core<I>::series(live_state& s, const std::string_view* values,
+                                   std::size_t n) noexcept {
+  const live_hot_options h = hot(s);
+  if (n != s.options.label_names.size() || !live_exportable(values, n, s.options.overflow_value)) {
+    count_misuse(s);
+    return live_resolve(h, h.overflow_index);
+  }
+  return live_resolve(h, live_intern(s, values, n));
+}
+
+template <int I>
+std::vector<std::string> live_core<I>::label_values(const live_state& s, std::uint32_t series) {
+  if (series >= s.overflow_index() || s.by_index[series].load(std::memory_order_acquire) == nullptr)
+    return std::vector<std::string>(s.options.label_names.size(), s.options.overflow_value);
+  return s.by_index[series].load(std::memory_order_acquire)->values;
+}
+
+template <int I>
+void live_core<I>::set_kv_cache_usage(live_state& s, std::uint32_t series,
+                                      double fraction) noexcept {
+  if (!(fraction >= 0 && fraction <= std::numeric_limits<double>::max())) {
+    count_misuse(s);
+    return;
+  }
+  s.kv_cache_usage[live_resolve(hot(s), series)].store(fraction, std::memory_order_relaxed);
+}
+
+template <int I>
+void live_core<I>::add_prefix_cache(live_state& s, std::uint32_t series, std::uint64_t queries,
+                                    std::uint64_t hits) noexcept {
+  if (!s.prefix_cache_used.load(std::memory_order_relaxed))
+    s.prefix_cache_used.store(true, std::memory_order_relaxed);
+  const std::uint32_t i = live_resolve(hot(s), series);
+  live_writer<I> w(s);
+  if (!w) return;
+  w.count(i, lc_prefix_queries, queries);
+  w.count(i, lc_prefix_hits, hits);
+}
+
+template <int I>
+void live_core<I>::count_misuse(live_state& s) noexcept {
+  s.misuse.fetch_add(1, std::memory_order_relaxed);
+  live_writer<I> w(s);
+  if (w) w.count_misuse();
+}
+
+template <int I>
+std::uint64_t live_core<I>::misuse(const live_state& s) noexcept {
+  return s.misuse.load(std::memory_order_relaxed);
+}
+
+template <int I>
+std::uint64_t live_core<I>::overflowed_lookups(const live_state& s) noexcept {
+  return s.overflowed_lookups.load(std::memory_order_relaxed);
+}
+
+template <int I>
+live_writer<I>::live_writer(live_state& s) noexcept
+    : state_(&s), shard_(live_this_thread().get(s)) {
+  if (TOKCHRON_UNLIKELY(shard_ == nullptr)) {
+    s.lost_shards.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  side_ = &shard_->core.enter();
+}
+
+template <int I>
+live_writer<I>::~live_writer() {
+  if (side_ != nullptr) shard_->core.leave();
+}
+
+template <int I>
+void live_writer<I>::count(std::uint32_t s, std::uint32_t counter, std::uint64_t delta) noexcept {
+  side_->count(s, counter, delta);
+}
+
+template <int I>
+void live_writer<I>::observe(std::uint32_t s, live_histogram h, double v,
+                             std::uint64_t times) noexcept {
+  side_->observe(s, h, v, times);
+}
+
+template <int I>
+void live_writer<I>::count_misuse() noexcept {
+  ++side_->misuse;
+}
+
+template <int I>
+void live_writer<I>::use(std::uint32_t feature) noexcept {
+  if ((state_->features.load(std::memory_order_relaxed) & feature) != feature)
+    state_->features.fetch_or(feature, std::memory_order_relaxed);
 }
 
 }  // namespace detail

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+#ifndef TOKCHRON_LIVE_OPTIONS_FWD_HPP
+#define TOKCHRON_LIVE_OPTIONS_FWD_HPP
+
+/// \file
+/// The enumerations of live/options.hpp (`live_semantics`, `live_inclusion`, `live_histogram`)
+/// and a declaration of `live_options`, for the recording header under
+/// `TOKCHRON_SEPARATE_INSTANTIATION`: there a hot file records without the options' definition
+/// (its `std::vector<std::string>` and `std::array` members are a fifth of what the recording
+/// header costs a translation unit), and the file that constructs a `live_metrics` includes
+/// live/options.hpp or live/presets.hpp.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tokchron/config.hpp"
+
+TOKCHRON_BEGIN_NAMESPACE
+
+/// Whose definitions a `live_metrics` object records.
+enum class live_semantics : std::uint8_t {
+  /// tokchron's canonical definitions (metrics/canonical.hpp): ITL one sample per output token
+  /// after the first (a chunk of k tokens after a gap g gives k samples of g/k), TPOT only for
+  /// requests with at least two tokens; finish reasons as `to_string(finish_reason)`.
+  tokchron,
+  /// vLLM's (vllm/v1/metrics/stats.py, loggers.py): ITL one sample per engine step (streamed
+  /// chunk) that carried tokens after the first, per-request TPOT decode_time / (N - 1) and 0
+  /// for N <= 1, finish reasons stop, length, abort, error, repetition; see docs/live-metrics.md.
+  vllm,
+};
+
+/// Which finished requests enter the per-request histograms (TTFT, E2E, queue, prefill,
+/// decode, inference, TPOT, prompt and generation lengths) and the token counters. Requests of
+/// every outcome are always counted in the requests counter, by finish reason.
+enum class live_inclusion : std::uint8_t {
+  /// Only requests that completed (stop, length). TTFT and token counters move when the
+  /// request finishes instead of as its chunks arrive. Per-step ITL still streams (a sample,
+  /// once exported, cannot be taken back).
+  completed,
+  /// The default: every request that was scheduled (reached the engine; a request that
+  /// produced tokens counts as scheduled even if the server never reported it), whatever its
+  /// outcome: completed, and aborted, failed or timed out after scheduling. A request rejected
+  /// or abandoned while queued enters no latency histogram and no token counter. TTFT, ITL and
+  /// the token counters move as chunks arrive (prompt tokens with the first token, as vLLM
+  /// counts them at the end of prefill).
+  scheduled,
+  /// Every finished request whose interval is defined, also those never scheduled (their E2E
+  /// and queue time, and their prompt tokens at finish).
+  all,
+};
+
+/// The histograms a `live_metrics` object keeps per series.
+enum class live_histogram : std::uint8_t {
+  ttft,               ///< time to first token from arrival, s
+  itl,                ///< inter-token latency (per token or per step, see live_semantics), s
+  tpot,               ///< per-request time per output token, s
+  e2e,                ///< arrival to finish, s
+  queue_time,         ///< queued (or arrival) to first scheduled, s
+  prefill_time,       ///< first scheduled to first token, s
+  decode_time,        ///< first to last token, s
+  inference_time,     ///< first scheduled to last token (vLLM's RUNNING phase), s
+  prompt_tokens,      ///< prompt length, tokens
+  generation_tokens,  ///< output length, tokens
+  max_tokens,         ///< the request's max_tokens parameter, when the server gives it
+};
+/// The number of `live_histogram`s.
+inline constexpr std::size_t live_histogram_count = 11;
+
+namespace detail {
+/// True for the histograms of times (seconds); the others count tokens.
+[[nodiscard]] constexpr bool live_is_time(live_histogram h) noexcept {
+  return h != live_histogram::prompt_tokens && h != live_histogram::generation_tokens &&
+         h != live_histogram::max_tokens;
+}
+}  // namespace detail
+
+struct live_options;
+
+TOKCHRON_END_NAMESPACE
+
+#endif  // TOKCHRON_LIVE_OPTIONS_FWD_HPP
