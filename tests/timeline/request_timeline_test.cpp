@@ -235,3 +235,46 @@ TEST_CASE("full store is allocator-aware; reserve makes recording allocation-fre
   REQUIRE(tl.chunk(manual_clock::at(100ms), 1) == record_status::ok);
   CHECK(g_allocations == before + 1);
 }
+
+TEST_CASE("reasoning chunks: first answer, first reasoning, second token, on both stores") {
+  full_tl f;
+  tokchron::basic_request_timeline<manual_clock, tokchron::streaming_store<>> s;
+  auto both = [&](auto&& rec) {
+    CHECK(rec(f) == record_status::ok);
+    CHECK(rec(s) == record_status::ok);
+  };
+  both([](auto& t) { return t.arrive(manual_clock::at(0ms)); });
+  both([](auto& t) { return t.chunk(manual_clock::at(10ms), 0, chunk_kind::empty); });
+  both([](auto& t) { return t.chunk(manual_clock::at(40ms), 1, chunk_kind::reasoning); });
+  both([](auto& t) { return t.chunk(manual_clock::at(60ms), 2, chunk_kind::reasoning); });
+  both([](auto& t) { return t.chunk(manual_clock::at(90ms), 3); });
+  both([](auto& t) { return t.chunk(manual_clock::at(95ms), 1, chunk_kind::reasoning); });
+  both([](auto& t) { return t.finish(manual_clock::at(100ms)); });
+  auto check = [](const auto& t) {
+    CHECK(*t.first_token_time() == manual_clock::at(40ms));
+    CHECK(*t.second_token_time() == manual_clock::at(60ms));
+    CHECK(*t.first_reasoning_token_time() == manual_clock::at(40ms));
+    CHECK(*t.first_answer_token_time() == manual_clock::at(90ms));
+    CHECK(t.reasoning_tokens() == 4);
+    CHECK(t.output_tokens() == 7);
+    CHECK(t.store().reasoning_chunk_count() == 3);
+    CHECK(*tokchron::ttfa(t) == 90ms);
+    CHECK(*tokchron::reasoning_time(t) == 50ms);
+    CHECK(*tokchron::ttst(t) == 20ms);
+  };
+  check(f);
+  check(s);
+  // A first chunk of two or more tokens holds the second token too; one token has none.
+  full_tl two;
+  REQUIRE(two.arrive(manual_clock::at(0ms)) == record_status::ok);
+  REQUIRE(two.chunk(manual_clock::at(5ms), 2) == record_status::ok);
+  CHECK(*two.second_token_time() == manual_clock::at(5ms));
+  CHECK(*tokchron::ttst(two) == 0ms);
+  CHECK(*tokchron::ttfa(two) == *tokchron::ttft(two));
+  full_tl one;
+  REQUIRE(one.arrive(manual_clock::at(0ms)) == record_status::ok);
+  REQUIRE(one.chunk(manual_clock::at(5ms), 1) == record_status::ok);
+  CHECK_FALSE(one.second_token_time());
+  CHECK_FALSE(tokchron::ttst(one));
+  CHECK_FALSE(tokchron::reasoning_time(one));
+}
