@@ -5,7 +5,7 @@
 # two tools printed (their --format json), and checks each index.html in headless Chromium:
 # every image loaded, the screenshot not blank; the split pictures of tokchron-report join. A
 # reasoning run's timeline is checked against its trace: the reasoning chunks drawn apart, in their
-# colour.
+# colour, and TTFA in the spectrum.
 # Reuses stage 10's g++ C++17 build when it is there (configured the same way otherwise).
 need_pkgs gnuplot-nox chromium python3 python3-pil fonts-dejavu-core
 build=$TOKCHRON_CI_BUILD/g++-c++17
@@ -42,7 +42,7 @@ $check "$out/sweep" --screenshot "$out/sweep.png" --summary "$out/sweep.json" \
 
 echo "--- batching-executor --plot of a reasoning run with a shared prefix"
 # A reasoning model's answers (40 % reasoning) behind a cached 256-token system prompt: the token
-# timeline must draw the trace's reasoning chunks apart from the answer.
+# timeline must draw the trace's reasoning chunks apart from the answer, the spectrum TTFA.
 "$build/examples/batching_executor/batching-executor" --backend sim --hw a10g --users 20 \
   --duration 120 --warmup 20 --seed 1 --reasoning-fraction 0.4 --shared-prefix 256 \
   --format json --trace-out "$out/reasoning-trace.jsonl" --plot "$out/reasoning" \

@@ -209,7 +209,16 @@ void live_engine::step_loop() {
     // Live running/waiting: newly scheduled, and preempted since the last step.
     for (auto& [r, c] : active_) {
       const bool running = r->state == request_state::running;
-      if (running && !c->live_running) metrics_.scheduled(c->live, steady(t));
+      if (running && !c->live_running) {
+        metrics_.scheduled(c->live, steady(t));
+        // The prefix cache's share of the prompt, known once scheduled and before the first
+        // token: the cached-prompt counter and vLLM's prefix-cache queries / hits (in tokens).
+        if (r->prefix_tokens > 0 && !r->tl.first_token_time()) {
+          (void)metrics_.set_cached_prompt_tokens(c->live, r->cached_tokens);
+          if (r->tl.preemptions() == 0)
+            metrics_.add_prefix_cache(tokchron::live_series{}, r->prompt_tokens, r->cached_tokens);
+        }
+      }
       if (!running && c->live_running) metrics_.preempted(c->live, steady(t));
       c->live_running = running;
     }
@@ -237,7 +246,12 @@ void live_engine::step_loop() {
       const std::uint32_t k = r.generated - before[i];
       if (k == 0) continue;
       call& c = *active_.at(&r);
-      metrics_.chunk(c.live, steady(end), k);
+      // The answer's first reasoning_tokens are reasoning chunks (the reasoning counter).
+      const std::uint32_t thinking =
+          std::min(r.generated, r.reasoning_tokens) - std::min(before[i], r.reasoning_tokens);
+      if (thinking > 0)
+        metrics_.chunk(c.live, steady(end), thinking, tokchron::chunk_kind::reasoning);
+      if (k > thinking) metrics_.chunk(c.live, steady(end), k - thinking);
       events.push_back({&c, {before[i], k, false, tokchron::finish_reason::stop, r.cached_tokens}});
     }
     collect(end);

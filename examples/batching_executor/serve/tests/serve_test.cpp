@@ -136,6 +136,20 @@ double sample(const std::string& text, const std::string& series) {
   if (at == std::string::npos) return -1;
   return std::stod(text.substr(at + series.size() + 2));
 }
+// The sum of a family's samples (every label set) in a Prometheus text body; -1 when absent.
+double family_sum(const std::string& text, const std::string& family) {
+  double sum = 0;
+  bool found = false;
+  std::size_t at = 0;
+  while ((at = text.find("\n" + family, at)) != std::string::npos) {
+    at += 1 + family.size();
+    if (text[at] != '{' && text[at] != ' ') continue;
+    const auto sp = text.find(' ', text[at] == '{' ? text.find('}', at) : at);
+    sum += std::stod(text.substr(sp + 1));
+    found = true;
+  }
+  return found ? sum : -1;
+}
 std::string reason_series(const char* reason) {
   return std::string("vllm:request_success_total{model_name=\"") + model +
          "\",engine=\"0\",finished_reason=\"" + reason + "\"}";
@@ -520,6 +534,13 @@ TEST_CASE("serve: reasoning streams in vLLM's delta field; usage details equal t
   CHECK(count_words(cj["choices"][0]["text"].get<std::string>()) == 4);
   CHECK(!cj["usage"].contains("completion_tokens_details"));
 
+  // /metrics counts the same reasoning and cached tokens (tokchron's live metrics).
+  const std::string metrics = call_http(s.port(), http::verb::get, "/metrics").body;
+  CHECK(family_sum(metrics, "tokchron_reasoning_tokens_total") == 12);  // 5 + 5 + 2
+  CHECK(family_sum(metrics, "vllm:prompt_tokens_cached_total") == 64);  // 0 + 32 + 32 (+ 0)
+  CHECK(family_sum(metrics, "vllm:prefix_cache_hits_total") == 64);
+  CHECK(family_sum(metrics, "vllm:prefix_cache_queries_total") == 123);  // 3 x 40 + 3
+
   s.stop();
   // The trace: reasoning chunks first, then text, and their tokens are the usage's counts.
   const auto tr = s.trace();
@@ -559,4 +580,6 @@ TEST_CASE("serve: without the options, no reasoning field and no usage details")
     CHECK(!u.contains("prompt_tokens_details"));
     CHECK(!u.contains("completion_tokens_details"));
   }
+  const std::string metrics = call_http(s.port(), http::verb::get, "/metrics").body;
+  CHECK(family_sum(metrics, "tokchron_reasoning_tokens_total") <= 0);  // absent or 0
 }
