@@ -357,6 +357,8 @@ std::string usage() {
        "  --metrics-out FILE       Prometheus text exposition of the run(s)\n"
        "  --plot DIR               pictures (gnuplot SVG/PNG, their data) and DIR/index.html\n"
        "  --progress auto|never    a progress bar on stderr when it is a terminal (auto)\n"
+       "  --interleave on|off      run the configurations at once, their steps in turns, the\n"
+       "                           least measured first (virtual-time backends; default off)\n"
        "  --memory-limit SIZE      what the runs may keep: bytes, KiB, MiB, GiB (default 2GiB);\n"
        "                           a configuration that needs more is refused, a run stopped\n"
        "  --help\n"
@@ -433,6 +435,10 @@ command_line parse_command_line(const std::vector<std::string>& args) {
       } catch (const std::invalid_argument& e) {
         throw usage_error(std::string("--memory-limit: ") + e.what());
       }
+    } else if (name == "interleave") {
+      if (*value != "on" && *value != "off")
+        throw usage_error("--interleave '" + *value + "': expected on or off");
+      cl.interleave = *value == "on";
     } else if (name == "progress") {
       if (*value != "auto" && *value != "never")
         throw usage_error("--progress '" + *value + "': expected auto or never");

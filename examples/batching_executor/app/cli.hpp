@@ -65,6 +65,8 @@ struct command_line {
   std::optional<std::string> trace_out, metrics_out;
   std::optional<std::string> plot;  ///< `--plot DIR`: pictures (examples/plot)
   std::string progress = "auto";    ///< auto (when stderr is a terminal) | never
+  bool interleave =
+      false;  ///< `--interleave on`: the configurations' steps in turns (interleave.hpp)
   /// `--memory-limit`: what the runs together may keep (workload::memory_limit), in bytes.
   std::uint64_t memory_limit = default_memory_limit;
   bool help = false;

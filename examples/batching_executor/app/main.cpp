@@ -21,6 +21,7 @@
 #include "cuda/cuda_backend.hpp"
 #endif
 #include "engine.hpp"
+#include "interleave.hpp"
 #include "plot/executor_plot.hpp"
 #include "published_points.hpp"
 #include "report.hpp"
@@ -110,7 +111,14 @@ int main(int argc, char** argv) {
     std::vector<plot::executor_series> steps(cl.plot ? configs.size() : 0);  // --plot
     const progress_bar bar(configs.size(), cl.progress == "auto");
     std::uint64_t kept = 0;  // by the runs so far, against --memory-limit
-    for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (cl.interleave) {
+      bar.show(0, "all configurations, in turns");
+      std::vector<run_result> runs =
+          run_interleaved(configs, cl.memory_limit, cl.plot ? &steps : nullptr);
+      for (std::size_t i = 0; i < configs.size(); ++i)
+        outcomes.push_back(evaluate(configs[i], std::move(runs[i]), settings));
+    }
+    for (std::size_t i = outcomes.size(); i < configs.size(); ++i) {
       bar.show(i, configs[i].name);
       if (kept >= cl.memory_limit)
         throw std::runtime_error("the runs before configuration " + configs[i].name +

@@ -140,8 +140,8 @@ step_result cpu_backend::step(const batch& b) {
   if (cfg_.cpu_clock)
     r.elapsed = std::chrono::duration_cast<duration>(
         std::chrono::duration<double>(thread_cpu_seconds() - cpu0));
-  if (b.num_decodes() == 0) {
-    prefill_s_ += std::chrono::duration<double>(t1 - t0).count();
+  if (b.num_decodes() == 0) {  // on the step's own clock, as the scheduler sees the step
+    prefill_s_ += std::chrono::duration<double>(cfg_.cpu_clock ? r.elapsed : t1 - t0).count();
     prefill_tokens_ += b.num_tokens();
   }
   return r;
