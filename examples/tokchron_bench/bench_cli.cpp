@@ -61,6 +61,9 @@ const std::vector<own_option>& own_options() {
       {"busy_poll", "on|off",
        "I/O threads poll instead of sleeping: no wake-up delay, a busy core each (default off)"},
       {"sweep", "NAME=V1,V2,...", "run once per value of a load option (e.g. rate=2,4,8)"},
+      {"id_prefix", "STR",
+       "put STR before every request id (X-Request-Id, trace), e.g. host1-, so that several "
+       "clients' requests to one server can be joined"},
       {"trace_out", "FILE",
        "write the measured requests as a tokchron trace (JSON Lines); "
        "with --sweep, FILE gets .NAME=V before its extension"},
@@ -125,7 +128,7 @@ struct settings {
   bool keep_alive = false, busy_poll = false;
   std::string sweep_name;
   std::vector<std::string> sweep_values;
-  std::string trace_out, progress = "auto";
+  std::string trace_out, progress = "auto", id_prefix;
   std::vector<std::string> report_args;
 };
 
@@ -207,6 +210,13 @@ settings parse(const std::vector<std::string>& argv) {
         }
         s.sweep_values.push_back(v);
       }
+    } else if (name == "id_prefix") {
+      try {
+        check_id_prefix(value);
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+      }
+      s.id_prefix = value;
     } else if (name == "trace_out") {
       s.trace_out = value;
     } else if (name == "progress") {
@@ -326,6 +336,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     lo.keep_alive = s.keep_alive;
     lo.busy_poll = s.busy_poll;
     lo.first_request_id = next_request_id;
+    lo.id_prefix = s.id_prefix;
     const bool show = s.progress == "always" || (s.progress == "auto" && terminal);
     if (show)
       lo.on_progress = [&err](const progress& p) {

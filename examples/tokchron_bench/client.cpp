@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -81,6 +82,20 @@ target parse_target(const std::string& url, const std::string& endpoint, const s
     throw std::invalid_argument("--endpoint '" + endpoint + "': must be completions or chat");
   t.model = model;
   return t;
+}
+
+void check_id_prefix(const std::string& prefix) {
+  if (prefix.size() > max_id_prefix)
+    throw std::invalid_argument("--id-prefix: " + std::to_string(prefix.size()) +
+                                " characters, at most " + std::to_string(max_id_prefix));
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    const auto c = static_cast<unsigned char>(prefix[i]);
+    if (c > ' ' && c <= '~' && c != '"' && c != '\\') continue;
+    char code[8];
+    std::snprintf(code, sizeof code, "0x%02x", c);
+    throw std::invalid_argument("--id-prefix: character " + std::to_string(i + 1) + " (" + code +
+                                ") is not printable ASCII other than space, '\"' and '\\'");
+  }
 }
 
 std::string request_body(const target& t, std::uint32_t prompt_tokens, std::uint32_t max_tokens) {
@@ -299,7 +314,7 @@ class session : public std::enable_shared_from_this<session> {
     req_ = "POST " + tgt.path() + " HTTP/1.1\r\nHost: " + tgt.host + ":" + tgt.port +
            "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n" +
            (pool ? "Connection: keep-alive" : "Connection: close") +
-           "\r\nX-Request-Id: " + std::to_string(out.request_id) + "\r\n";
+           "\r\nX-Request-Id: " + out.request_id + "\r\n";
     if (!tgt.api_key.empty()) req_ += "Authorization: Bearer " + tgt.api_key + "\r\n";
     req_ += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     parser_.eager(true);
@@ -532,6 +547,7 @@ class session : public std::enable_shared_from_this<session> {
 
 load_result run_load(const load_options& opt) {
   if (opt.threads == 0) throw std::invalid_argument("--threads must be > 0");
+  check_id_prefix(opt.id_prefix);
   most_open_files();
   if (!(opt.warmup_s >= 0)) throw std::invalid_argument("--warmup must be >= 0");
   batching::workload work = opt.work;
@@ -630,7 +646,7 @@ load_result run_load(const load_options& opt) {
       if (r->arrival >= gen.end()) continue;
       request_outcome& o = result.requests.emplace_back();
       o.id = r->id;
-      o.request_id = opt.first_request_id + r->id;
+      o.request_id = opt.id_prefix + std::to_string(opt.first_request_id + r->id);
       o.measured =
           std::chrono::duration<double>(r->arrival.time_since_epoch()).count() >= opt.warmup_s;
       (void)o.tl.arrive(at(r->arrival));
@@ -662,8 +678,7 @@ load_result run_load(const load_options& opt) {
 std::vector<tc::trace_record> to_trace(const load_result& r) {
   std::vector<tc::trace_record> out;
   for (const request_outcome& o : r.requests)
-    if (o.measured)
-      out.push_back(tc::to_trace_record(o.tl, r.zero, std::to_string(o.request_id), o.error));
+    if (o.measured) out.push_back(tc::to_trace_record(o.tl, r.zero, o.request_id, o.error));
   tc::set_clock_anchor(out, tc::read_clock_anchor<clock>(r.zero));  // docs/trace-format.md
   return out;
 }

@@ -64,6 +64,15 @@ struct target {
 [[nodiscard]] target parse_target(const std::string& url, const std::string& endpoint,
                                   const std::string& model);
 
+/// The longest `load_options::id_prefix`: with the 20 digits of the largest number the id stays
+/// within the 128 characters a server keeps of an X-Request-Id (as `batching-executor serve`).
+inline constexpr std::size_t max_id_prefix = 64;
+
+/// Checks a request id prefix: at most `max_id_prefix` characters of printable ASCII other than
+/// space, `"` and `\` (an HTTP header value and a JSON string as they are, an id that servers
+/// keep). Throws `std::invalid_argument` saying what is wrong.
+void check_id_prefix(const std::string& prefix);
+
 /// The JSON body of one streamed request asking for `max_tokens` tokens (with `ignore_eos`, so a
 /// server that honours it returns exactly that many) after a prompt of `prompt_tokens` words
 /// (one word is one token in common tokenizers; the server's `usage.prompt_tokens` is what the
@@ -112,8 +121,10 @@ struct timeouts {
 /// One request of a run: its timeline, the reason it failed (empty when it did not), and
 /// whether it counts (intended send at or after the warm-up).
 struct request_outcome {
-  std::uint64_t id = 0;          ///< the load generator's index of the request in its run
-  std::uint64_t request_id = 0;  ///< `load_options::first_request_id` + id: its X-Request-Id
+  std::uint64_t id = 0;  ///< the load generator's index of the request in its run
+  /// `load_options::id_prefix` then `load_options::first_request_id` + id: its X-Request-Id
+  /// and trace id.
+  std::string request_id;
 
   timeline tl;
   std::string error;
@@ -146,6 +157,9 @@ struct load_options {
   /// The X-Request-Id (and trace id) of the run's first request; the others follow it. A sweep
   /// gives each point its own range, so one server trace holds every point without a clash.
   std::uint64_t first_request_id = 0;
+  /// Put before every request id (X-Request-Id and trace id), e.g. `host1-`, so that several
+  /// clients driving one server send different ids (`check_id_prefix` states what it may hold).
+  std::string id_prefix;
   /// Called about every `progress_every` from the scheduling thread (may be empty).
   std::function<void(const progress&)> on_progress;
   clock::duration progress_every = std::chrono::milliseconds(500);

@@ -68,12 +68,19 @@ std::vector<row> rows_of(const std::vector<tc::run_summary>& all) {
         std::string(tc::to_string(id)), tc::is_time_metric(id),
         [id](const S& s) -> const tc::distribution& { return *s.of(id); },
         S::needs_server_events(id));
+  for (const tc::metric_id id : S::kept_when_measured)  // reasoning, caching, speculative, ...
+    dist(
+        std::string(tc::to_string(id)), tc::is_time_metric(id),
+        [id](const S& s) -> const tc::distribution& { return *s.of(id); }, true);
   dist(
       "prompt_len", false, [](const S& s) -> const tc::distribution& { return s.prompt_lengths; },
       true);
   dist(
       "output_len", false, [](const S& s) -> const tc::distribution& { return s.output_lengths; },
       false);
+  dist(
+      "reasoning_len", false,
+      [](const S& s) -> const tc::distribution& { return s.reasoning_lengths; }, true);
   for (std::size_t i = 0; !all.empty() && i < all.front().extra.size(); ++i)
     add(all.front().extra[i].first, false, [&](const S& s) {
       return i < s.extra.size() ? s.extra[i].second : std::optional<double>();

@@ -25,7 +25,12 @@ using ojson = nlohmann::ordered_json;
 /// (`tokchron::profile_warnings`), as `{"quirk", "count", "message"}` objects.
 [[nodiscard]] ojson to_json(const std::vector<tc::run_summary>& all);
 
-/// A table: one row per value, one column per profile; latencies in milliseconds.
+/// A table: one row per value, one column per profile; latencies in milliseconds. The rows of
+/// the metric table's names follow the JSON (`tokchron::summary_json`): queue, prefill and
+/// decode only when some request recorded them; the metrics of
+/// `run_summary::kept_when_measured` (ttfa, reasoning_time, ttst, icl, prefill_tps,
+/// uncached_prefill_tps, spec_acceptance) and `reasoning_len` only when some profile measured
+/// them (a profile that does not shows count 0 and empty values).
 void write_table(std::ostream& out, const std::vector<tc::run_summary>& all);
 
 /// CSV: a header `metric,<profile>...` then one row per value (seconds; the shortest form that

@@ -333,6 +333,24 @@ TEST_CASE("the command line: the report of the run, and bad options refused") {
   CHECK(tb::run_cli({"--warmup", "10", "--duration", "5"}, o2, e2) == 2);
   CHECK(tb::run_cli({"--keep-alive", "yes"}, o2, e2) == 2);
   CHECK(tb::run_cli({"--busy-poll", "1"}, o2, e2) == 2);
+  // A request id prefix: printable, no space, quote or backslash, at most 64 characters.
+  const std::vector<std::string> bad_prefixes{"a\tb",
+                                              "a b",
+                                              "a\"b",
+                                              "a\\b",
+                                              std::string("a\0b", 3),
+                                              std::string(tb::max_id_prefix + 1, 'x')};
+  for (const std::string& bad : bad_prefixes) {
+    std::ostringstream o3, e3;
+    CAPTURE(bad);
+    CHECK(tb::run_cli({"--id-prefix", bad}, o3, e3) == 2);
+    CHECK(e3.str().find("tokchron-bench: --id-prefix: ") == 0);
+  }
+  std::ostringstream e4;
+  CHECK(tb::run_cli({"--id-prefix", "a\nb"}, o2, e4) == 2);
+  CHECK(e4.str().find("character 2 (0x0a)") != std::string::npos);
+  CHECK_NOTHROW(tb::check_id_prefix(std::string(tb::max_id_prefix, 'x')));
+  CHECK_NOTHROW(tb::check_id_prefix("host-1.rack_2:a/b~"));
 }
 
 TEST_CASE("--sweep: one run, one report and one trace per value") {
@@ -412,6 +430,21 @@ TEST_CASE("keep-alive: one connection serves a user's requests one after another
     for (const auto& rec : tb::to_trace(r)) CHECK(sent.count(rec.id) == 1);
     CHECK(sent.count("100") == 1);
     CHECK(sent.count("109") == 1);
+  }
+  SUBCASE("an id prefix goes before every id, in the trace and in X-Request-Id") {
+    lo.id_prefix = "host1-";
+    const auto r = tb::run_load(lo);
+    REQUIRE(r.requests.size() == 10);
+    const auto sent = srv.emissions();
+    CHECK(sent.size() == 10);
+    for (const auto& rec : tb::to_trace(r)) {
+      CHECK(rec.id.rfind("host1-", 0) == 0);
+      CHECK(sent.count(rec.id) == 1);
+    }
+    CHECK(sent.count("host1-100") == 1);
+    CHECK(sent.count("host1-109") == 1);
+    lo.id_prefix = "bad prefix";
+    CHECK_THROWS_AS((void)tb::run_load(lo), std::invalid_argument);
   }
   SUBCASE("on, with busy-polling I/O threads") {
     lo.keep_alive = true;

@@ -3,7 +3,8 @@
 # backend in real time) on loopback, then the client and server traces joined by request id.
 # Every request must match (the X-Request-Id the client sends is the server's trace id), the
 # clocks are related by the traces' anchors, and no part is negative beyond the stated clock
-# error. A second client run at the same time shows the alignment of two client hosts.
+# error. Two clients run at the same time, as two hosts would, each with its own --id-prefix:
+# join matches every request of both, and the report aligns the two client traces.
 # Usage: join_serve.sh EXECUTOR BENCH REPORT WORKDIR
 set -eu
 exe=$1 bench=$2 report=$3 dir=$4
@@ -20,32 +21,35 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ -n "$port" ] || { echo "serve did not start:"; cat "$dir/serve.out"; kill $pid; exit 1; }
-run_client() {  # $1: trace file, $2: the endpoint
-  "$bench" --url "http://127.0.0.1:$port" --endpoint "$2" --model tokchron-sim --rate 20 \
-    --duration 10 --max-requests $n --prompt-len uniform:10,100 --output-len uniform:5,20 \
-    --request-timeout 60 --profile canonical --format csv --progress never \
+run_client() {  # $1: trace file, $2: the endpoint, $3: the id prefix
+  "$bench" --url "http://127.0.0.1:$port" --endpoint "$2" --id-prefix "$3" \
+    --model tokchron-sim --rate 20 --duration 10 --max-requests $n --prompt-len uniform:10,100 \
+    --output-len uniform:5,20 --request-timeout 60 --profile canonical --format csv --progress never \
     --trace-out "$1" >"$1.csv"
 }
-run_client "$dir/client_a.jsonl" chat &
+run_client "$dir/client_a.jsonl" chat host-a/ &
 a=$!
-run_client "$dir/client_b.jsonl" completions
+run_client "$dir/client_b.jsonl" completions host-b/
 wait $a
 wait $pid
-# Client b's ids repeat client a's, but serve names them chatcmpl-N (a) and cmpl-N (b): join
-# each client with the server lines of its endpoint.
-grep '"chatcmpl-' "$dir/server.jsonl" >"$dir/server_chat.jsonl"
-"$report" join --format json --server "$dir/server_chat.jsonl" "$dir/client_a.jsonl" \
-  >"$dir/join.json" 2>"$dir/join.err" || { cat "$dir/join.err"; exit 1; }
-for want in "\"matched\": $n" '"client_only": 0' '"server_only": 0' '"duplicate_ids": 0' \
-  '"failed": 0' "\"split\": $n" '"source": "anchors"' '"beyond_error": 0'; do
+# Both clients number their requests from 0; their prefixes keep the ids apart (serve names
+# them chatcmpl-host-a/N and cmpl-host-b/N), so the whole server trace joins with both.
+for f in client_a client_b; do
+  [ "$(grep -c '"id":"host-' "$dir/$f.jsonl")" = $n ] || { echo "$f: ids without prefix"; exit 1; }
+done
+"$report" join --format json --server "$dir/server.jsonl" "$dir/client_a.jsonl" \
+  "$dir/client_b.jsonl" >"$dir/join.json" 2>"$dir/join.err" || { cat "$dir/join.err"; exit 1; }
+for want in "\"matched\": $((2 * n))" '"client_only": 0' '"server_only": 0' \
+  '"duplicate_ids": 0' '"failed": 0' "\"split\": $((2 * n))" '"source": "anchors"' \
+  '"beyond_error": 0'; do
   grep -q "$want" "$dir/join.json" || { echo "join: no $want"; cat "$dir/join.json"; exit 1; }
 done
 if grep -q '"beyond_error": [1-9]' "$dir/join.json"; then
   echo "join: a part is negative beyond the clock error"; cat "$dir/join.json"; exit 1
 fi
 # The parts add up: mean client TTFT = mean to_server + mean server_ttft + mean ttft_return.
-"$report" join --format csv --server "$dir/server_chat.jsonl" "$dir/client_a.jsonl" \
-  >"$dir/join.csv"
+"$report" join --format csv --server "$dir/server.jsonl" "$dir/client_a.jsonl" \
+  "$dir/client_b.jsonl" >"$dir/join.csv"
 awk -F, '$1 != "part" { mean[$1] = $3 }
   END { d = mean["client_ttft"] - mean["to_server"] - mean["server_ttft"] - mean["ttft_return"]
         e = mean["client_e2e"] - mean["to_server"] - mean["server_e2e"] - mean["e2e_return"]
@@ -60,4 +64,4 @@ awk -F, '$1 != "part" { mean[$1] = $3 }
 grep -q "\"completed\": $((2 * n))" "$dir/both.json" || { cat "$dir/both.json"; exit 1; }
 grep -q '"clock_alignment"' "$dir/both.json" || { echo "no clock_alignment"; exit 1; }
 grep -q "clock alignment: 2 hosts" "$dir/both.err" || { cat "$dir/both.err"; exit 1; }
-echo "ok: $n requests joined; two clients aligned"
+echo "ok: $((2 * n)) requests of two clients joined; the two clients aligned"
