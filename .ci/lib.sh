@@ -54,16 +54,9 @@ tc_scratch_cleanup() {
 
 # tc_serve_url LOG: the http://127.0.0.1:PORT that `batching-executor serve` printed to LOG
 # ("listening on ..."), waiting up to 10 s for it; prints LOG and fails when it never came.
-tc_serve_url() {
-  local port="" _
-  for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { cat "$1" >&2; return 1; }
-  echo "http://127.0.0.1:$port"
-}
+# shellcheck source=../examples/batching_executor/serve/tests/serve_url.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../examples/batching_executor/serve/tests/serve_url.sh"
+tc_serve_url() { serve_url "$1"; }
 
 # tc_enter_root PKG...: what a script run from anywhere does first: sets and exports
 # TOKCHRON_ROOT (the repository this lib.sh is in), changes to it and installs the base packages

@@ -3,19 +3,15 @@
 # whose every request must succeed, counted the same by the client's report and the server's
 # trace. Usage: against_serve.sh EXECUTOR BENCH WORKDIR
 set -eu
+. "$(dirname "$0")/../../batching_executor/serve/tests/serve_url.sh"
 exe=$1 bench=$2 dir=$3
 mkdir -p "$dir"
 rm -f "$dir/serve.out" "$dir/server.jsonl" "$dir/client.jsonl"
 n=24
 "$exe" serve --port 0 --max-requests $n --trace-out "$dir/server.jsonl" >"$dir/serve.out" 2>&1 &
 pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$dir/serve.out")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "serve did not start:"; cat "$dir/serve.out"; kill $pid; exit 1; }
+url=$(serve_url "$dir/serve.out") || { kill $pid; exit 1; }
+port=${url##*:}
 "$bench" --url "http://127.0.0.1:$port" --endpoint chat --model tokchron-sim --rate 20 \
   --duration 10 --max-requests $n --prompt-len uniform:10,100 --output-len uniform:5,20 \
   --request-timeout 60 --profile canonical --format csv --progress never \

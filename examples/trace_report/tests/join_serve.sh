@@ -7,6 +7,7 @@
 # join matches every request of both, and the report aligns the two client traces.
 # Usage: join_serve.sh EXECUTOR BENCH REPORT WORKDIR
 set -eu
+. "$(dirname "$0")/../../batching_executor/serve/tests/serve_url.sh"
 exe=$1 bench=$2 report=$3 dir=$4
 mkdir -p "$dir"
 rm -f "$dir"/*.jsonl "$dir"/*.out "$dir"/*.json "$dir"/*.csv
@@ -14,13 +15,8 @@ n=20
 "$exe" serve --port 0 --max-requests $((2 * n)) --trace-out "$dir/server.jsonl" \
   >"$dir/serve.out" 2>&1 &
 pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$dir/serve.out")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "serve did not start:"; cat "$dir/serve.out"; kill $pid; exit 1; }
+url=$(serve_url "$dir/serve.out") || { kill $pid; exit 1; }
+port=${url##*:}
 run_client() {  # $1: trace file, $2: the endpoint, $3: the id prefix
   "$bench" --url "http://127.0.0.1:$port" --endpoint "$2" --id-prefix "$3" \
     --model tokchron-sim --rate 20 --duration 10 --max-requests $n --prompt-len uniform:10,100 \
