@@ -121,13 +121,22 @@ template <class Timeline>
   if (n < 1 || !d) return std::nullopt;
   return fractional_duration_t<Timeline>(*d) / static_cast<double>(n);
 }
+namespace detail {
+/// `tokens` / `d` in tokens per second, when `d` is recorded and positive.
+template <class Duration>
+[[nodiscard]] std::optional<double> tokens_per_second(std::uint64_t tokens,
+                                                      const std::optional<Duration>& d) noexcept {
+  if (!d || *d <= Duration::zero()) return std::nullopt;
+  return static_cast<double>(tokens) / std::chrono::duration<double>(*d).count();
+}
+}  // namespace detail
+
 /// Per-request output rate in tokens per second: N / (f - a), defined for N >= 1 and f > a.
 template <class Timeline>
 [[nodiscard]] std::optional<double> output_rate(const Timeline& tl) noexcept {
   const std::uint64_t n = tl.output_tokens();
-  const auto d = e2e(tl);
-  if (n < 1 || !d || *d <= Timeline::duration::zero()) return std::nullopt;
-  return static_cast<double>(n) / std::chrono::duration<double>(*d).count();
+  if (n < 1) return std::nullopt;
+  return detail::tokens_per_second(n, e2e(tl));
 }
 
 /// Time to first answer token from arrival: tA - a, tA the first chunk carrying tokens of any
@@ -155,23 +164,13 @@ template <class Timeline>
   return detail::diff(tl.second_token_time(), tl.first_token_time());
 }
 
-namespace detail {
-/// `tokens` / ttft in tokens per second, when ttft is recorded and positive.
-template <class Timeline>
-[[nodiscard]] std::optional<double> per_ttft(const Timeline& tl, std::uint64_t tokens) noexcept {
-  const auto d = ttft(tl);
-  if (!d || *d <= Timeline::duration::zero()) return std::nullopt;
-  return static_cast<double>(tokens) / std::chrono::duration<double>(*d).count();
-}
-}  // namespace detail
-
 /// Prefill throughput per request (per user): prompt tokens / ttft, tokens per second. Empty
 /// without a prompt length or a first token, or when ttft is 0.
 template <class Timeline>
 [[nodiscard]] std::optional<double> prefill_tps(const Timeline& tl) noexcept {
   const auto p = tl.prompt_tokens();
   if (!p) return std::nullopt;
-  return detail::per_ttft(tl, *p);
+  return detail::tokens_per_second(*p, ttft(tl));
 }
 /// Prefill throughput over the prompt tokens the request actually prefilled: (prompt - cached)
 /// / ttft. Empty as `prefill_tps`, and when the cached count is unknown or exceeds the prompt.
@@ -180,7 +179,7 @@ template <class Timeline>
   const auto p = tl.prompt_tokens();
   const auto c = tl.cached_prompt_tokens();
   if (!p || !c || *c > *p) return std::nullopt;
-  return detail::per_ttft(tl, *p - *c);
+  return detail::tokens_per_second(*p - *c, ttft(tl));
 }
 /// Speculative decoding acceptance rate: accepted / drafted tokens, in [0, 1]; empty when
 /// nothing was drafted or speculation was not recorded.
