@@ -2,14 +2,20 @@
 // tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
 // How exactly tokchron-bench times a stream. The scripted server (examples/tokchron_bench/
 // scripted_server.hpp) records the steady-clock time just before it writes each SSE event; the
-// client records the time just after the read that brought its bytes. Same machine, same clock,
-// so for each text chunk d = read - emission is the client's timing error (the loopback's
-// delivery, the client's wake-up and its queueing behind other streams). The error of a TTFT is
-// d of the first text chunk; the error of an ITL is the difference of two consecutive d.
+// client records, for the read that brought its bytes, the kernel's receive stamp (the default)
+// or the time just after the read. Same machine, same clock, so for each text chunk
+// d = client time - emission is the client's timing error: with the read's time, the loopback's
+// delivery, the client's wake-up and its queueing behind other streams; with the kernel's stamp
+// (taken on loopback inside the server's write), the server's path from its clock read into the
+// kernel, the stamp's conversion to the steady clock, and a read that brought several events
+// (all get the stamp of the last). The error of a TTFT is d of the first text chunk; the error
+// of an ITL is the difference of two consecutive d.
 //
-//   BM_stream_timing/N/T/B: N concurrent streams (closed loop, N users, one request each), T
-//     client I/O threads, B = 1 busy polling; counters p99_ttft_err_us, p99_itl_err_us (targets:
-//     <= 50 us at N = 10, <= 200 us at N = 1000), the maxima, and failed.
+//   BM_stream_timing/N/T/B/K: N concurrent streams (closed loop, N users, one request each), T
+//     client I/O threads, B = 1 busy polling, K = 1 the kernel's receive timestamps (the
+//     default), K = 0 the read's time; counters p99_ttft_err_us, p99_itl_err_us (targets:
+//     <= 50 us at N = 10, <= 200 us at N = 1000), the maxima, failed, and kernel_timed, the
+//     share of reads the kernel timed.
 //   BM_send_lag/R/K/B: an open loop at R requests/s for 3 s, K = 1 with keep-alive, B = 1 busy
 //     polling; counter
 //     p99_send_lag_us, the P99 of actual send - intended send (target <= 1000 us at 500/s), and
@@ -59,11 +65,12 @@ void BM_stream_timing(benchmark::State& state) {
   const auto streams = static_cast<std::uint32_t>(state.range(0));
   const auto threads = static_cast<unsigned>(state.range(1));
   const bool busy_poll = state.range(2) != 0;
+  const auto rx = state.range(3) != 0 ? tb::receive_time::kernel : tb::receive_time::read;
   constexpr std::uint32_t chunks = 20;
   // Streams start over 200 ms, then each writes a chunk every 20 ms: 1000 streams make 50000
   // writes/s, from one server thread.
   std::vector<double> ttft_err, itl_err;
-  std::uint64_t failed = 0;
+  std::uint64_t failed = 0, reads = 0, kernel_timed = 0;
   for (auto _ : state) {
     state.PauseTiming();
     tb::scripted_server srv({20ms, 20ms, chunks + 1});  // request ids start again at 0
@@ -77,10 +84,13 @@ void BM_stream_timing(benchmark::State& state) {
     lo.work.output = batching::distribution::fixed(chunks, batching::quantity::output_length);
     lo.threads = threads;
     lo.busy_poll = busy_poll;
+    lo.rx_time = rx;
     const tb::load_result r = tb::run_load(lo);
     state.PauseTiming();
     const auto sent = srv.emissions();
     for (const auto& o : r.requests) {
+      reads += o.reads;
+      kernel_timed += o.kernel_timed_reads;
       const auto it = sent.find(std::to_string(o.id));
       if (!o.error.empty() || it == sent.end()) {
         ++failed;
@@ -107,17 +117,25 @@ void BM_stream_timing(benchmark::State& state) {
   state.counters["p50_itl_err_us"] = percentile_us(itl_err, 50);
   state.counters["max_itl_err_us"] = percentile_us(itl_err, 100);
   state.counters["failed"] = static_cast<double>(failed);
+  state.counters["kernel_timed"] =
+      reads ? static_cast<double>(kernel_timed) / static_cast<double>(reads) : 0.0;
   state.SetItemsProcessed(static_cast<std::int64_t>(itl_err.size() + ttft_err.size()));
 }
 BENCHMARK(BM_stream_timing)
-    ->ArgNames({"streams", "threads", "busy_poll"})
-    ->Args({10, 1, 0})
-    ->Args({10, 1, 1})
-    ->Args({100, 1, 0})
-    ->Args({1000, 1, 0})
-    ->Args({1000, 1, 1})
-    ->Args({1000, 2, 0})
-    ->Args({2000, 2, 0})
+    ->ArgNames({"streams", "threads", "busy_poll", "kernel_rx"})
+    ->Args({10, 1, 0, 1})
+    ->Args({10, 1, 0, 0})
+    ->Args({10, 1, 1, 0})
+    ->Args({100, 1, 0, 1})
+    ->Args({100, 1, 0, 0})
+    ->Args({1000, 1, 0, 1})
+    ->Args({1000, 1, 0, 0})
+    ->Args({1000, 1, 1, 0})
+    ->Args({1000, 2, 0, 1})
+    ->Args({1000, 2, 0, 0})
+    ->Args({2000, 2, 0, 1})
+    ->Args({2000, 2, 0, 0})
+    ->Args({4000, 2, 0, 1})
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

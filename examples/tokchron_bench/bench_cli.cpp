@@ -60,6 +60,9 @@ const std::vector<own_option>& own_options() {
        "keep connections open between requests (default off: a connection per request)"},
       {"busy_poll", "on|off",
        "I/O threads poll instead of sleeping: no wake-up delay, a busy core each (default off)"},
+      {"receive_time", "kernel|read",
+       "when an SSE event arrived: the kernel's receive stamp of its bytes (default; the read's "
+       "time where the kernel gives none) or the time the client read them"},
       {"sweep", "NAME=V1,V2,...", "run once per value of a load option (e.g. rate=2,4,8)"},
       {"id_prefix", "STR",
        "put STR before every request id (X-Request-Id, trace), e.g. host1-, so that several "
@@ -126,6 +129,7 @@ struct settings {
   timeouts limits;
   unsigned threads = 1;
   bool keep_alive = false, busy_poll = false;
+  receive_time rx_time = receive_time::kernel;
   std::string sweep_name;
   std::vector<std::string> sweep_values;
   std::string trace_out, progress = "auto", id_prefix;
@@ -193,6 +197,10 @@ settings parse(const std::vector<std::string>& argv) {
       if (value != "on" && value != "off")
         throw usage_error("--" + dashes(name) + " '" + value + "': expected on or off");
       (name == "keep_alive" ? s.keep_alive : s.busy_poll) = value == "on";
+    } else if (name == "receive_time") {
+      if (value != "kernel" && value != "read")
+        throw usage_error("--receive-time '" + value + "': expected kernel or read");
+      s.rx_time = value == "kernel" ? receive_time::kernel : receive_time::read;
     } else if (name == "sweep") {
       const auto eq = value.find('=');
       if (eq == std::string::npos || eq + 1 >= value.size())
@@ -335,6 +343,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     lo.threads = s.threads;
     lo.keep_alive = s.keep_alive;
     lo.busy_poll = s.busy_poll;
+    lo.rx_time = s.rx_time;
     lo.first_request_id = next_request_id;
     lo.id_prefix = s.id_prefix;
     const bool show = s.progress == "always" || (s.progress == "auto" && terminal);
@@ -357,6 +366,16 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     std::map<std::string, std::uint64_t> reasons;
     for (const auto& o : r.requests)
       if (o.measured && !o.error.empty()) ++reasons[o.error];
+    // Reads the kernel did not stamp were timed by the read: say how many.
+    std::uint64_t reads = 0, stamped = 0;
+    for (const auto& o : r.requests)
+      if (o.measured) {
+        reads += o.reads;
+        stamped += o.kernel_timed_reads;
+      }
+    if (s.rx_time == receive_time::kernel && stamped < reads)
+      err << "tokchron-bench: " << reads - stamped << " of " << reads
+          << " reads carried no kernel receive stamp and were timed by the read\n";
     if (!reasons.empty()) {
       std::vector<std::pair<std::uint64_t, std::string>> top;
       for (const auto& [why, n] : reasons) top.emplace_back(n, why);

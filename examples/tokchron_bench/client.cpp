@@ -13,10 +13,19 @@
 #include <thread>
 #include <utility>
 
+#include <cerrno>
+#include <cstring>
+
 #if defined(__linux__)
+#include <linux/net_tstamp.h>
 #include <sys/prctl.h>
 #endif
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -265,6 +274,111 @@ bool sse_decoder::event(clock::time_point t) {
   return true;
 }
 
+// ---- reads and their times --------------------------------------------------------------------
+
+bool ask_receive_timestamps(int fd) noexcept {
+#if defined(__linux__) && defined(SO_TIMESTAMPING)
+  const int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+  return ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) == 0;
+#else
+  (void)fd;
+  return false;
+#endif
+}
+
+namespace {
+
+// The software stamp among a received message's control data (the first of the three
+// timespecs of SCM_TIMESTAMPING, on CLOCK_REALTIME), in Unix nanoseconds; 0 when there is none.
+std::int64_t software_stamp_ns(msghdr& mh) noexcept {
+#if defined(__linux__) && defined(SO_TIMESTAMPING)
+  for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPING ||
+        c->cmsg_len < CMSG_LEN(sizeof(timespec)))
+      continue;
+    timespec ts{};
+    std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  }
+#else
+  (void)mh;
+#endif
+  return 0;
+}
+
+// recvmsg with room for the stamps, retried on EINTR.
+long receive_with_stamp(int fd, void* data, std::size_t size, int flags, std::int64_t& stamp_ns,
+                        int& error) noexcept {
+  iovec io{data, size};
+  alignas(cmsghdr) char control[256];
+  msghdr mh{};
+  mh.msg_iov = &io;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof control;
+  ssize_t got = 0;
+  do got = ::recvmsg(fd, &mh, flags);
+  while (got < 0 && errno == EINTR);
+  error = got < 0 ? errno : 0;
+  stamp_ns = got > 0 ? software_stamp_ns(mh) : 0;
+  return static_cast<long>(got);
+}
+
+}  // namespace
+
+timed_read read_timed(int fd, void* data, std::size_t size) noexcept {
+  timed_read r;
+  std::int64_t stamp_ns = 0;
+  r.bytes = receive_with_stamp(fd, data, size, MSG_DONTWAIT, stamp_ns, r.error);
+  r.read_at = clock::now();
+  if (stamp_ns <= 0) return r;
+  // The anchor pairs the wall clock with the steady clock at the read (best of two reads);
+  // `mono` is in seconds since `read_at`, so it keeps nanoseconds.
+  const auto a = tc::read_clock_anchor<clock, std::chrono::system_clock>(r.read_at, 2);
+  if (a.wall_ns == 0 ||
+      std::chrono::nanoseconds(static_cast<std::int64_t>(a.gap_ns)) > max_anchor_gap)
+    return r;
+  const auto age = std::chrono::nanoseconds(static_cast<std::int64_t>(a.wall_ns) - stamp_ns);
+  const auto anchor_at = r.read_at + std::chrono::duration_cast<clock::duration>(
+                                         std::chrono::duration<double>(a.mono));
+  r.kernel_at = anchor_at - std::chrono::duration_cast<clock::duration>(age);
+  r.uncertainty = std::chrono::duration_cast<clock::duration>(
+      std::chrono::nanoseconds(static_cast<std::int64_t>(a.gap_ns / 2 + 1)));
+  return r;
+}
+
+receive_timestamps_holder::receive_timestamps_holder() noexcept {
+#if defined(__linux__) && defined(SO_TIMESTAMPING)
+  fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return;
+  sockaddr_in self{};
+  self.sin_family = AF_INET;
+  self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof self;
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&self), sizeof self) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&self), &len) != 0 ||
+      !ask_receive_timestamps(fd_))
+    return;
+  for (int i = 0; i < 50 && !stamping_; ++i) {
+    const char ping = 0;
+    if (::sendto(fd_, &ping, 1, 0, reinterpret_cast<sockaddr*>(&self), sizeof self) != 1) return;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 10) != 1) continue;
+    char back = 0;
+    std::int64_t stamp_ns = 0;
+    int error = 0;
+    if (receive_with_stamp(fd_, &back, 1, MSG_DONTWAIT, stamp_ns, error) == 1 && stamp_ns > 0)
+      stamping_ = true;
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the work item has not run
+  }
+#endif
+}
+
+receive_timestamps_holder::~receive_timestamps_holder() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 // ---- one request ----------------------------------------------------------------------------
 
 namespace {
@@ -302,11 +416,14 @@ struct connection_pool {
 class session : public std::enable_shared_from_this<session> {
  public:
   session(net::io_context& ioc, const tcp::endpoint& ep, const target& tgt, const timeouts& lim,
-          request_outcome& out, std::string body, connection_pool* pool, std::function<void()> done)
+          receive_time rx, request_outcome& out, std::string body, connection_pool* pool,
+          std::function<void()> done)
       : ioc_(ioc),
         deadline_(ioc),
+        idle_(ioc),
         ep_(ep),
         lim_(lim),
+        rx_(rx),
         out_(out),
         sse_(tgt.endpoint, out.tl),
         pool_(pool),
@@ -322,7 +439,8 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void start() {
-    (void)out_.tl.send(clock::now());
+    last_t_ = clock::now();
+    (void)out_.tl.send(last_t_);
     if (lim_.request.count() > 0) {
       deadline_.expires_after(lim_.request);
       deadline_.async_wait([self = shared_from_this()](const beast::error_code& ec) {
@@ -370,6 +488,9 @@ class session : public std::enable_shared_from_this<session> {
 
   void on_connect(const beast::error_code& ec) {
     if (ec) return io_failure(ec, "connect");
+    // A kernel that refuses the stamps leaves the reads timed by the read (each one counted).
+    if (!reused_ && rx_ == receive_time::kernel)
+      (void)ask_receive_timestamps(stream_->socket().native_handle());
     arm(lim_.idle);
     net::async_write(*stream_, net::buffer(req_),
                      [self = shared_from_this()](const beast::error_code& e, std::size_t) {
@@ -377,23 +498,65 @@ class session : public std::enable_shared_from_this<session> {
                          if (self->retry_on_new_connection()) return;
                          return self->io_failure(e, "write");
                        }
+                       // From here the idle limit is the session's own timer: the reads wait
+                       // on the socket, outside the tcp_stream's operations.
+                       self->stream_->expires_never();
+                       self->last_io_ = clock::now();
+                       self->watch_idle(self->last_io_);
                        self->read();
                      });
   }
 
-  void read() {
-    arm(lim_.idle);
-    stream_->async_read_some(buf_.prepare(16 * 1024),
-                             [self = shared_from_this()](const beast::error_code& ec,
-                                                         std::size_t n) { self->on_read(ec, n); });
+  // The idle limit: one timer a session, due at the last read (or the write) + the limit. It
+  // is not moved on each read; when it fires early it waits again for what is left.
+  void watch_idle(clock::time_point from) {
+    if (lim_.idle.count() <= 0) return;
+    idle_.expires_at(from + lim_.idle);
+    idle_.async_wait([self = shared_from_this()](const beast::error_code& ec) {
+      if (ec || self->ended_) return;
+      if (clock::now() < self->last_io_ + self->lim_.idle) return self->watch_idle(self->last_io_);
+      self->idle_expired_ = true;
+      beast::error_code ignored;
+      self->stream_->socket().close(ignored);  // the pending wait ends with an error
+    });
   }
 
-  // The time is read first, then parsing is posted behind the handlers that are already due:
-  // when one wake-up of the event loop completes reads on many connections, each of them is
-  // timed before any is parsed, so a read's time does not include the parsing of the others.
-  void on_read(const beast::error_code& ec, std::size_t n) {
-    const clock::time_point t = clock::now();  // first: the moment the bytes were read
+  void read() {
+    stream_->socket().async_wait(
+        tcp::socket::wait_read,
+        [self = shared_from_this()](const beast::error_code& ec) { self->on_readable(ec); });
+  }
+
+  // The socket has bytes: one read, timed at once, then the parsing is posted behind the
+  // handlers that are already due. When one wake-up of the event loop finds many connections
+  // ready, each is read and timed before any is parsed, so no read's time includes the
+  // parsing of the others.
+  void on_readable(const beast::error_code& wait_ec) {
     if (ended_) return;
+    if (wait_ec) return on_read_at(wait_ec, 0, clock::now());
+    const auto space = buf_.prepare(16 * 1024);
+    const timed_read r = read_timed(stream_->socket().native_handle(), space.data(), space.size());
+    if (r.bytes < 0 && (r.error == EAGAIN || r.error == EWOULDBLOCK)) return read();  // no bytes
+    beast::error_code ec;
+    std::size_t n = 0;
+    if (r.bytes < 0)
+      ec.assign(r.error, net::error::get_system_category());
+    else if (r.bytes == 0)
+      ec = net::error::eof;
+    else
+      n = static_cast<std::size_t>(r.bytes);
+    clock::time_point t = r.read_at;
+    if (n > 0) {
+      ++out_.reads;
+      if (r.kernel_at && rx_ == receive_time::kernel) {
+        // Never after the read, nor before the stream's previous time (a step of the wall
+        // clock between the stamp and the read cannot reorder a stream).
+        t = std::clamp(*r.kernel_at, last_t_, r.read_at);
+        ++out_.kernel_timed_reads;
+      }
+      last_t_ = t;
+      last_io_ = r.read_at;
+    }
     net::post(ioc_, [self = shared_from_this(), ec, n, t] { self->on_read_at(ec, n, t); });
   }
 
@@ -485,6 +648,9 @@ class session : public std::enable_shared_from_this<session> {
     if (request_expired_)
       return fail(t, tc::finish_reason::timed_out,
                   "request timeout (" + seconds(lim_.request) + ") during " + what);
+    if (idle_expired_)
+      return fail(t, tc::finish_reason::timed_out,
+                  "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " + what);
     if (ec == beast::error::timeout) {
       const bool connecting = std::string_view(what) == "connect";
       return fail(t, tc::finish_reason::timed_out,
@@ -514,6 +680,7 @@ class session : public std::enable_shared_from_this<session> {
     out_.error = std::move(reason);
     beast::error_code ignored;
     deadline_.cancel();
+    idle_.cancel();
     if (stream_) {
       if (keep_) {
         pool_->idle.push_back(stream_->release_socket());
@@ -528,8 +695,10 @@ class session : public std::enable_shared_from_this<session> {
   net::io_context& ioc_;
   std::optional<beast::tcp_stream> stream_;  // set by connect() or taken from the pool
   net::steady_timer deadline_;
+  net::steady_timer idle_;
   tcp::endpoint ep_;
   timeouts lim_;
+  receive_time rx_;
   request_outcome& out_;
   sse_decoder sse_;
   connection_pool* pool_;  // null without keep-alive
@@ -537,7 +706,9 @@ class session : public std::enable_shared_from_this<session> {
   std::string req_;
   beast::flat_buffer buf_;
   http::response_parser<http::string_body> parser_;
-  bool ended_ = false, request_expired_ = false;
+  clock::time_point last_t_;   // the stream's latest time (its send, then its reads)
+  clock::time_point last_io_;  // the latest read (or the write): the idle limit counts from it
+  bool ended_ = false, request_expired_ = false, idle_expired_ = false;
   bool reused_ = false, read_any_ = false, keep_ = false;
 };
 
@@ -549,6 +720,8 @@ load_result run_load(const load_options& opt) {
   if (opt.threads == 0) throw std::invalid_argument("--threads must be > 0");
   check_id_prefix(opt.id_prefix);
   most_open_files();
+  std::optional<receive_timestamps_holder> stamps;  // the kernel's stamps on for the whole run
+  if (opt.rx_time == receive_time::kernel) stamps.emplace();
   if (!(opt.warmup_s >= 0)) throw std::invalid_argument("--warmup must be >= 0");
   batching::workload work = opt.work;
   if (work.memory_limit == 0) work.memory_limit = batching::default_memory_limit;
@@ -653,16 +826,16 @@ load_result run_load(const load_options& opt) {
       ++in_flight;
       ++sent;
       const std::size_t index = result.requests.size() - 1;
-      auto s = std::make_shared<session>(*iocs[next_thread], ep, opt.tgt, opt.limits, o,
-                                         request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
-                                         pools.empty() ? nullptr : &pools[next_thread],
-                                         [&m, &cv, &ended, index] {
-                                           {
-                                             std::lock_guard<std::mutex> lock(m);
-                                             ended.push_back(index);
-                                           }
-                                           cv.notify_one();
-                                         });
+      auto s = std::make_shared<session>(
+          *iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o,
+          request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
+          pools.empty() ? nullptr : &pools[next_thread], [&m, &cv, &ended, index] {
+            {
+              std::lock_guard<std::mutex> lock(m);
+              ended.push_back(index);
+            }
+            cv.notify_one();
+          });
       net::post(*iocs[next_thread], [s] { s->start(); });
       next_thread = (next_thread + 1) % iocs.size();
     }

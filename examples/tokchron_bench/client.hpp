@@ -13,9 +13,11 @@
 /// What each request records (`request_outcome::tl`, a steady-clock timeline keeping every
 /// chunk): `arrive` at its intended send time (the load generator's schedule, so a server that
 /// falls behind cannot hide its queue), `send` when the client began it (the connect), and one
-/// chunk per SSE event at the moment the bytes that completed it were read from the socket,
-/// before they were parsed: `empty` for a choice without text (the chat role chunk), `text` (1
-/// token: a client sees chunks, not tokens), `reasoning` for a chat delta with reasoning text
+/// chunk per SSE event at the moment the bytes that completed it reached the client, before they
+/// were parsed (`receive_time` says which moment: by default the kernel's receive timestamp of
+/// the read, so the client's own wake-up and event loop are not in it): `empty` for a choice
+/// without text (the chat role chunk), `text` (1 token: a client sees chunks, not tokens),
+/// `reasoning` for a chat delta with reasoning text
 /// (`reasoning_content` or `reasoning`), `usage` for a usage-only chunk, `done` for `[DONE]`.
 /// The usage counts go to the prompt, reported output, cached prompt and reported reasoning
 /// tokens. A request fails
@@ -24,6 +26,7 @@
 /// stream that ends before `[DONE]`, or a timeout.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -111,6 +114,58 @@ class sse_decoder {
   tc::finish_reason reason_ = tc::finish_reason::stop;
 };
 
+/// Which time a read's events get.
+/// - `kernel`: the kernel's software receive timestamp of the last TCP segment the read returned
+///   (Linux `SO_TIMESTAMPING` with `SOF_TIMESTAMPING_RX_SOFTWARE`; on loopback taken in the
+///   sender's write, on a NIC when the driver hands the packet to the stack), moved from
+///   `CLOCK_REALTIME` to the steady clock by the two clocks' offset read at the read. The
+///   client's wake-up, its event loop's queue and its parsing are not in it. Bounded by the read
+///   time above and by the stream's previous time below. A read without a timestamp (another
+///   OS, a kernel that refuses the option) gets its read time, and is counted.
+/// - `read`: the steady-clock time just after the read returned.
+enum class receive_time : std::uint8_t { kernel, read };
+
+/// Asks the kernel to stamp every segment socket `fd` receives (Linux `SO_TIMESTAMPING`,
+/// software receive stamps). False where the OS refuses or lacks the option.
+bool ask_receive_timestamps(int fd) noexcept;
+
+/// One non-blocking read of socket `fd` into `[data, data + size)`, with its times.
+struct timed_read {
+  long bytes = 0;             ///< > 0: bytes read; 0: the peer closed; < 0: an error, in `error`
+  int error = 0;              ///< errno when `bytes < 0` (`EAGAIN`: nothing to read)
+  clock::time_point read_at;  ///< the steady clock just after the read returned
+  /// The kernel's receive stamp of the last segment the read returned, moved onto the steady
+  /// clock through a clock anchor read at the read (`tokchron/io/clock_anchor.hpp`); empty when
+  /// the segment carried no stamp, or when the anchor's two steady reads were more than
+  /// `max_anchor_gap` apart (the thread was preempted). Wrong by at most `uncertainty` (half
+  /// the anchor's gap, so at most `max_anchor_gap / 2`) while the wall clock is not stepped
+  /// between the stamp and the read.
+  std::optional<clock::time_point> kernel_at;
+  clock::duration uncertainty{};
+};
+/// The widest clock anchor `read_timed` uses.
+inline constexpr std::chrono::microseconds max_anchor_gap{20};
+[[nodiscard]] timed_read read_timed(int fd, void* data, std::size_t size) noexcept;
+
+/// Linux switches its receive stamps on lazily: after the first socket asks, a deferred work
+/// item turns them on, and segments before it carry none. This holder, kept for a run, asks on
+/// a UDP socket of its own and sends itself datagrams until one comes back stamped (at most
+/// about 100 ms), so a run's first reads are stamped too, and the stamps stay on between its
+/// connections.
+class receive_timestamps_holder {
+ public:
+  receive_timestamps_holder() noexcept;
+  ~receive_timestamps_holder();
+  receive_timestamps_holder(const receive_timestamps_holder&) = delete;
+  receive_timestamps_holder& operator=(const receive_timestamps_holder&) = delete;
+  /// Whether a datagram came back stamped.
+  [[nodiscard]] bool stamping() const noexcept { return stamping_; }
+
+ private:
+  int fd_ = -1;
+  bool stamping_ = false;
+};
+
 /// How long the client waits (zero: no limit). Each expiry fails the request with the reason.
 struct timeouts {
   clock::duration connect = std::chrono::seconds(10);  ///< until the TCP connection is open
@@ -129,6 +184,8 @@ struct request_outcome {
   timeline tl;
   std::string error;
   bool measured = true;
+  /// Reads that returned bytes, and those of them timed by a kernel receive timestamp.
+  std::uint32_t reads = 0, kernel_timed_reads = 0;
 };
 
 /// Where a run stands, for the progress line.
@@ -154,6 +211,8 @@ struct load_options {
   /// The I/O threads poll instead of sleeping until the kernel wakes them: a read is timed, and
   /// a send begun, without a wake-up's delay, at the cost of one busy core per I/O thread.
   bool busy_poll = false;
+  /// Which time a read's events get (see `receive_time`).
+  receive_time rx_time = receive_time::kernel;
   /// The X-Request-Id (and trace id) of the run's first request; the others follow it. A sweep
   /// gives each point its own range, so one server trace holds every point without a clash.
   std::uint64_t first_request_id = 0;

@@ -6,15 +6,24 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_cli.hpp"
 #include "client.hpp"
 #include "scripted_server.hpp"
+
+#if defined(__linux__)
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#endif
 
 namespace tb = tokchron_bench;
 namespace tc = tokchron;
@@ -26,7 +35,8 @@ namespace {
 // tokens from `srv` with model `model`.
 tb::load_result one(const tb::scripted_server& srv, const std::string& model,
                     tb::endpoint_kind e = tb::endpoint_kind::completions, tb::timeouts lim = {},
-                    std::uint32_t prompt = 7, std::uint32_t output = 5) {
+                    std::uint32_t prompt = 7, std::uint32_t output = 5,
+                    tb::receive_time rx = tb::receive_time::kernel) {
   tb::load_options o;
   o.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()),
                            e == tb::endpoint_kind::chat ? "chat" : "completions", model);
@@ -37,6 +47,7 @@ tb::load_result one(const tb::scripted_server& srv, const std::string& model,
   o.work.prompt = batching::distribution::fixed(prompt, batching::quantity::prompt_length);
   o.work.output = batching::distribution::fixed(output, batching::quantity::output_length);
   o.limits = lim;
+  o.rx_time = rx;
   return tb::run_load(o);
 }
 
@@ -166,10 +177,18 @@ TEST_CASE("parse_target: URLs and endpoints") {
 }
 
 TEST_CASE("a chat stream: chunk kinds, times after the server wrote them, usage") {
+  auto rx = tb::receive_time::kernel;
+  SUBCASE("timed by the kernel's receive stamps") { rx = tb::receive_time::kernel; }
+  SUBCASE("timed by the read") { rx = tb::receive_time::read; }
   tb::scripted_server srv({5ms, 3ms, 2});
-  const auto r = one(srv, "m", tb::endpoint_kind::chat, {}, 7, 5);
+  const auto r = one(srv, "m", tb::endpoint_kind::chat, {}, 7, 5, rx);
   REQUIRE(r.requests.size() == 1);
   const auto& o = r.requests.front();
+  // Every read was stamped by the kernel (Linux), or none was asked to be.
+  CHECK(o.reads > 0);
+#if defined(__linux__)
+  CHECK(o.kernel_timed_reads == (rx == tb::receive_time::kernel ? o.reads : 0u));
+#endif
   CHECK(o.error.empty());
   REQUIRE(o.tl.succeeded());
   using k = tc::chunk_kind;
@@ -179,13 +198,18 @@ TEST_CASE("a chat stream: chunk kinds, times after the server wrote them, usage"
   CHECK(o.tl.prompt_tokens() == 7u);
   CHECK(o.tl.reported_output_tokens() == 5u);
   CHECK(o.tl.reason() == tc::finish_reason::length);
-  // Every chunk was read after the server wrote it (same clock), and the send came first.
+  // Every chunk was read after the server wrote it (same clock), and the send came first. A
+  // kernel stamp is taken in the server's write, after its clock read; moving it onto the
+  // steady clock may err by half the widest anchor.
   const auto sent = srv.emissions().at(std::to_string(o.id));
   const auto& c = o.tl.store().chunks();
+  const auto slack = rx == tb::receive_time::kernel
+                         ? std::chrono::duration_cast<tb::clock::duration>(tb::max_anchor_gap) / 2
+                         : tb::clock::duration::zero();
   REQUIRE(sent.size() == c.size());
   for (std::size_t i = 0; i < c.size(); ++i) {
     CAPTURE(i);
-    CHECK(c[i].time >= sent[i].time);
+    CHECK(c[i].time + slack >= sent[i].time);
   }
   CHECK(*o.tl.send_time() <= sent.front().time);
   CHECK(*o.tl.arrival() <= *o.tl.send_time());
@@ -196,6 +220,62 @@ TEST_CASE("a chat stream: chunk kinds, times after the server wrote them, usage"
   CHECK(trace[0].chunks.size() == c.size());
   CHECK(trace[0].usage_output_tokens == 5u);
 }
+
+#if defined(__linux__)
+TEST_CASE("read_timed: the kernel's receive stamp is when the bytes arrived, not when read") {
+  const tb::receive_timestamps_holder on;
+  REQUIRE(on.stamping());  // Linux stamps a loopback datagram once the holder asked
+  // A TCP connection over loopback: `tx` writes, `rx` reads.
+  const int lst = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(lst, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(lst, 1) == 0);
+  REQUIRE(::getsockname(lst, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  const int tx = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(::connect(tx, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const int one_flag = 1;
+  REQUIRE(::setsockopt(tx, IPPROTO_TCP, TCP_NODELAY, &one_flag, sizeof one_flag) == 0);
+  const int rx = ::accept(lst, nullptr, nullptr);
+  REQUIRE(rx >= 0);
+  REQUIRE(tb::ask_receive_timestamps(rx));
+  char buf[64];
+  const auto empty = tb::read_timed(rx, buf, sizeof buf);
+  CHECK(empty.bytes < 0);
+  CHECK(empty.error == EAGAIN);
+  CHECK_FALSE(empty.kernel_at);
+  for (int i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    // The stamp is taken inside the write (loopback delivers in the sender's system call); the
+    // read comes 20 ms later and must not move it.
+    const auto t0 = tb::clock::now();
+    REQUIRE(::write(tx, "data", 4) == 4);
+    const auto t1 = tb::clock::now();
+    std::this_thread::sleep_for(20ms);
+    const auto r = tb::read_timed(rx, buf, sizeof buf);
+    REQUIRE(r.bytes == 4);
+    REQUIRE(r.kernel_at);
+    CHECK(r.uncertainty <= tb::max_anchor_gap / 2 + 1ns);
+    CHECK(*r.kernel_at + r.uncertainty >= t0);
+    CHECK(*r.kernel_at - r.uncertainty <= t1);
+    CHECK(r.read_at - t1 >= 20ms);
+  }
+  // The other end never asked: its reads carry no stamp.
+  REQUIRE(::write(rx, "back", 4) == 4);
+  std::this_thread::sleep_for(5ms);
+  const auto r = tb::read_timed(tx, buf, sizeof buf);
+  CHECK(r.bytes == 4);
+  CHECK_FALSE(r.kernel_at);
+  // The peer's close is an end of stream.
+  ::close(rx);
+  std::this_thread::sleep_for(5ms);
+  CHECK(tb::read_timed(tx, buf, sizeof buf).bytes == 0);
+  ::close(tx);
+  ::close(lst);
+}
+#endif
 
 TEST_CASE("failures are recorded with their reason and never hang the client") {
   tb::scripted_server srv({2ms, 2ms, 2});
@@ -333,6 +413,8 @@ TEST_CASE("the command line: the report of the run, and bad options refused") {
   CHECK(tb::run_cli({"--warmup", "10", "--duration", "5"}, o2, e2) == 2);
   CHECK(tb::run_cli({"--keep-alive", "yes"}, o2, e2) == 2);
   CHECK(tb::run_cli({"--busy-poll", "1"}, o2, e2) == 2);
+  CHECK(tb::run_cli({"--receive-time", "nic"}, o2, e2) == 2);
+  CHECK(e2.str().find("--receive-time 'nic': expected kernel or read") != std::string::npos);
   // A request id prefix: printable, no space, quote or backslash, at most 64 characters.
   const std::vector<std::string> bad_prefixes{"a\tb",
                                               "a b",
