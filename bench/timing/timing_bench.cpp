@@ -14,8 +14,9 @@
 //   BM_stream_timing/N/T/B/K: N concurrent streams (closed loop, N users, one request each), T
 //     client I/O threads, B = 1 busy polling, K = 1 the kernel's receive timestamps (the
 //     default), K = 0 the read's time; counters p99_ttft_err_us, p99_itl_err_us (targets:
-//     <= 50 us at N = 10, <= 200 us at N = 1000), the maxima, failed, and kernel_timed, the
-//     share of reads the kernel timed.
+//     <= 50 us at N = 10, <= 200 us at N = 1000), the maxima, failed, kernel_timed, the
+//     share of reads the kernel timed, and with K = 1 p99_wait_us, the P99 over requests of
+//     the longest a read's bytes waited in the kernel (how far the client fell behind).
 //   BM_send_lag/R/K/B: an open loop at R requests/s for 3 s, K = 1 with keep-alive, B = 1 busy
 //     polling; counter
 //     p99_send_lag_us, the P99 of actual send - intended send (target <= 1000 us at 500/s), and
@@ -69,7 +70,7 @@ void BM_stream_timing(benchmark::State& state) {
   constexpr std::uint32_t chunks = 20;
   // Streams start over 200 ms, then each writes a chunk every 20 ms: 1000 streams make 50000
   // writes/s, from one server thread.
-  std::vector<double> ttft_err, itl_err;
+  std::vector<double> ttft_err, itl_err, waits;
   std::uint64_t failed = 0, reads = 0, kernel_timed = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -91,6 +92,7 @@ void BM_stream_timing(benchmark::State& state) {
     for (const auto& o : r.requests) {
       reads += o.reads;
       kernel_timed += o.kernel_timed_reads;
+      if (o.kernel_timed_reads > 0) waits.push_back(ns(o.longest_read_wait));
       const auto it = sent.find(std::to_string(o.id));
       if (!o.error.empty() || it == sent.end()) {
         ++failed;
@@ -117,6 +119,7 @@ void BM_stream_timing(benchmark::State& state) {
   state.counters["p50_itl_err_us"] = percentile_us(itl_err, 50);
   state.counters["max_itl_err_us"] = percentile_us(itl_err, 100);
   state.counters["failed"] = static_cast<double>(failed);
+  state.counters["p99_wait_us"] = percentile_us(waits, 99);
   state.counters["kernel_timed"] =
       reads ? static_cast<double>(kernel_timed) / static_cast<double>(reads) : 0.0;
   state.SetItemsProcessed(static_cast<std::int64_t>(itl_err.size() + ttft_err.size()));

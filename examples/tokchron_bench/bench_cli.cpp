@@ -14,6 +14,7 @@
 
 #include "client.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
+#include "tokchron/quantile/exact.hpp"
 #include "tokchron/sla/capacity.hpp"
 #include "trace_report/commands.hpp"
 #include "trace_report/inputs.hpp"
@@ -366,16 +367,31 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     std::map<std::string, std::uint64_t> reasons;
     for (const auto& o : r.requests)
       if (o.measured && !o.error.empty()) ++reasons[o.error];
-    // Reads the kernel did not stamp were timed by the read: say how many.
+    // Reads the kernel did not stamp were timed by the read: say how many. And how far the
+    // client fell behind its streams (each request's longest wait in the kernel).
     std::uint64_t reads = 0, stamped = 0;
+    tc::exact_quantiles<double> waits;
     for (const auto& o : r.requests)
       if (o.measured) {
         reads += o.reads;
         stamped += o.kernel_timed_reads;
+        if (o.kernel_timed_reads > 0) (void)waits.add(tc::to_seconds(o.longest_read_wait) * 1e6);
       }
     if (s.rx_time == receive_time::kernel && stamped < reads)
       err << "tokchron-bench: " << reads - stamped << " of " << reads
           << " reads carried no kernel receive stamp and were timed by the read\n";
+    if (const auto p50 = waits.quantile(0.5, tc::quantile_method::nearest_rank)) {
+      const auto us = [](double micros) {
+        std::ostringstream o;
+        o << std::fixed << std::setprecision(micros < 100 ? 1 : 0) << micros << " us";
+        return o.str();
+      };
+      err << "tokchron-bench: the client read each request's bytes at most " << us(*p50)
+          << " (median), " << us(*waits.quantile(0.99, tc::quantile_method::nearest_rank))
+          << " (P99), " << us(*waits.quantile(1.0, tc::quantile_method::nearest_rank))
+          << " (max) after the kernel received them; a wait near a stream's gap between events "
+             "can give an event the next one's time\n";
+    }
     if (!reasons.empty()) {
       std::vector<std::pair<std::uint64_t, std::string>> top;
       for (const auto& [why, n] : reasons) top.emplace_back(n, why);

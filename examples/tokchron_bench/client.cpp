@@ -553,6 +553,7 @@ class session : public std::enable_shared_from_this<session> {
         // clock between the stamp and the read cannot reorder a stream).
         t = std::clamp(*r.kernel_at, last_t_, r.read_at);
         ++out_.kernel_timed_reads;
+        out_.longest_read_wait = std::max(out_.longest_read_wait, r.read_at - t);
       }
       last_t_ = t;
       last_io_ = r.read_at;

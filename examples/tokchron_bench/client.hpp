@@ -186,6 +186,11 @@ struct request_outcome {
   bool measured = true;
   /// Reads that returned bytes, and those of them timed by a kernel receive timestamp.
   std::uint32_t reads = 0, kernel_timed_reads = 0;
+  /// The longest a stamped read's bytes waited in the kernel (the read's time minus the
+  /// stamp): how far the client fell behind this stream. A wait near the gap between the
+  /// stream's events means two of them may have shared one read, and the earlier one the
+  /// later one's stamp.
+  clock::duration longest_read_wait{};
 };
 
 /// Where a run stands, for the progress line.
