@@ -386,11 +386,12 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
         o << std::fixed << std::setprecision(micros < 100 ? 1 : 0) << micros << " us";
         return o.str();
       };
-      err << "tokchron-bench: the client read each request's bytes at most " << us(*p50)
-          << " (median), " << us(*waits.quantile(0.99, tc::quantile_method::nearest_rank))
-          << " (P99), " << us(*waits.quantile(1.0, tc::quantile_method::nearest_rank))
-          << " (max) after the kernel received them; a wait near a stream's gap between events "
-             "can give an event the next one's time\n";
+      err << "tokchron-bench: each request's longest wait of its bytes in the kernel before the "
+             "client read them: median "
+          << us(*p50) << ", P99 " << us(*waits.quantile(0.99, tc::quantile_method::nearest_rank))
+          << ", max " << us(*waits.quantile(1.0, tc::quantile_method::nearest_rank))
+          << " (a wait near the gap between a stream's events can give an event the next one's "
+             "time)\n";
     }
     if (!reasons.empty()) {
       std::vector<std::pair<std::uint64_t, std::string>> top;
