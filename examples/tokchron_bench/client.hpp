@@ -118,10 +118,12 @@ class sse_decoder {
 /// - `kernel`: the kernel's software receive timestamp of the last TCP segment the read returned
 ///   (Linux `SO_TIMESTAMPING` with `SOF_TIMESTAMPING_RX_SOFTWARE`; on loopback taken in the
 ///   sender's write, on a NIC when the driver hands the packet to the stack), moved from
-///   `CLOCK_REALTIME` to the steady clock by the two clocks' offset read at the read. The
+///   `CLOCK_REALTIME` to the steady clock by a clock anchor read at the read (`read_timed`). The
 ///   client's wake-up, its event loop's queue and its parsing are not in it. Bounded by the read
-///   time above and by the stream's previous time below. A read without a timestamp (another
-///   OS, a kernel that refuses the option) gets its read time, and is counted.
+///   time above and by the stream's previous time below. A read without a usable stamp
+///   (another OS, a kernel that refuses the option, a preempted anchor) gets its read time, and
+///   is counted. Two events the kernel merged into one read (the client a whole gap behind the
+///   stream) both get the later one's stamp.
 /// - `read`: the steady-clock time just after the read returned.
 enum class receive_time : std::uint8_t { kernel, read };
 
