@@ -364,19 +364,18 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     if (show) err << '\n';
     next_request_id += r.requests.size();
     // Failures by reason, most frequent first (the trace keeps each one's reason).
+    // With them, the reads the kernel did not stamp (timed by the read: say how many), and how
+    // far the client fell behind its streams (each request's longest wait in the kernel).
     std::map<std::string, std::uint64_t> reasons;
-    for (const auto& o : r.requests)
-      if (o.measured && !o.error.empty()) ++reasons[o.error];
-    // Reads the kernel did not stamp were timed by the read: say how many. And how far the
-    // client fell behind its streams (each request's longest wait in the kernel).
     std::uint64_t reads = 0, stamped = 0;
     tc::exact_quantiles<double> waits;
-    for (const auto& o : r.requests)
-      if (o.measured) {
-        reads += o.reads;
-        stamped += o.kernel_timed_reads;
-        if (o.kernel_timed_reads > 0) (void)waits.add(tc::to_seconds(o.longest_read_wait) * 1e6);
-      }
+    for (const auto& o : r.requests) {
+      if (!o.measured) continue;
+      if (!o.error.empty()) ++reasons[o.error];
+      reads += o.reads;
+      stamped += o.kernel_timed_reads;
+      if (o.kernel_timed_reads > 0) (void)waits.add(tc::to_seconds(o.longest_read_wait) * 1e6);
+    }
     if (s.rx_time == receive_time::kernel && stamped < reads)
       err << "tokchron-bench: " << reads - stamped << " of " << reads
           << " reads carried no kernel receive stamp and were timed by the read\n";

@@ -502,19 +502,19 @@ class session : public std::enable_shared_from_this<session> {
                        // on the socket, outside the tcp_stream's operations.
                        self->stream_->expires_never();
                        self->last_io_ = clock::now();
-                       self->watch_idle(self->last_io_);
+                       self->watch_idle();
                        self->read();
                      });
   }
 
   // The idle limit: one timer a session, due at the last read (or the write) + the limit. It
   // is not moved on each read; when it fires early it waits again for what is left.
-  void watch_idle(clock::time_point from) {
+  void watch_idle() {
     if (lim_.idle.count() <= 0) return;
-    idle_.expires_at(from + lim_.idle);
+    idle_.expires_at(last_io_ + lim_.idle);
     idle_.async_wait([self = shared_from_this()](const beast::error_code& ec) {
       if (ec || self->ended_) return;
-      if (clock::now() < self->last_io_ + self->lim_.idle) return self->watch_idle(self->last_io_);
+      if (clock::now() < self->last_io_ + self->lim_.idle) return self->watch_idle();
       self->idle_expired_ = true;
       beast::error_code ignored;
       self->stream_->socket().close(ignored);  // the pending wait ends with an error
@@ -721,9 +721,9 @@ load_result run_load(const load_options& opt) {
   if (opt.threads == 0) throw std::invalid_argument("--threads must be > 0");
   check_id_prefix(opt.id_prefix);
   most_open_files();
+  if (!(opt.warmup_s >= 0)) throw std::invalid_argument("--warmup must be >= 0");
   std::optional<receive_timestamps_holder> stamps;  // the kernel's stamps on for the whole run
   if (opt.rx_time == receive_time::kernel) stamps.emplace();
-  if (!(opt.warmup_s >= 0)) throw std::invalid_argument("--warmup must be >= 0");
   batching::workload work = opt.work;
   if (work.memory_limit == 0) work.memory_limit = batching::default_memory_limit;
   batching::clock_type virtual_clock;  // the load generator's schedule, in time since `zero`
