@@ -27,7 +27,7 @@ c = d.get("choice") or ""
 print(names.index(c) + 1 if c in names else int(c[1:]) if c[1:].isdigit() else 1)
 PY
 )
-"$build/examples/trace_report/tokchron-report" --profile canonical,vllm,genai_perf,llmperf \
+"$build/tools/report/tokchron-report" --profile canonical,vllm,genai_perf,llmperf \
   --plot "$out/trace" "$out/trace-$n.jsonl" >"$out/trace.txt"
 mkdir -p docs/images
 for f in frontier.svg frontier.png; do cp "$out/sweep/$f" docs/images/; done

@@ -21,7 +21,7 @@ tc_tsan_configure "$tsan"
 cmake --build "$tsan" -j "$(tc_jobs)" --target tokchron_tests tokchron_report_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan/tests/tokchron_tests" -ts=concurrency
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  "$tsan/examples/trace_report/tokchron_report_tests" -tc="*pipelined*"
+  "$tsan/tools/report/tokchron_report_tests" -tc="*pipelined*"
 
 echo "--- -fno-exceptions: recording and estimator headers"
 c++ -std=c++17 -O1 -fno-exceptions -Wall -Wextra -Werror -I"$TOKCHRON_ROOT/include" \

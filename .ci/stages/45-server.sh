@@ -21,13 +21,13 @@ mkdir -p "$dir"
 cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DTOKCHRON_BUILD_BENCHMARKS=OFF >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
 server=$dir/examples/server_integration/server-integration
-report=$TOKCHRON_CI_BUILD/g++-c++17/examples/trace_report/tokchron-report
+report=$TOKCHRON_CI_BUILD/g++-c++17/tools/report/tokchron-report
 if [ -f "$TOKCHRON_CI_BUILD/g++-c++17/build.ninja" ] &&
     cmake --build "$TOKCHRON_CI_BUILD/g++-c++17" -j "$(tc_jobs)" --target tokchron-report; then
   cmake --build "$dir" -j "$(tc_jobs)" --target server-integration
 else
   cmake --build "$dir" -j "$(tc_jobs)" --target server-integration tokchron-report
-  report=$dir/examples/trace_report/tokchron-report
+  report=$dir/tools/report/tokchron-report
 fi
 
 free_port() {

@@ -24,7 +24,7 @@ client=$sdk/stream_client.mjs
 
 dir=$TOKCHRON_CI_BUILD/release
 tc_release_build "$dir" batching-executor
-bx=$dir/examples/batching_executor/batching-executor
+bx=$dir/tools/executor/batching-executor
 
 echo "--- serve on 127.0.0.1 (sim h200, so steps take a few ms)"
 "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim \

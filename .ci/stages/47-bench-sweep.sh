@@ -5,7 +5,7 @@
 # the server's trace and a scrape of its /metrics (vLLM names) must agree: request, token,
 # reasoning-token and cached-token counts exactly, the histograms' buckets exactly with the
 # server trace, and the latency quantiles within the client/server difference the page states
-# (examples/tokchron_bench/tests/check_sweep.py). The sweep must end with the capacity
+# (tools/bench/tests/check_sweep.py). The sweep must end with the capacity
 # planner's pick. Everything started here is stopped on exit, failure included.
 need_pkgs curl python3
 tc_scratch  # $work, and $pids: stopped on exit
@@ -13,8 +13,8 @@ tc_scratch  # $work, and $pids: stopped on exit
 dir=$TOKCHRON_CI_BUILD/release
 tc_release_build "$dir" batching-executor
 cmake --build "$dir" -j "$(tc_jobs)" --target tokchron-bench >&2
-bx=$dir/examples/batching_executor/batching-executor
-bench=$dir/examples/tokchron_bench/tokchron-bench
+bx=$dir/tools/executor/batching-executor
+bench=$dir/tools/bench/tokchron-bench
 
 echo "--- serve on 127.0.0.1 (sim h200 in real time, vLLM metric names, reasoning, prefix cache)"
 "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim --names vllm \
@@ -77,6 +77,6 @@ curl -fsS "$base/health" >/dev/null  # still serving after all of it
 kill -INT "$server"
 wait "$server" || { echo "serve exited with $?"; cat "$work/serve.log"; exit 1; }
 pids=()
-python3 "$TOKCHRON_ROOT/examples/tokchron_bench/tests/check_sweep.py" \
+python3 "$TOKCHRON_ROOT/tools/bench/tests/check_sweep.py" \
   --report "$work/report.json" --server-trace "$work/server.jsonl" --metrics "$work/metrics.txt" \
   --id-prefix chatcmpl- --aborted 1 --expect-reasoning --expect-cached --client-traces "$work"/client.rate=*.jsonl

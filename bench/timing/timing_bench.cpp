@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
-// How exactly tokchron-bench times a stream. The scripted server (examples/tokchron_bench/
+// How exactly tokchron-bench times a stream. The scripted server (tools/bench/
 // scripted_server.hpp) records the steady-clock time just before it writes each SSE event; the
 // client records, for the read that brought its bytes, the kernel's receive stamp (the default)
 // or the time just after the read. Same machine, same clock, so for each text chunk

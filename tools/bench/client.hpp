@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
+#ifndef TOKCHRON_EXAMPLES_TOKCHRON_BENCH_CLIENT_HPP
+#define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_CLIENT_HPP
+
+/// \file
+/// tokchron-bench's client: the target (URL, endpoint, model), the SSE stream decoder that turns
+/// the bytes of one streamed response into a tokchron request timeline, and `run_load`, which
+/// sends a workload of the executor's load generator (open or closed loop) to the target over
+/// HTTP/1.1 with Boost.Beast, every request an asynchronous stream on a few I/O threads (a
+/// connection each, or kept-alive connections).
+///
+/// What each request records (`request_outcome::tl`, a steady-clock timeline keeping every
+/// chunk): `arrive` at its intended send time (the load generator's schedule, so a server that
+/// falls behind cannot hide its queue), `send` when the client began it (the connect), and one
+/// chunk per SSE event at the moment the bytes that completed it reached the client, before they
+/// were parsed (`receive_time` says which moment: by default the kernel's receive timestamp of
+/// the read, so the client's own wake-up and event loop are not in it): `empty` for a choice
+/// without text (the chat role chunk), `text` (1 token: a client sees chunks, not tokens),
+/// `reasoning` for a chat delta with reasoning text
+/// (`reasoning_content` or `reasoning`), `usage` for a usage-only chunk, `done` for `[DONE]`.
+/// The usage counts go to the prompt, reported output, cached prompt and reported reasoning
+/// tokens. A request fails
+/// (finish `error` or `timed_out`, with the reason in `error`) on a connect or I/O error, an HTTP
+/// status other than 200, an `error` object in the stream, a malformed SSE line or event, a
+/// stream that ends before `[DONE]`, or a timeout.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "distribution.hpp"  // batching::workload's distributions (tools/executor)
+#include "loadgen.hpp"
+#include "tokchron/io/trace.hpp"
+#include "tokchron/timeline/request_timeline.hpp"
+
+namespace tokchron_bench {
+
+namespace tc = tokchron;
+using clock = std::chrono::steady_clock;
+/// A request's record: steady clock, every chunk kept.
+using timeline = tc::basic_request_timeline<clock, tc::full_store<>>;
+
+enum class endpoint_kind : std::uint8_t { completions, chat };
+
+/// Where the requests go. `parse_target` builds one.
+struct target {
+  std::string host = "127.0.0.1";
+  std::string port = "8000";
+  std::string prefix;  ///< the URL's path before /v1/... (usually empty)
+  endpoint_kind endpoint = endpoint_kind::completions;
+  std::string model;
+  std::string api_key;  ///< sent as `Authorization: Bearer KEY` when not empty
+
+  /// The request path: PREFIX/v1/completions or PREFIX/v1/chat/completions.
+  [[nodiscard]] std::string path() const;
+};
+
+/// Reads `http://HOST[:PORT][/PREFIX]` (HTTPS is refused: the client speaks plain HTTP) and an
+/// endpoint name, `completions` or `chat`. Throws `std::invalid_argument` naming the bad part.
+[[nodiscard]] target parse_target(const std::string& url, const std::string& endpoint,
+                                  const std::string& model);
+
+/// The longest `load_options::id_prefix`: with the 20 digits of the largest number the id stays
+/// within the 128 characters a server keeps of an X-Request-Id (as `batching-executor serve`).
+inline constexpr std::size_t max_id_prefix = 64;
+
+/// Checks a request id prefix: at most `max_id_prefix` characters of printable ASCII other than
+/// space, `"` and `\` (an HTTP header value and a JSON string as they are, an id that servers
+/// keep). Throws `std::invalid_argument` saying what is wrong.
+void check_id_prefix(const std::string& prefix);
+
+/// The JSON body of one streamed request asking for `max_tokens` tokens (with `ignore_eos`, so a
+/// server that honours it returns exactly that many) after a prompt of `prompt_tokens` words
+/// (one word is one token in common tokenizers; the server's `usage.prompt_tokens` is what the
+/// trace records when it sends usage), with `stream_options.include_usage`.
+[[nodiscard]] std::string request_body(const target& t, std::uint32_t prompt_tokens,
+                                       std::uint32_t max_tokens);
+
+/// The longest SSE line or event accepted (1 MiB): a longer one fails the request, so memory
+/// per stream is bounded whatever the server sends.
+inline constexpr std::size_t max_sse_line = std::size_t{1} << 20;
+
+/// Decodes one response body (the bytes after HTTP framing) as a server-sent event stream and
+/// records its events into a timeline (see the file comment). Single-threaded.
+class sse_decoder {
+ public:
+  sse_decoder(endpoint_kind e, timeline& tl) : endpoint_(e), tl_(&tl) {}
+  /// Feeds `bytes`, read at `t`; every event they complete is recorded at `t`. Returns false
+  /// once the stream failed (`error()` says why); later bytes are then ignored.
+  bool feed(std::string_view bytes, clock::time_point t);
+  [[nodiscard]] bool failed() const noexcept { return !error_.empty(); }
+  [[nodiscard]] const std::string& error() const noexcept { return error_; }
+  /// True once `[DONE]` was read (the timeline is then finished at its time).
+  [[nodiscard]] bool done() const noexcept { return done_; }
+  [[nodiscard]] std::uint64_t events() const noexcept { return events_; }
+
+ private:
+  bool line(std::string_view l, clock::time_point t);
+  bool event(clock::time_point t);
+  bool fail(std::string why);
+
+  endpoint_kind endpoint_;
+  timeline* tl_;
+  std::string line_, data_, error_;
+  std::uint64_t lines_ = 0, events_ = 0;
+  bool has_data_ = false, done_ = false;
+  tc::finish_reason reason_ = tc::finish_reason::stop;
+};
+
+/// Which time a read's events get.
+/// - `kernel`: the kernel's software receive timestamp of the last TCP segment the read returned
+///   (Linux `SO_TIMESTAMPING` with `SOF_TIMESTAMPING_RX_SOFTWARE`; on loopback taken in the
+///   sender's write, on a NIC when the driver hands the packet to the stack), moved from
+///   `CLOCK_REALTIME` to the steady clock by a clock anchor read at the read (`read_timed`). The
+///   client's wake-up, its event loop's queue and its parsing are not in it. Bounded by the read
+///   time above and by the stream's previous time below. A read without a usable stamp
+///   (another OS, a kernel that refuses the option, a preempted anchor) gets its read time, and
+///   is counted. Two events the kernel merged into one read (the client a whole gap behind the
+///   stream) both get the later one's stamp.
+/// - `read`: the steady-clock time just after the read returned.
+enum class receive_time : std::uint8_t { kernel, read };
+
+/// Asks the kernel to stamp every segment socket `fd` receives (Linux `SO_TIMESTAMPING`,
+/// software receive stamps). False where the OS refuses or lacks the option.
+bool ask_receive_timestamps(int fd) noexcept;
+
+/// One non-blocking read of socket `fd` into `[data, data + size)`, with its times.
+struct timed_read {
+  long bytes = 0;             ///< > 0: bytes read; 0: the peer closed; < 0: an error, in `error`
+  int error = 0;              ///< errno when `bytes < 0` (`EAGAIN`: nothing to read)
+  clock::time_point read_at;  ///< the steady clock just after the read returned
+  /// The kernel's receive stamp of the last segment the read returned, moved onto the steady
+  /// clock through a clock anchor read at the read (`tokchron/io/clock_anchor.hpp`); empty when
+  /// the segment carried no stamp, or when the anchor's two steady reads were more than
+  /// `max_anchor_gap` apart (the thread was preempted). Wrong by at most `uncertainty` (half
+  /// the anchor's gap, so at most `max_anchor_gap / 2`) while the wall clock is not stepped
+  /// between the stamp and the read.
+  std::optional<clock::time_point> kernel_at;
+  clock::duration uncertainty{};
+};
+/// The widest clock anchor `read_timed` uses.
+inline constexpr std::chrono::microseconds max_anchor_gap{20};
+[[nodiscard]] timed_read read_timed(int fd, void* data, std::size_t size) noexcept;
+
+/// Linux switches its receive stamps on lazily: after the first socket asks, a deferred work
+/// item turns them on, and segments before it carry none. This holder, kept for a run, asks on
+/// a UDP socket of its own and sends itself datagrams until one comes back stamped (at most
+/// about 100 ms), so a run's first reads are stamped too, and the stamps stay on between its
+/// connections.
+class receive_timestamps_holder {
+ public:
+  receive_timestamps_holder() noexcept;
+  ~receive_timestamps_holder();
+  receive_timestamps_holder(const receive_timestamps_holder&) = delete;
+  receive_timestamps_holder& operator=(const receive_timestamps_holder&) = delete;
+  /// Whether a datagram came back stamped.
+  [[nodiscard]] bool stamping() const noexcept { return stamping_; }
+
+ private:
+  int fd_ = -1;
+  bool stamping_ = false;
+};
+
+/// How long the client waits (zero: no limit). Each expiry fails the request with the reason.
+struct timeouts {
+  clock::duration connect = std::chrono::seconds(10);  ///< until the TCP connection is open
+  clock::duration request = std::chrono::seconds(0);   ///< from the send to the end of stream
+  clock::duration idle = std::chrono::seconds(60);     ///< between two reads (or write)
+};
+
+/// One request of a run: its timeline, the reason it failed (empty when it did not), and
+/// whether it counts (intended send at or after the warm-up).
+struct request_outcome {
+  std::uint64_t id = 0;  ///< the load generator's index of the request in its run
+  /// `load_options::id_prefix` then `load_options::first_request_id` + id: its X-Request-Id
+  /// and trace id.
+  std::string request_id;
+
+  timeline tl;
+  std::string error;
+  bool measured = true;
+  /// Reads that returned bytes, and those of them timed by a kernel receive timestamp.
+  std::uint32_t reads = 0, kernel_timed_reads = 0;
+  /// The longest a stamped read's bytes waited in the kernel (the read's time minus the
+  /// stamp): how far the client fell behind this stream. A wait near the gap between the
+  /// stream's events means two of them may have shared one read, and the earlier one the
+  /// later one's stamp.
+  clock::duration longest_read_wait{};
+};
+
+/// Where a run stands, for the progress line.
+struct progress {
+  double elapsed_s = 0;
+  std::uint64_t sent = 0, finished = 0, failed = 0, in_flight = 0;
+};
+
+/// A run: the target, the workload (the executor's `batching::workload`: open loop at `rate`
+/// with gamma gaps of shape `burstiness`, or `users` closed-loop users with `think` times;
+/// prompt and output length distributions; `duration_s`, `max_requests`, `seed`), the warm-up,
+/// the timeouts and the I/O threads.
+struct load_options {
+  target tgt;
+  batching::workload work;
+  double warmup_s = 0;
+  timeouts limits;
+  unsigned threads = 1;  ///< I/O threads (each runs its own event loop)
+  /// Keep connections open between requests (`Connection: keep-alive`, a pool per I/O thread)
+  /// instead of one connection per request: a request then starts without a TCP handshake when
+  /// a connection is free.
+  bool keep_alive = false;
+  /// The I/O threads poll instead of sleeping until the kernel wakes them: a read is timed, and
+  /// a send begun, without a wake-up's delay, at the cost of one busy core per I/O thread.
+  bool busy_poll = false;
+  /// Which time a read's events get (see `receive_time`).
+  receive_time rx_time = receive_time::kernel;
+  /// The X-Request-Id (and trace id) of the run's first request; the others follow it. A sweep
+  /// gives each point its own range, so one server trace holds every point without a clash.
+  std::uint64_t first_request_id = 0;
+  /// Put before every request id (X-Request-Id and trace id), e.g. `host1-`, so that several
+  /// clients driving one server send different ids (`check_id_prefix` states what it may hold).
+  std::string id_prefix;
+  /// Called about every `progress_every` from the scheduling thread (may be empty).
+  std::function<void(const progress&)> on_progress;
+  clock::duration progress_every = std::chrono::milliseconds(500);
+};
+
+/// The outcome of a run: every request it sent, and the time its schedule counts from.
+struct load_result {
+  std::deque<request_outcome> requests;
+  clock::time_point zero;
+};
+
+/// Sends the workload and waits for every request to end. Arrivals stop at `duration_s` (closed
+/// loop: a user's next request is sent only if it falls before it); requests in flight then
+/// run to their end or their timeout. Throws `std::invalid_argument` for a bad workload or
+/// target, `std::runtime_error` when the host does not resolve.
+[[nodiscard]] load_result run_load(const load_options& opt);
+
+/// The measured requests of `r` as trace records, times in seconds since `r.zero`.
+[[nodiscard]] std::vector<tc::trace_record> to_trace(const load_result& r);
+
+}  // namespace tokchron_bench
+
+#endif  // TOKCHRON_EXAMPLES_TOKCHRON_BENCH_CLIENT_HPP
