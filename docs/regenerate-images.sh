@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the pictures in docs/images/ (README.md and docs/pictures.md show them): the
+# Regenerates the pictures in docs/images/ (README.md and docs/tools/pictures.md show them): the
 # throughput/latency frontier of the main job's sweep (.ci/main.sh --plot, which builds
 # batching-executor in build/main) and the latency spectrum of the planner's choice's trace
 # under four tools' definitions (tokchron-report --plot, built in build/images). Installs what is missing from Debian's packages (gnuplot-nox,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The definitions table of docs/definitions.md is checked against what the code computes.
+// The definitions table of docs/library/definitions.md is checked against what the code computes.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -29,7 +29,7 @@ std::string trim(std::string s) {
   const auto e = s.find_last_not_of(" `");
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
-/// The cells of the rows of docs/definitions.md's table between `<!-- NAME:begin -->` and
+/// The cells of the rows of docs/library/definitions.md's table between `<!-- NAME:begin -->` and
 /// `<!-- NAME:end -->` (rows starting with a code name).
 std::vector<std::vector<std::string>> table_rows(const std::string& name) {
   std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/docs/definitions.md");
@@ -75,7 +75,7 @@ void check_examples(const std::string& table,
 }
 }  // namespace
 
-TEST_CASE("docs/definitions.md: the definitions table matches the code") {
+TEST_CASE("docs/library/definitions.md: the definitions table matches the code") {
   // The table's timeline, shared with the exporters' golden tests (its 7 prompt tokens change
   // none of the metrics below).
   const auto tl = tokchron_test::readme_timeline();
@@ -103,7 +103,7 @@ TEST_CASE("docs/definitions.md: the definitions table matches the code") {
   check_examples("definitions-table", computed);
 }
 
-TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile, once") {
+TEST_CASE("docs/library/definitions.md: the profiles table lists every built-in profile, once") {
   std::vector<std::string> rows;
   for (const auto& cols : table_rows("profiles-table")) rows.push_back(trim(cols[1]));
   std::vector<std::string> names;
@@ -111,7 +111,7 @@ TEST_CASE("docs/definitions.md: the profiles table lists every built-in profile,
   CHECK(rows == names);  // the same profiles, in all_profiles() order
 }
 
-TEST_CASE("docs/definitions.md: the reasoning table matches the code") {
+TEST_CASE("docs/library/definitions.md: the reasoning table matches the code") {
   // The table's request, as a trace record.
   using K = tokchron::chunk_kind;
   tokchron::trace_record r;

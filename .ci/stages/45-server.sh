@@ -1,5 +1,5 @@
 # The server integration against a real Prometheus (Debian's prometheus, prometheus-cpp-dev,
-# nlohmann-json3-dev): docs/server-integration.md's code blocks are the example's code; then
+# nlohmann-json3-dev): docs/library/server-integration.md's code blocks are the example's code; then
 # examples/server_integration's fake engine serves its live metrics through prometheus-cpp's
 # Exposer on 127.0.0.1 while a real Prometheus (temporary config and data dir, 200 ms scrapes)
 # scrapes it, and check_dashboard.py runs every query of vLLM's example Grafana dashboard
@@ -10,8 +10,8 @@ need_pkgs prometheus prometheus-cpp-dev nlohmann-json3-dev python3
 tc_scratch  # $work, and $pids: stopped on exit
 ex=$TOKCHRON_ROOT/examples/server_integration
 
-echo "--- docs/server-integration.md quotes the example's code"
-python3 "$ex/check_doc_quotes.py" --root "$TOKCHRON_ROOT" docs/server-integration.md
+echo "--- docs/library/server-integration.md quotes the example's code"
+python3 "$ex/check_doc_quotes.py" --root "$TOKCHRON_ROOT" docs/library/server-integration.md
 
 # server-integration in stage 40's build directory (same flags: Release, no benchmarks; it has
 # found prometheus-cpp). tokchron-report where stage 10's optimised build has it already (an

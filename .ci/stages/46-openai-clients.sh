@@ -1,4 +1,4 @@
-# Real clients nobody here wrote against `batching-executor serve` (docs/serve.md): the official
+# Real clients nobody here wrote against `batching-executor serve` (docs/tools/serve.md): the official
 # OpenAI Node SDK (npm `openai`, pinned, on Debian's nodejs) and `curl -N` stream chat and
 # completions with stream_options.include_usage from a server on 127.0.0.1. Both must parse
 # every event without error, and their content-chunk counts, token counts, usage and finish

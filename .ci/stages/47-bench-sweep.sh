@@ -1,4 +1,4 @@
-# tokchron-bench against `batching-executor serve` on 127.0.0.1 (docs/tokchron-bench.md, "Client
+# tokchron-bench against `batching-executor serve` on 127.0.0.1 (docs/tools/tokchron-bench.md, "Client
 # and server agree"): a short open-loop sweep (three rates, 2 s each) with an objective, the
 # answers a quarter reasoning and the prompts sharing a cached prefix, while bad requests and a
 # client that disconnects mid-stream hit the same server. Then the client's report and traces,

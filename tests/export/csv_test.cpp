@@ -12,7 +12,7 @@
 using namespace std::chrono_literals;
 
 TEST_CASE("CSV: one row per request with every canonical metric") {
-  // The example timeline of docs/definitions.md, a 1-token request (no TPOT: an empty cell, not 0)
+  // The example timeline of docs/library/definitions.md, a 1-token request (no TPOT: an empty cell, not 0)
   // and an unfinished one; ids that need quoting.
   const auto readme = tokchron_test::readme_timeline();
   const auto one = tokchron::testing::script()
@@ -26,7 +26,7 @@ TEST_CASE("CSV: one row per request with every canonical metric") {
   tokchron::append_request_csv(csv, "a,\"b\"", one);
   tokchron::append_request_csv(csv, "open", open);
   tokchron_test::check_golden("requests.csv", csv);
-  // docs/definitions.md's example column, cell by cell.
+  // docs/library/definitions.md's example column, cell by cell.
   // Then ttfa, reasoning_time, ttst, prefill_tps, uncached_prefill_tps, spec_acceptance: with no
   // reasoning chunk ttfa = ttft; ttst is the gap to the second token; 7 prompt tokens / 0.12 s.
   CHECK(csv.find("r1,stop,1,0.12,0.118,0.08,0.0125,0.18,0.035,0.08,0.05,0.036,"

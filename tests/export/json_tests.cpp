@@ -33,7 +33,7 @@ std::vector<std::string> keys(const nlohmann::ordered_json& j) {
 }
 }  // namespace
 
-TEST_CASE("json: a summary of the docs/definitions.md timeline, key for key (golden)") {
+TEST_CASE("json: a summary of the docs/library/definitions.md timeline, key for key (golden)") {
   const std::vector<tokchron::testing::scripted_timeline> tls{tokchron_test::readme_timeline()};
   tokchron::summary_options o;
   o.percentiles = {50, 99.9};
@@ -47,7 +47,7 @@ TEST_CASE("json: a summary of the docs/definitions.md timeline, key for key (gol
                          "mean_concurrency time_weighted_concurrency peak_concurrency gpus "
                          "request_throughput_per_gpu output_throughput_per_gpu "
                          "total_token_throughput_per_gpu lengths goodput attainment"));
-  // The hand-checked values of the docs/definitions.md timeline: TTFT 0.120 s, E2E 0.180 s, 5
+  // The hand-checked values of the docs/library/definitions.md timeline: TTFT 0.120 s, E2E 0.180 s, 5
   // tokens.
   CHECK(j["metrics"]["ttft"]["p50"] == 0.12);
   CHECK(j["metrics"]["e2e"]["max"] == 0.18);

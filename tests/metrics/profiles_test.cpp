@@ -107,7 +107,7 @@ TEST_CASE("profiles: every built-in profile is found by name and described") {
 TEST_CASE("profiles: hand-computed values on requests that separate the tools") {
   const auto recs = separating();
   // Per profile: the 5 requests (one-token, bundled, ttft-zero, failed, usage-zero). Derivations
-  // are in docs/definitions.md; e.g. vllm counts the empty role chunk (TTFT 0.100) and ends at
+  // are in docs/library/definitions.md; e.g. vllm counts the empty role chunk (TTFT 0.100) and ends at
   // the last choices chunk, vllm_legacy skips it and ends at [DONE], `ttft == 0.0` tools move
   // the ttft-zero request's TTFT to its second chunk and lose that gap.
   const double third = 0.05 / 3, two_thirds = 0.02 / 3;
@@ -217,7 +217,7 @@ TEST_CASE("profiles: hand-computed values on requests that separate the tools") 
   }
 }
 
-TEST_CASE("profiles: canonical reproduces the docs/definitions.md table") {
+TEST_CASE("profiles: canonical reproduces the docs/library/definitions.md table") {
   const auto tl = tc::testing::script()
                       .arrive(0ms)
                       .send(2ms)
@@ -244,7 +244,7 @@ TEST_CASE("profiles: canonical reproduces the docs/definitions.md table") {
   CHECK(close(r.normalized_latency, m.normalized_latency));
   CHECK(close(r.output_rate, m.output_rate));
   CHECK(pooled == per_token);
-  CHECK(close(r.ttft, 0.120));  // docs/definitions.md's example column
+  CHECK(close(r.ttft, 0.120));  // docs/library/definitions.md's example column
   CHECK(close(r.tpot, 0.0125));
 }
 

@@ -4,7 +4,7 @@
 #define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_BENCH_CLI_HPP
 
 /// \file
-/// tokchron-bench's command line (docs/tokchron-bench.md lists the options). `main.cpp` only
+/// tokchron-bench's command line (docs/tools/tokchron-bench.md lists the options). `main.cpp` only
 /// calls `run_cli`.
 
 #include <iosfwd>

@@ -853,7 +853,7 @@ std::vector<tc::trace_record> to_trace(const load_result& r) {
   std::vector<tc::trace_record> out;
   for (const request_outcome& o : r.requests)
     if (o.measured) out.push_back(tc::to_trace_record(o.tl, r.zero, o.request_id, o.error));
-  tc::set_clock_anchor(out, tc::read_clock_anchor<clock>(r.zero));  // docs/trace-format.md
+  tc::set_clock_anchor(out, tc::read_clock_anchor<clock>(r.zero));  // docs/library/trace-format.md
   return out;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
-// tokchron-bench: a load generator for OpenAI-compatible servers (docs/tokchron-bench.md).
+// tokchron-bench: a load generator for OpenAI-compatible servers (docs/tools/tokchron-bench.md).
 #include <iostream>
 #include <string>
 #include <vector>

@@ -54,11 +54,11 @@ tokchron_target_warnings(cpu-roofline)
 
 if(TARGET batching_executor_tests)
   target_link_libraries(batching_executor_tests PRIVATE bx_compute_cpu)
-  # docs/capacity-planning.md end to end on the cpu backend (about 80 s of CPU): in optimised
+  # docs/tools/capacity-planning.md end to end on the cpu backend (about 80 s of CPU): in optimised
   # builds without sanitizers only, where the model runs at the speed users see. It runs beside
   # other tests: the steps are timed on the thread's CPU clock, and every configuration is
   # measured in one interleaved sweep, so what other work does to the caches and memory
-  # bandwidth it does to all of them alike (docs/capacity-planning.md, "Why a neighbour cannot
+  # bandwidth it does to all of them alike (docs/tools/capacity-planning.md, "Why a neighbour cannot
   # move the verdict"). TIMEOUT: 3 minutes of wall time on a 2-core machine, 8 when ten other
   # jobs shared it. Skipped (77) without python3, which reads the runs' JSON.
   if(NOT CMAKE_BUILD_TYPE MATCHES "^(Debug|)$" AND NOT CMAKE_CXX_FLAGS MATCHES "sanitize")

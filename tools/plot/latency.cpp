@@ -171,7 +171,7 @@ picture latency_picture(const plot_input& in, const metric_desc& m, const fs::pa
   return pic;
 }
 
-/// The overview: the four spectra side by side (docs/pictures.md's picture of a trace).
+/// The overview: the four spectra side by side (docs/tools/pictures.md's picture of a trace).
 picture spectrum_overview(const plot_input& in, const fs::path& dir) {
   picture pic;
   pic.name = "spectrum";

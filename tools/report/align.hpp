@@ -3,7 +3,7 @@
 #define TOKCHRON_EXAMPLES_TRACE_REPORT_ALIGN_HPP
 
 /// \file
-/// Putting traces from several hosts on one timeline (docs/tokchron-report.md, "Several hosts").
+/// Putting traces from several hosts on one timeline (docs/tools/tokchron-report.md, "Several hosts").
 /// Each line of a trace written by tokchron-bench or `serve` carries its host's clock anchor
 /// (io/clock_anchor.hpp). The first anchored line read is the reference; every anchored line's
 /// times are moved onto the reference's clock with its own anchor (`tokchron::clock_shift`), so

@@ -4,7 +4,7 @@
 #define TOKCHRON_EXAMPLES_TRACE_REPORT_JOIN_HPP
 
 /// \file
-/// Both views of one request (`tokchron-report join`, docs/tokchron-report.md): a client
+/// Both views of one request (`tokchron-report join`, docs/tools/tokchron-report.md): a client
 /// trace (tokchron-bench --trace-out) and a server trace (batching-executor serve --trace-out)
 /// joined by request id, each request's client TTFT and E2E split into the time before the
 /// server saw it, the server's part and the way back.

@@ -63,7 +63,7 @@ struct serving_metric_names {
   /// `vllm:request_success_total` labelled `finished_reason`) over tokchron's canonical
   /// definitions (per-token ITL, tokchron's finish-reason values). For vLLM's own semantics
   /// (per-step ITL, vLLM's finish reasons, counters that move per chunk, gauges) use
-  /// `live_metrics` with `vllm_live_options` (live/presets.hpp, docs/live-metrics.md).
+  /// `live_metrics` with `vllm_live_options` (live/presets.hpp, docs/library/live-metrics.md).
   [[nodiscard]] static serving_metric_names vllm() {
     serving_metric_names n;
     for (const auto& m : metric_table)

@@ -5,7 +5,7 @@
 /// \file
 /// Clock anchors: a (monotonic, wall) pair read back to back, which a trace carries next to its
 /// monotonic times so that traces written on different hosts, or by processes whose monotonic
-/// times start at different zeros, can be put on one timeline (docs/trace-format.md, "Clock
+/// times start at different zeros, can be put on one timeline (docs/library/trace-format.md, "Clock
 /// anchors"). Standard library only.
 ///
 /// An anchor is read as three reads: monotonic m1, wall w, monotonic m2. The anchor's monotonic

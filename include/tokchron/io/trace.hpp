@@ -3,7 +3,7 @@
 #define TOKCHRON_IO_TRACE_HPP
 
 /// \file
-/// The request-trace record of tokchron's JSON Lines format (docs/trace-format.md), its
+/// The request-trace record of tokchron's JSON Lines format (docs/library/trace-format.md), its
 /// validation, and its conversion to and from a request timeline. Standard library only; the
 /// JSON reading and writing is in `io/trace_json.hpp` (nlohmann-json adaptor).
 ///
@@ -63,7 +63,7 @@ struct trace_record {
   /// profile's duration that measures from it. Optional; a tool that records it writes the
   /// same value on every line.
   std::optional<double> benchmark_start;
-  // The host's clock anchor (docs/trace-format.md, "Clock anchors"): all three or none.
+  // The host's clock anchor (docs/library/trace-format.md, "Clock anchors"): all three or none.
   std::optional<double> clock_mono;            ///< a monotonic reading, on this trace's clock
   std::optional<std::uint64_t> clock_wall_ns;  ///< the wall clock (Unix ns) read at clock_mono
   std::optional<std::uint64_t> clock_gap_ns;   ///< the two monotonic reads' gap around it (ns)

@@ -4,7 +4,7 @@
 
 /// \file
 /// Ready-made `live_options`: tokchron's names and canonical definitions, or vLLM's names,
-/// labels, buckets and semantics (looked up in vLLM's source; docs/live-metrics.md lists each
+/// labels, buckets and semantics (looked up in vLLM's source; docs/library/live-metrics.md lists each
 /// point with its source line). Include this where the server builds its metrics object, not
 /// in its hot files (it pulls in the bucket helpers).
 ///
@@ -101,7 +101,7 @@ TOKCHRON_BEGIN_NAMESPACE
 /// `one_two_five_buckets(max_model_len)`), per-step ITL, per-request TPOT with 0 for one-token
 /// answers, finished_reason values, and the deprecated `vllm:time_per_output_token_seconds` /
 /// `vllm:gpu_cache_usage_perc` that vLLM's earlier example Grafana dashboard queries. See
-/// docs/live-metrics.md for what tokchron cannot know.
+/// docs/library/live-metrics.md for what tokchron cannot know.
 [[nodiscard]] inline live_options vllm_live_options(std::string model_name,
                                                     std::uint64_t max_model_len,
                                                     std::string engine = "0") {

@@ -10,7 +10,7 @@
 /// Each profile constant sets every field of `profile` by name, except a variant of another
 /// tool's profile (its description starts "As X, but"): that one starts from X and sets what
 /// differs. Adding a tool is adding one constant (and listing it in `profiles::all`), never editing
-/// the engine. The choices and their sources are in docs/definitions.md; each profile's
+/// the engine. The choices and their sources are in docs/library/definitions.md; each profile's
 /// `description` says, in one paragraph, what the tool does and where tokchron has to use a
 /// stand-in (tokchron has timestamps and token counts, not text: a tool that re-encodes the output
 /// text to count tokens gets the reported usage count when the timeline has one, else the sum of
@@ -28,7 +28,7 @@
 TOKCHRON_BEGIN_NAMESPACE
 
 namespace profiles {
-/// tokchron's own definitions (docs/definitions.md): from the intended arrival, chunks
+/// tokchron's own definitions (docs/library/definitions.md): from the intended arrival, chunks
 /// that carry tokens, E2E to the finish, TPOT = (tN - t1)/(N - 1), per-token ITL.
 inline constexpr profile canonical = [] {
   profile p{};

@@ -70,7 +70,7 @@ struct summary_options {
 };
 
 /// One warning of a run summary: a quirk of the profile's tool, or a decision where the tool would
-/// crash or abort, that affected the numbers (docs/definitions.md, "Profiles").
+/// crash or abort, that affected the numbers (docs/library/definitions.md, "Profiles").
 struct profile_warning {
   std::string quirk;    ///< a stable key, e.g. "negative_tpot"
   std::uint64_t count;  ///< how many requests (or samples, or metrics) it affected

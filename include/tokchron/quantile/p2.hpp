@@ -44,7 +44,7 @@ TOKCHRON_BEGIN_NAMESPACE
 /// `merge` (P² markers do not combine, boostorg/accumulators#17), so
 /// `is_mergeable_estimator_v<p2_quantiles>` is false; and there is no error bound
 /// (`relative_error()` is infinity): P² interpolates marker heights parabolically, which
-/// drifts on sorted or shifting input by several percent (measured: docs/estimators.md).
+/// drifts on sorted or shifting input by several percent (measured: docs/library/estimators.md).
 /// Boost's answers are meaningless below 2m + 3 samples, so until then this adaptor keeps the
 /// samples and answers exactly (numpy's linear method). count, sum, min and max are exact;
 /// NaN and infinities are rejected and counted. `add` is O(m), about 40-60 ns for m = 5.

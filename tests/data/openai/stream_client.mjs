@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The client side of CI stage 46-openai-clients: streams from `batching-executor serve` with the
 // official OpenAI Node SDK, reads curl's raw SSE output, and checks both against the server's
-// trace (docs/serve.md, "What is tested").
+// trace (docs/tools/serve.md, "What is tested").
 //
 //   node stream_client.mjs sdk BASE_URL MODEL chat|completions MAX_TOKENS OUT.json
 //   node stream_client.mjs sse SSE_FILE OUT.json        (a `curl -N` body)

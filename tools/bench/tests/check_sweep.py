@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Checks that tokchron-bench's view of a run and `batching-executor serve`'s agree
-(docs/tokchron-bench.md, "Client and server agree"; CI stage 47-bench-sweep).
+(docs/tools/tokchron-bench.md, "Client and server agree"; CI stage 47-bench-sweep).
 
 Inputs: tokchron-bench's report (`--format json --profile canonical`, one JSON document per
 sweep point, each after a `== NAME = V ==` line), its traces (one per point), the server's trace and a scrape

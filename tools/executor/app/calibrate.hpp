@@ -4,7 +4,7 @@
 
 /// \file
 /// `batching-executor calibrate`: fits the sim backend's constants to measured traces
-/// (docs/capacity-planning.md). Each trace (a tokchron JSONL trace, or a vLLM
+/// (docs/tools/capacity-planning.md). Each trace (a tokchron JSONL trace, or a vLLM
 /// `--save-detailed` result, read by tokchron-report's reader) is replayed through the scheduler
 /// on the sim backend with the run's known configuration (hardware, model, max batch, token
 /// budget): the same arrivals (recorded times, or a fixed concurrency), the same prompt and

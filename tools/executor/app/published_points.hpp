@@ -7,7 +7,7 @@
 /// metric, its published value, its source and the `batching-executor` options that simulate it.
 /// `batching-executor published FILE [--fit] [--sim K=V]...` prints sim / published for every
 /// point and the RMS of the log ratios, and with `--fit` fits the model's free constants to them
-/// (docs/executor.md, "Fitting the defaults").
+/// (docs/tools/executor.md, "Fitting the defaults").
 
 #include <istream>
 #include <string>

@@ -4,7 +4,7 @@
 
 /// \file
 /// `sim_backend`: a roofline model of one accelerator running one decoder-only model, on a
-/// virtual clock (docs/executor.md):
+/// virtual clock (docs/tools/executor.md):
 ///
 ///     bytes = W + kvB (sum of decode contexts + sum of prefill pasts) + kvB new_tokens
 ///     flops = 2 P new_tokens + sum_prefill 4 L d c (past + c/2) + sum_decode 4 L d (past + 1)
@@ -69,7 +69,7 @@ struct sim_config {
   hardware_spec hw = hardware_preset("a10g");
   model_spec model = model_preset("llama2-7b");
   precision_spec precision = precision_preset("fp16");
-  double eta_bw = 0.9957;       ///< achieved fraction of peak bandwidth (docs/executor.md, fit)
+  double eta_bw = 0.9957;       ///< achieved fraction of peak bandwidth (docs/tools/executor.md, fit)
   double eta_compute = 0.5789;  ///< achieved fraction of peak FLOP/s (fit)
   double t_fixed_s = 0.003616;  ///< per-step launch/scheduling overhead (fit)
   double t_seq_s = 4.647e-6;    ///< per-sequence cost of a step (sampling, bookkeeping; fit)

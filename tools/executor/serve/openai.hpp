@@ -4,7 +4,7 @@
 #define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_OPENAI_HPP
 
 /// \file
-/// The OpenAI wire format of `batching-executor serve` (docs/serve.md): validating a request
+/// The OpenAI wire format of `batching-executor serve` (docs/tools/serve.md): validating a request
 /// body into a `generation_request`, the deterministic text, and the JSON of responses, stream
 /// chunks and errors. Pure functions, no I/O; nothing here throws (a bad body is an
 /// `api_error`).

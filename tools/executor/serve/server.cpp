@@ -69,7 +69,7 @@ std::string sse(const std::string& data) { return "data: " + data + "\n\n"; }
 std::string serve_usage() {
   return "usage: batching-executor serve [options] [engine options]\n"
          "The OpenAI API (POST /v1/completions, /v1/chat/completions; GET /v1/models, /health,\n"
-         "/metrics) in front of the executor running in real time. docs/serve.md.\n"
+         "/metrics) in front of the executor running in real time. docs/tools/serve.md.\n"
          "  --host ADDR           listen address (default 127.0.0.1)\n"
          "  --port P              port (default 8000; 0: any free port, printed)\n"
          "  --served-model NAME   the model name requests must give (default tokchron-sim)\n"
@@ -80,7 +80,7 @@ std::string serve_usage() {
          "  --threads N           HTTP threads (default 2)\n"
          "  --max-model-len N     prompt + output tokens of a request (default 4096)\n"
          "  --eos-range N         without ignore_eos an answer stops after 1..N tokens\n"
-         "                        (default 256; see docs/serve.md)\n"
+         "                        (default 256; see docs/tools/serve.md)\n"
          "  --enable-prompt-tokens-details  usage.prompt_tokens_details.cached_tokens on\n"
          "                        answers that hit the prefix cache (as vLLM's flag)\n"
          "  --reasoning-fraction F, --shared-prefix TOKENS  reasoning chat answers, a shared\n"

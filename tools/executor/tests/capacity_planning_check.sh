@@ -1,5 +1,5 @@
 #!/bin/sh
-# docs/capacity-planning.md end to end on the cpu backend at small scale (ctest
+# docs/tools/capacity-planning.md end to end on the cpu backend at small scale (ctest
 # batching_executor.capacity_planning): measure two max-batch sizes, calibrate the sim from their
 # traces, sweep the calibrated sim with an SLA, let the planner choose, and check the prediction
 # of the choice (a batch size the calibration never saw) against its measurement: output

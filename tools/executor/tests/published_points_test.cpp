@@ -2,7 +2,7 @@
 // The sim with its default constants against every published measurement of
 // tests/data/published_points.txt (sources cited there): every ratio sim / published within
 // [0.67, 1.5] and the RMS of the log ratios at most 0.15 (the acceptance bounds of the cost
-// model, docs/executor.md "Fitting the defaults").
+// model, docs/tools/executor.md "Fitting the defaults").
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -25,7 +25,7 @@ sequence_work prefill(std::uint32_t past, std::uint32_t chunk, bool last = true)
   return w;
 }
 // a10g + llama2-7b with the constants the hand-computed values below assume (the defaults
-// before the published-point fit of docs/executor.md), stated here so the defaults may move.
+// before the published-point fit of docs/tools/executor.md), stated here so the defaults may move.
 sim_config exact() {
   sim_config c;
   c.eta_bw = 0.8;

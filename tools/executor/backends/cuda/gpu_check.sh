@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cuda backend's one-command GPU check (docs/gpu-check.md). On a machine with an NVIDIA GPU
+# The cuda backend's one-command GPU check (docs/tools/gpu-check.md). On a machine with an NVIDIA GPU
 # and nvcc, in one run of at most GPU_CHECK_BUDGET_S seconds (default 460, under 8 minutes):
 #   1. builds the cuda backend (Release) for the GPU present (its compute capability);
 #   2. runs cross_check_cuda, then under compute-sanitizer memcheck and racecheck;
