@@ -535,16 +535,17 @@ tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
 // completed requests only (it aborts on a failure).
 tool_result trtllm_tool(const std::vector<tc::trace_record>& rs) {
   tool_result t;
-  double hi = -1e300;
+  double lo = 1e300, hi = -1e300;  // reporting.py: max(end_timestamp) - min(start_timestamp)
   for (const auto& r : rs) {
     if (!r.ok) continue;
     const auto first = first_token(r);
     const double n = chunk_sum(r), end = engine_end(r);
+    lo = std::min(lo, r.send);
     hi = std::max(hi, end);
     t.tpot.push_back(n <= 1 ? 0.0 : (end - *first) / (n - 1));
     t.add(first ? *first - r.send : 0.0, end - r.send, n);
   }
-  t.duration = hi - start_of(rs);
+  t.duration = hi - lo;
   return t;
 }
 
@@ -967,6 +968,24 @@ TEST_CASE("issue 20 item 9: trtllm-bench's duration counts completed requests on
   CHECK(warned(s, "failed_left_out") == 1);
   CHECK(close(run(P::canonical, {good, failed}).duration, 5.0));
   CHECK(warned(run(P::trtllm_bench, {good}), "failed_left_out") == 0);
+}
+
+TEST_CASE("issue 35 item 1: trtllm-bench's duration runs from the first completed request's send") {
+  // StatsKeeper.generate_statistics_summary: total_latency_ns = max(end_timestamp) -
+  // min(start_timestamp) over its records, which hold completed requests only; start_timestamp is
+  // the submission (the send), not a benchmark start. A request that failed first moves nothing.
+  const auto failed_first = rec(0.0, {{0.05, 1}}, 0.06, std::nullopt, false);
+  auto late = rec(0.5, {{0.6, 1}, {0.7, 1}}, 0.9);
+  late.arrival = 0.4;  // an issue delay: the start is the send all the same
+  const auto s = run(P::trtllm_bench, {failed_first, late}, 0.0);
+  CHECK(close(s.duration, 0.7 - 0.5));
+  CHECK(close(s.request_throughput, 1 / 0.2));
+  CHECK(close(s.output_throughput, 2 / 0.2));
+  CHECK(warned(s, "failed_left_out") == 1);
+  CHECK(warned(s, "no_benchmark_start") == 0);
+  CHECK(warned(run(P::trtllm_bench, {failed_first, late}), "no_benchmark_start") == 0);
+  // The canonical duration starts at the benchmark start and ends at the last finish.
+  CHECK(close(run(P::canonical, {failed_first, late}, 0.0).duration, 0.9));
 }
 
 TEST_CASE("issue 20 item 10: gptManagerBenchmark computes in float ms, no TPOT for N = 1") {

@@ -139,8 +139,9 @@ enum class duration_rule : std::uint8_t {
                        ///< being the profile's E2E end when it has one, else the finish
   origin_to_e2e_end,   ///< max(E2E end) - min(origin) over completed requests, whatever the
                        ///< benchmark start: max(last response) - min(request) (GenAI-Perf, AIPerf)
-  completed_to_end,    ///< the start to max(E2E end) over completed requests only (trtllm-bench,
-                       ///< which aborts on a failure: its intent)
+  completed_to_end,    ///< as origin_to_e2e_end, failed requests counted as left out
+                       ///< (trtllm-bench: `max(end_timestamp) - min(start_timestamp)` over its
+                       ///< records, which hold completed requests only; it aborts on a failure)
   last_issued_to_end,  ///< the start to the E2E end of the last request issued (the latest
                        ///< intended arrival), whatever ends later (MLPerf loadgen's
                        ///< `final_query_all_samples_done_time`)
@@ -230,9 +231,10 @@ struct profile {
   /// The tool's arithmetic on latencies (integer ns, float ms or double).
   tool_arithmetic arithmetic;
   /// The duration starts at the benchmark start when one is known (false: the tool measures from
-  /// its first request whatever the benchmark start, as GenAI-Perf and AIPerf do).
+  /// its first request whatever the benchmark start, as GenAI-Perf, AIPerf and trtllm-bench do).
   [[nodiscard]] constexpr bool uses_benchmark_start() const noexcept {
-    return duration != duration_rule::origin_to_e2e_end;
+    return duration != duration_rule::origin_to_e2e_end &&
+           duration != duration_rule::completed_to_end;
   }
   /// True when the tool reports metric `m` of `extra_metrics`.
   [[nodiscard]] constexpr bool reports(metric_id m) const noexcept {

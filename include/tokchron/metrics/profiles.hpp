@@ -370,9 +370,14 @@ inline constexpr profile trtllm_bench = [] {
       "are included; a completed answer with no token gets TTFT 0 and TPOT 0; no ITL; "
       "percentiles sorted[int(n p)] without interpolation; no std; average concurrency = sum E2E "
       "/ duration. It aborts the run on any failed request (_raise_for_failed_tasks, `assert "
-      "finished == len(requests)`); the profile follows its intent: completed requests only, the "
-      "duration ending at the last completed one. tensorrt_llm/bench/dataclasses/statistics.py, "
-      "tensorrt_llm/bench/benchmark/utils/asynchronous.py (NVIDIA/TensorRT-LLM 0.20-1.0).";
+      "finished == len(requests)`); the profile follows its intent: completed requests only. The "
+      "duration is max(end_timestamp) - min(start_timestamp) over those records (total_latency_ns "
+      "in StatsKeeper.generate_statistics_summary), start_timestamp being the submission (the "
+      "send): from the first completed request's send to the last completed one's end, whatever "
+      "the benchmark start. tensorrt_llm/bench/dataclasses/statistics.py, "
+      "tensorrt_llm/bench/benchmark/utils/asynchronous.py (NVIDIA/TensorRT-LLM 0.20-1.0; "
+      "asynchronous.py at NVIDIA/TensorRT-LLM@00c7a534e57e), "
+      "tensorrt_llm/bench/dataclasses/reporting.py (NVIDIA/TensorRT-LLM@0249976575050).";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::tokens;
   p.zero_ttft_is_unset = false;

@@ -310,17 +310,14 @@ class run_summarizer {
       case duration_rule::origin_to_finish:
         if (run_end) widen_end(*run_end);
         break;
+      case duration_rule::completed_to_end:
+        if (!r.completed) ++quirks_.failed_left_out;
+        [[fallthrough]];
       case duration_rule::origin_to_e2e_end:
         if (r.completed && origin && e2e_end_tp) {
           if (!first_request_ || *origin < *first_request_) first_request_ = *origin;
           if (!last_response_ || *e2e_end_tp > *last_response_) last_response_ = *e2e_end_tp;
         }
-        break;
-      case duration_rule::completed_to_end:
-        if (!r.completed)
-          ++quirks_.failed_left_out;
-        else if (e2e_end_tp)
-          widen_end(*e2e_end_tp);
         break;
       case duration_rule::last_issued_to_end: {
         const auto issued = tl.arrival();  // loadgen's issue order is its schedule
@@ -403,7 +400,7 @@ class run_summarizer {
     s.output_tokens = output_tokens_;
     s.quirks = quirks_;
     std::optional<time_point> start = start_, end = end_;
-    if (p.duration == duration_rule::origin_to_e2e_end) {
+    if (!p.uses_benchmark_start()) {  // the first completed request to the last response
       start = first_request_;
       end = last_response_;
     } else {
