@@ -216,6 +216,69 @@ inline void weighted_statistics(const std::vector<double>& v, const sample_runs&
   return std::sqrt(ss / static_cast<double>(count - ddof));
 }
 
+/// GuideLLM's statistics of samples `v` (weight 1 each) and `runs` (value, weight), as
+/// `DistributionSummary.from_values` computes them (guidellm src/guidellm/schemas/statistics.py,
+/// vllm-project/guidellm@ee7a77457ba6): sorted, equal values merged, zero weights dropped,
+/// probabilities w / sum(w); mean = sum(x p), std = sqrt(sum((x - mean)^2 p)); a percentile is the
+/// first value whose cumulative probability, summed in order in double, reaches q
+/// (`np.searchsorted(cdf, q, side="left")`, so a float cumsum just below q moves it one up);
+/// the count is the sum of the weights. O((n + r) log(n + r)).
+[[nodiscard]] inline distribution guidellm_distribution(const std::vector<double>& v,
+                                                        const sample_runs* runs,
+                                                        const std::vector<double>& percentiles) {
+  std::vector<std::pair<double, double>> xw;  // (value, weight)
+  xw.reserve(v.size() + (runs ? runs->size() : 0));
+  for (double x : v) xw.emplace_back(x, 1.0);
+  double count = static_cast<double>(v.size());
+  if (runs)
+    for (const auto& [x, c] : *runs) {
+      xw.emplace_back(x, static_cast<double>(c));
+      count += static_cast<double>(c);
+    }
+  std::sort(xw.begin(), xw.end(),
+            [](const auto& a, const auto& b) { return order_key(a.first) < order_key(b.first); });
+  std::vector<std::pair<double, double>> pdf;  // distinct values with a positive weight
+  for (const auto& [x, w] : xw) {
+    if (!pdf.empty() && pdf.back().first == x)
+      pdf.back().second += w;
+    else
+      pdf.emplace_back(x, w);
+  }
+  pdf.erase(std::remove_if(pdf.begin(), pdf.end(), [](const auto& e) { return !(e.second > 0); }),
+            pdf.end());
+  distribution d;
+  d.count = static_cast<std::uint64_t>(std::llround(count));
+  d.percentiles.reserve(percentiles.size());
+  double total = 0;
+  for (const auto& e : pdf) total += e.second;
+  std::vector<double> cdf(pdf.size());
+  double mean = 0, acc = 0;
+  for (std::size_t i = 0; i < pdf.size(); ++i) {
+    const double prob = pdf[i].second / total;
+    acc += prob;
+    cdf[i] = acc;
+    mean += pdf[i].first * prob;
+  }
+  auto at = [&](double q) -> std::optional<double> {
+    if (pdf.empty()) return std::nullopt;
+    const auto i = static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), q) - cdf.begin());
+    return pdf[std::min(i, pdf.size() - 1)].first;
+  };
+  // The tool's probabilities are literals (0.001 ... 0.999); pc / 100 is the same double for each
+  // but 99.9.
+  auto prob_of = [](double pc) { return pc == 99.9 ? 0.999 : pc / 100.0; };
+  for (double pc : percentiles) d.percentiles.push_back(percentile_value{pc, at(prob_of(pc))});
+  if (pdf.empty()) return d;
+  double var = 0;
+  for (const auto& e : pdf) var += (e.first - mean) * (e.first - mean) * (e.second / total);
+  d.mean = mean;
+  d.median = at(0.5);
+  d.stddev = std::sqrt(var);
+  d.min = pdf.front().first;
+  d.max = pdf.back().first;
+  return d;
+}
+
 /// Computes every job's distribution. Jobs whose samples are identical (several profiles often
 /// agree on a metric's samples) share one selection. Frees the samples. With `threads` > 1 the
 /// distinct sample sets are worked on by that many threads (the largest first); the results do
@@ -281,7 +344,9 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned 
         sd = it->second;
       }
       const std::uint64_t invalid = jobs[j].out->invalid;
-      *jobs[j].out = distribution_from(count, mean, sd, sorted, p, *jobs[j].percentiles);
+      *jobs[j].out = p.guidellm_statistics
+                         ? guidellm_distribution(v, runs, *jobs[j].percentiles)
+                         : distribution_from(count, mean, sd, sorted, p, *jobs[j].percentiles);
       distribution& d = *jobs[j].out;
       d.invalid = invalid;
       if (jobs[j].tool_mean && !weighted) {
