@@ -1271,7 +1271,8 @@ TEST_CASE("issue 20: no warning on a trace where no quirk applies") {
 
 // Issue 35: GuideLLM (vllm-project/guidellm@ee7a77457ba6) and inference-perf
 // (kubernetes-sigs/inference-perf@7de5ef2ed6f7), one test per quirk.
-TEST_CASE("issue 35: GuideLLM's TPOT includes TTFT and divides by N; its ITL is (last - first)/(N-1)") {
+TEST_CASE(
+    "issue 35: GuideLLM's TPOT includes TTFT and divides by N; its ITL is (last - first)/(N-1)") {
   const auto r = rec(0, {{0.5, 1}, {0.6, 1}, {0.7, 1}}, 0.7, 3);
   const auto g = tc::evaluate(P::guidellm, tc::to_timeline(r));
   CHECK(close(g.ttft, 0.5));

@@ -128,7 +128,8 @@ namespace detail {
   }
   auto at = [&](double q) -> std::optional<double> {
     if (pdf.empty()) return std::nullopt;
-    const auto i = static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), q) - cdf.begin());
+    const auto i =
+        static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), q) - cdf.begin());
     return pdf[std::min(i, pdf.size() - 1)].first;
   };
   // The tool's probabilities are literals (0.001 ... 0.999); pc / 100 is the same double for each

@@ -535,8 +535,8 @@ inline constexpr profile guidellm = [] {
       "(inter_token_latency_ms) = (last - first counted line) / (N - 1), N > 1; successful = no "
       "error and non-empty content or a usage count above 0 (post_validation): a reasoning-only "
       "answer without usage is errored, one with usage keeps TTFT 0 (`or 0.0`); statistics by "
-      "DistributionSummary.from_values: TPOT weighted by N, ITL by N - 1 (a missing ITL enters as 0 "
-      "with its weight), equal values merged, the mean and population std over w / sum(w), a "
+      "DistributionSummary.from_values: TPOT weighted by N, ITL by N - 1 (a missing ITL enters "
+      "as 0 with its weight), equal values merged, the mean and population std over w / sum(w), a "
       "percentile the first value whose float cumsum of probabilities reaches p "
       "(np.searchsorted side=left: nearest rank, one up where the cumsum falls just short); "
       "requests/s = every request, errored included, ending in the benchmark window / the window "
@@ -635,10 +635,21 @@ inline constexpr profile inference_perf = [] {
 
 /// Every built-in profile, canonical first. A new profile is one constant above and one entry
 /// here; the count follows.
-inline constexpr std::array all = {
-    &canonical,  &vllm,   &vllm_legacy, &vllm_legacy_chat, &sglang_openai,         &sglang_native,
-    &genai_perf, &aiperf, &llmperf,     &trtllm_bench,     &gpt_manager_benchmark, &mlperf,
-    &guidellm,   &inference_perf};
+inline constexpr std::array all = {&canonical,
+                                   &vllm,
+                                   &vllm_legacy,
+                                   &vllm_legacy_chat,
+                                   &sglang_openai,
+                                   &sglang_native,
+                                   &genai_perf,
+                                   &aiperf,
+                                   &llmperf,
+                                   &trtllm_bench,
+                                   &gpt_manager_benchmark,
+                                   &mlperf,
+                                   &guidellm,
+                                   &inference_perf};
+
 }  // namespace profiles
 
 /// Every built-in profile, canonical first (`profiles::all`).

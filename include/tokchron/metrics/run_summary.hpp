@@ -122,7 +122,7 @@ struct run_summary {
     std::uint64_t no_first_token = 0;   ///< engine-side, completed with no token: no TTFT
     std::uint64_t failed_left_out = 0;  ///< failed requests left out of the duration
     std::uint64_t ended_after_last_issued = 0;  ///< requests ending after the last issued one
-    std::uint64_t not_streamable = 0;  ///< completed with fewer than 2 tokens: no TTFT (inference-perf)
+    std::uint64_t not_streamable = 0;  ///< completed, under 2 tokens: no TTFT (inference-perf)
     /// No benchmark start was known: the duration starts at the earliest intended arrival.
     bool start_is_earliest_arrival = false;
   } quirks;
@@ -358,7 +358,8 @@ class run_summarizer {
     } else {
       push(tpot_, r.tpot);
       if (p_->itl == itl_grain::per_request_tpot ||
-          p_->itl == itl_grain::per_request_including_ttft || p_->itl == itl_grain::per_request_span)
+          p_->itl == itl_grain::per_request_including_ttft ||
+          p_->itl == itl_grain::per_request_span)
         push(itl_, r.itl);
     }
     if (r.tpot_invalid) ++tpot_invalid_;
