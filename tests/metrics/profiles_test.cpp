@@ -1364,6 +1364,19 @@ TEST_CASE("issue 35: GuideLLM's success needs content or usage; a usage-only ans
         0);
 }
 
+TEST_CASE("issue 35: GuideLLM's TTFOT is the first content line; without content it enters as 0") {
+  const auto think = rec(0, {{0.1, 2, K::reasoning}, {0.3, 1}, {0.4, 1}}, 0.4, 4);
+  const auto t = tc::evaluate(P::guidellm, tc::to_timeline(think));
+  CHECK(close(t.ttft, 0.1));  // the reasoning line
+  CHECK(close(t.ttfa, 0.3));  // time_to_first_output_token_ms
+  const auto reasoning_only = rec(1, {{1.2, 3, K::reasoning}}, 1.3, 3);  // usage: successful
+  const auto s = run(P::guidellm, {think, reasoning_only}, 0.0);
+  CHECK(s.ttfa.count == 2);
+  CHECK(close(s.ttfa.min, 0.0));
+  CHECK(close(s.ttfa.max, 0.3));
+  CHECK(run(P::vllm, {think, reasoning_only}, 0.0).ttfa.count == 0);  // vLLM reports none
+}
+
 TEST_CASE("issue 35: inference-perf gives a request with fewer than 2 tokens no TTFT or TPOT") {
   const auto one = rec(0, {{0.1, 1}}, 0.2);
   const auto r = tc::evaluate(P::inference_perf, tc::to_timeline(one));

@@ -539,6 +539,8 @@ inline constexpr profile guidellm = [] {
       "as 0 with its weight), equal values merged, the mean and population std over w / sum(w), a "
       "percentile the first value whose float cumsum of probabilities reaches p "
       "(np.searchsorted side=left: nearest rank, one up where the cumsum falls just short); "
+      "TTFOT (time_to_first_output_token_ms, tokchron's ttfa) = the first content line - "
+      "request_start, 0 (`or 0.0`) for a successful answer without content; "
       "requests/s = every request, errored included, ending in the benchmark window / the window "
       "(benchmark start to the last completion); output and total tokens/s = every request's "
       "tokens (errored included) over the span from the first token event to the last, not the "
@@ -569,7 +571,7 @@ inline constexpr profile guidellm = [] {
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
   p.swaps_mean_median_e2e = false;
-  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.extra_metrics = metric_bit(metric_id::ttfa);  // TTFOT, time_to_first_output_token_ms
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;

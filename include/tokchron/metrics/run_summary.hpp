@@ -373,6 +373,8 @@ class run_summarizer {
     push(rate_, r.output_rate);
     if (!r.output_rate) ++rate_invalid_;  // no rate (zero E2E, no tokens): counted, not lost
     push(ttfa_, r.ttfa);
+    // GuideLLM's `time_to_first_output_token_ms or 0.0`: an answer without content enters as 0.
+    if (p_->guidellm_statistics && p_->reports(metric_id::ttfa) && !r.ttfa) ttfa_.push_back(0.0);
     push(reasoning_, r.reasoning_time);
     push(ttst_, r.ttst);
     push(prefill_tps_, r.prefill_tps);
