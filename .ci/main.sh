@@ -10,9 +10,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 tc_enter_root
-build=$TOKCHRON_ROOT/build/main
-tc_release_build "$build" batching-executor
-exec "$build/tools/executor/batching-executor" \
+tc_build release batching-executor
+exec "$(tc_dir release)/tools/executor/batching-executor" \
   --backend sim --hw a10g --model llama2-7b --users 50 \
   --prompt-len normal:300,90 --output-len uniform:75,225 --duration 600 --warmup 60 --seed 1 \
   --slo 'p95(ttft)<1.5s' --slo 'p95(tpot)<100ms' \

@@ -2,7 +2,7 @@
 # tracked Markdown file resolves inside the repository (anchors included), and every path of a
 # Markdown file under docs/ named in code, scripts or prose exists; the API reference builds
 # with Doxygen (docs/Doxyfile) with every warning an error.
-need_pkgs python3 doxygen git
+tc_need_pkgs python3 doxygen git
 cd "$TOKCHRON_ROOT"
 /usr/bin/env python3 - <<'PY'
 import os, re, subprocess, sys

@@ -2,7 +2,7 @@
 # file (the repository's .clang-format), and clang-tidy (.clang-tidy, every finding an error)
 # passes on the library headers: one translation unit includes every header under
 # include/tokchron/, and only findings in those headers are reported (HeaderFilterRegex).
-need_pkgs git clang-format clang-tidy libboost-dev nlohmann-json3-dev prometheus-cpp-dev catch2
+tc_need_pkgs git clang-format clang-tidy libboost-dev nlohmann-json3-dev prometheus-cpp-dev catch2
 cd "$TOKCHRON_ROOT"
 
 echo "--- clang-format --dry-run -Werror"
