@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tokchron's main job: installs what is missing from Debian's packages, builds the batching
 # executor in Release and runs the seed-style sweep on the simulated backend
-# (docs/tools/batching-executor.md, "The main job: a capacity study"): 50 closed-loop users on an A10G
+# (docs/tools/executor.md, "The main job: a capacity study"): 50 closed-loop users on an A10G
 # with Llama-2-7B, prompts ~300 and outputs ~150 tokens, the customer-service SLA, batch
 # 8 / 16 / 32 x prefill priority off / on,
 # for users who do not think (the seed's load) and who think 10 s or 25 s (exponential) between
