@@ -1,4 +1,4 @@
-# Documentation (fast, seconds): README.md is at most 300 lines; every relative link in every
+# Documentation (fast, seconds): README.md is under 250 lines; every relative link in every
 # tracked Markdown file resolves inside the repository (anchors included), and every path of a
 # Markdown file under docs/ named in code, scripts or prose exists; the API reference builds
 # with Doxygen (docs/Doxyfile) with every warning an error.
@@ -14,8 +14,8 @@ tracked = [f for f in tracked if f and os.path.isfile(f)]
 problems = []
 
 readme_lines = sum(1 for _ in open("README.md", encoding="utf-8"))
-if readme_lines > 300:
-    problems.append(f"README.md: {readme_lines} lines, at most 300 allowed (move detail to docs/)")
+if readme_lines >= 250:
+    problems.append(f"README.md: {readme_lines} lines, at most 249 allowed (move detail to docs/)")
 
 
 def slug(heading):
