@@ -78,7 +78,7 @@ for f in (t for t in tracked if t.endswith(".md")):
 
 # A docs/ Markdown path named anywhere in a tracked text file (comments, scripts, CMake, prose)
 # is relative to the repository root and must exist; so is one a program joins to the root
-# (a root joined to a quoted "/docs/NAME.md").
+# (a root joined to a quoted path that starts with a slash).
 mention = re.compile(r"(?:(?<=[\"']/)|(?<![\w/.-]))docs/\w[\w./-]*?\.md\b")
 for f in tracked:
     if f.startswith("tests/data/") or f.startswith("tests/fuzz/"):
