@@ -23,25 +23,18 @@
 /// values kept when `summary_options::keep_requests` is set.
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <exception>
 #include <iterator>
 #include <memory>
-#include <mutex>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -64,9 +57,10 @@ struct summary_options {
   std::optional<double> duration;
   /// Keep every request's `profiled_request` in `run_summary::requests` (for goodput and SLAs).
   bool keep_requests = false;
-  /// Threads that compute the distributions while the summary is built (the calling thread is one
-  /// of them); 1: none started. The summary does not depend on it.
-  unsigned threads = 1;
+  /// Runs the distributions' computations (one task per distinct sample set) when the summary is
+  /// built: a pool the caller owns, to spread them over its threads. Empty: one after another on
+  /// the calling thread. tokchron starts no thread; the summary does not depend on it.
+  task_executor executor;
 };
 
 /// One warning of a run summary: a quirk of the profile's tool, or a decision where the tool would
@@ -385,7 +379,7 @@ class run_summarizer {
     run_summary s;
     std::vector<detail::distribution_job> jobs;
     collect_summary(s, jobs);
-    detail::run_distribution_jobs(jobs, o_.threads);
+    detail::run_distribution_jobs(jobs, o_.executor);
     return s;
   }
 
@@ -687,7 +681,7 @@ template <class Range>
   std::vector<run_summary> out(profiles.size());
   std::vector<detail::distribution_job> jobs;
   for (std::size_t i = 0; i < sums.size(); ++i) sums[i].collect_summary(out[i], jobs);
-  detail::run_distribution_jobs(jobs, o.threads);
+  detail::run_distribution_jobs(jobs, o.executor);
   return out;
 }
 
