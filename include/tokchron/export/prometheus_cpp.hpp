@@ -19,12 +19,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <memory>
-#include <string>
 #include <utility>
 #include <vector>
 

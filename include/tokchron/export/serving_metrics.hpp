@@ -19,7 +19,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "tokchron/config.hpp"
 #include "tokchron/export/buckets.hpp"

@@ -36,7 +36,6 @@
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
-#include <utility>
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
