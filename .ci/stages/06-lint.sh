@@ -4,12 +4,16 @@
 # include/tokchron/, and only findings in those headers are reported (HeaderFilterRegex).
 # .ci/check_includes.py: no library header includes a standard header whose names it never
 # uses (a text check against a table of each header's names; its docstring says what it is not).
+# .ci/check_layers.py: includes inside include/tokchron/ flow one way, lowest layer first (the
+# order is written once, in that script).
 need_pkgs git clang-format clang-tidy libboost-dev nlohmann-json3-dev prometheus-cpp-dev catch2 \
   python3
 cd "$TOKCHRON_ROOT"
 
 echo "--- unused standard includes in include/tokchron/"
 python3 .ci/check_includes.py .
+echo "--- layer order of include/tokchron/"
+python3 .ci/check_layers.py .
 
 echo "--- clang-format --dry-run -Werror"
 git ls-files -z '*.hpp' '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -0 clang-format --dry-run -Werror

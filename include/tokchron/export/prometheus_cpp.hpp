@@ -32,7 +32,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/export/serving_metrics.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/live/recorder.hpp"
 #include "tokchron/live/scrape.hpp"
 
