@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/buckets.hpp"
+#include "tokchron/exposition/buckets.hpp"
 #include "tokchron/live/options.hpp"
 #include "tokchron/metrics/metric.hpp"
 

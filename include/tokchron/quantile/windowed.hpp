@@ -6,7 +6,6 @@
 /// `windowed<Estimator, Clock>`: the last W seconds of a distribution (e.g. 60 s as 6 slices of
 /// 10 s), for online SLA monitors. A ring of estimators; a slice rolls over on the injected clock.
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
