@@ -13,13 +13,13 @@
 #include <stdexcept>
 
 #include "client.hpp"
-#include "tokchron/io/trace_json_writer.hpp"
-#include "tokchron/quantile/exact.hpp"
-#include "tokchron/sla/capacity.hpp"
 #include "report/commands.hpp"
 #include "report/inputs.hpp"
 #include "report/sla.hpp"
 #include "report/summaries.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
+#include "tokchron/quantile/exact.hpp"
+#include "tokchron/sla/capacity.hpp"
 
 // The executor's command line (tools/executor/app/cli.hpp): its workload options
 // (--users, --rate, --prompt-len, ...) are parsed by the same setters here.

@@ -14,9 +14,9 @@
 #include "distribution.hpp"
 #include "engine.hpp"
 #include "plot.hpp"
+#include "report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 #include "tokchron/clock.hpp"
 #include "tokchron/metrics/profiles.hpp"
-#include "report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 
 namespace batching {
 namespace {

@@ -12,8 +12,8 @@ namespace batching {
 
 hardware_spec hardware_preset(std::string_view name) {
   // Dense (not sparse) fp16/bf16 and fp8 tensor throughput, memory bandwidth and memory from
-  // the vendors' data sheets (docs/tools/executor.md). The A10G's 125 TF is NVIDIA's figure; 70 TF is
-  // also quoted. A100 80GB and H100 80GB carry 80 GiB; the A10G's 24 GB and the H200's 141 GB
+  // the vendors' data sheets (docs/tools/executor.md). The A10G's 125 TF is NVIDIA's figure; 70 TF
+  // is also quoted. A100 80GB and H100 80GB carry 80 GiB; the A10G's 24 GB and the H200's 141 GB
   // are the data sheets' figures.
   constexpr double gib = 1073741824.0;
   auto hw = [](const char* n, double mem, double bw, double f16, double f8) {
