@@ -369,3 +369,30 @@ TEST_CASE("X11: a sim step past the clock's range fails the run with a message")
   scheduler_config sc;
   CHECK(contains(thrown<std::runtime_error>([&] { (void)run(sc, load, be); }), "sim: a step"));
 }
+
+TEST_CASE("X13: a sim step shorter than 1 us is refused, so every run ends") {
+  // issue 34: t_fixed 0 (or 1e-300) with an infinite bandwidth and throughput made every step
+  // 0 ns: the virtual clock stood still and the run never ended.
+  sim_config cfg;
+  cfg.t_fixed_s = 0;
+  cfg.t_seq_s = 0;
+  cfg.t_request_s = 0;
+  cfg.hw.bandwidth = 1e300;
+  cfg.hw.flops = 1e300;
+  CHECK(contains(thrown<std::invalid_argument>([&] { sim_backend be(cfg); }), "less than 1 us"));
+  cfg.t_fixed_s = 1e-300;
+  CHECK(contains(thrown<std::invalid_argument>([&] { sim_backend be(cfg); }), "less than 1 us"));
+  cfg.t_fixed_s = 0.5e-6;  // jitter can shrink the roofline part only
+  cfg.t_seq_s = 0.5e-6;
+  CHECK_NOTHROW(sim_backend{cfg});
+  cfg.t_fixed_s = cfg.t_seq_s = 0;
+  cfg.hw.bandwidth = 1e12;  // a finite roofline at the lowest jitter factor decides
+  cfg.hw.flops = 1e300;
+  cfg.model.weight_bytes = 1e6;  // 1 us at full bandwidth, 0.1 us at jitter 0.29's lowest
+  cfg.model.kv_bytes_per_token = 1;
+  cfg.eta_bw = 1;
+  cfg.jitter = 0.29;
+  CHECK(contains(thrown<std::invalid_argument>([&] { sim_backend be(cfg); }), "less than 1 us"));
+  cfg.jitter = 0;
+  CHECK_NOTHROW(sim_backend{cfg});
+}
