@@ -94,7 +94,7 @@ bool close_float_ms(std::optional<double> a, std::optional<double> b) {
 }  // namespace
 
 TEST_CASE("profiles: every built-in profile is found by name and described") {
-  CHECK(tc::all_profiles().size() == 12);
+  CHECK(tc::all_profiles().size() == 14);
   for (const tc::profile* p : tc::all_profiles()) {
     REQUIRE(tc::find_profile(p->name) == p);
     CHECK(!p->description.empty());
@@ -184,6 +184,18 @@ TEST_CASE("profiles: hand-computed values on requests that separate the tools") 
         {0.0, 0.050, 16666666e-9, {}, none, 4},
         {},
         {0.060, 0.260, 0.100, {}, none, 3}}},
+      {"guidellm",  // N = usage, else counted lines; TPOT (last - send) / N; ITL per request
+       {{0.150, 0.165, 0.150, {}, none, 1},
+        {0.108, 0.170, 0.158 / 5, {}, 0.0125, 5},
+        {0.0, 0.050, 0.0125, {}, 0.050 / 3, 4},
+        {},
+        {0.050, 0.260, none, {}, none, 0}}},
+      {"inference_perf",  // fewer than 2 tokens: no TTFT/TPOT; ITL per token: gap, then zeros
+       {{none, 0.165, none, {}, none, 1},
+        {0.108, 0.170, 0.0125, {0.030, 0.0, 0.0, 0.020}, none, 5},
+        {0.0, 0.050, 0.050 / 3, {0.030, 0.020, 0.0}, none, 4},
+        {},
+        {0.050, 0.260, 0.100, {0.100, 0.100}, none, 3}}},
   };
   REQUIRE(want.size() == tc::all_profiles().size());
   for (const tc::profile* p : tc::all_profiles()) {
@@ -535,16 +547,17 @@ tool_result llmperf_tool(const std::vector<tc::trace_record>& rs) {
 // completed requests only (it aborts on a failure).
 tool_result trtllm_tool(const std::vector<tc::trace_record>& rs) {
   tool_result t;
-  double hi = -1e300;
+  double lo = 1e300, hi = -1e300;  // reporting.py: max(end_timestamp) - min(start_timestamp)
   for (const auto& r : rs) {
     if (!r.ok) continue;
     const auto first = first_token(r);
     const double n = chunk_sum(r), end = engine_end(r);
+    lo = std::min(lo, r.send);
     hi = std::max(hi, end);
     t.tpot.push_back(n <= 1 ? 0.0 : (end - *first) / (n - 1));
     t.add(first ? *first - r.send : 0.0, end - r.send, n);
   }
-  t.duration = hi - start_of(rs);
+  t.duration = hi - lo;
   return t;
 }
 
@@ -693,6 +706,132 @@ std::vector<tc::trace_record> random_trace(unsigned seed, int n) {
 
 double rel(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-300); }
 
+// The first [DONE] line, else the end (the tools that stop reading at [DONE]).
+double done_or_end(const tc::trace_record& r) {
+  for (const auto& c : r.chunks)
+    if (c.kind == K::done) return c.time;
+  return end_of(r);
+}
+
+// inference-perf reportgen/base.py summarize_requests: every token of a content chunk stamped
+// with the chunk's time (the re-tokenized count: the chunk's tokens); TTFT, TPOT and ITL only for
+// more than one token time; total_time = max(end_time) - min(start_time) over every request.
+tool_result inference_perf_tool(const std::vector<tc::trace_record>& rs) {
+  tool_result t;
+  double lo = 1e300, hi = -1e300;
+  for (const auto& r : rs) {
+    lo = std::min(lo, r.send);
+    hi = std::max(hi, done_or_end(r));
+  }
+  t.duration = hi - lo;
+  for (const auto& r : rs) {
+    if (!r.ok) continue;
+    std::vector<double> times;  // output_token_times
+    for (const auto& c : r.chunks)
+      if (c.kind == K::text)
+        for (std::uint32_t k = 0; k < c.tokens; ++k) times.push_back(c.time);
+    const double n = static_cast<double>(times.size());
+    if (times.size() > 1) {
+      t.ttft.push_back(times.front() - r.send);
+      t.tpot.push_back((times.back() - times.front()) / (n - 1));
+      for (std::size_t i = 0; i + 1 < times.size(); ++i) t.itl.push_back(times[i + 1] - times[i]);
+    }
+    t.e2el.push_back(done_or_end(r) - r.send);
+    t.completed += 1;
+    t.output_tokens += n;
+  }
+  return t;
+}
+
+// GuideLLM: request_stats.py, http.py, statistics.py (DistributionSummary.from_values, written
+// out again here: a std::map merges equal values), metrics.py (`or 0.0`, the weights).
+struct weighted_stats {
+  double count = 0, mean = 0, stddev = 0;
+  std::vector<double> at;  // at the requested percentiles
+};
+weighted_stats from_values(const std::vector<std::pair<double, double>>& xw,
+                           const std::vector<double>& qs) {
+  std::map<double, double> merged;
+  weighted_stats w;
+  for (const auto& [x, wt] : xw) {
+    merged[x] += wt;
+    w.count += wt;
+  }
+  std::vector<std::pair<double, double>> pdf;
+  double total = 0;
+  for (const auto& [x, wt] : merged)
+    if (wt > 0) {
+      pdf.emplace_back(x, wt);
+      total += wt;
+    }
+  double cum = 0;
+  std::vector<double> cdf;
+  for (auto& e : pdf) {
+    e.second /= total;
+    cum += e.second;
+    cdf.push_back(cum);
+    w.mean += e.first * e.second;
+  }
+  for (const auto& e : pdf) w.stddev += (e.first - w.mean) * (e.first - w.mean) * e.second;
+  w.stddev = std::sqrt(w.stddev);
+  for (double q : qs) {
+    const double prob = q == 99.9 ? 0.999 : q / 100;
+    std::size_t i = 0;
+    while (i + 1 < cdf.size() && cdf[i] < prob) ++i;
+    w.at.push_back(pdf[i].first);
+  }
+  return w;
+}
+
+void check_guidellm(const std::vector<tc::trace_record>& rs, const tc::run_summary& s,
+                    const std::vector<double>& qs) {
+  std::vector<std::pair<double, double>> ttft, tpot, itl, e2e;
+  double lo = 1e300, hi = -1e300, first_event = 1e300, last_event = -1e300, tokens = 0;
+  double completed = 0;
+  for (const auto& r : rs) {
+    lo = std::min(lo, r.arrival.value_or(r.send));
+    hi = std::max(hi, end_of(r));
+    std::optional<double> first, last;
+    double iterations = 0;
+    bool content = false;
+    for (const auto& c : r.chunks)
+      if (c.kind == K::text || c.kind == K::reasoning) {  // add_streaming_line returns 1
+        if (!first) first = c.time;
+        last = c.time;
+        iterations += 1;
+        content = content || c.kind == K::text;
+      }
+    const auto usage = r.usage_output_tokens;
+    const double n = usage ? static_cast<double>(*usage) : iterations;
+    const double end = done_or_end(r);  // request_end
+    first_event = std::min(first_event, first.value_or(end));
+    last_event = std::max(last_event, last.value_or(end));
+    tokens += n;
+    if (!r.ok || !(content || (usage && *usage > 0))) continue;  // errored, post_validation
+    completed += 1;
+    ttft.emplace_back(first ? *first - r.send : 0.0, 1.0);
+    if (n > 0) tpot.emplace_back((last.value_or(end) - r.send) / n, n);
+    if (n > 1) itl.emplace_back(first ? (*last - *first) / (n - 1) : 0.0, n - 1);
+    e2e.emplace_back(end - r.send, 1.0);
+  }
+  CHECK(s.completed == static_cast<std::uint64_t>(completed));
+  CHECK(rel(*s.duration, hi - lo) < 1e-9);
+  CHECK(rel(*s.request_throughput, static_cast<double>(rs.size()) / (hi - lo)) < 1e-9);
+  CHECK(rel(*s.output_throughput, tokens / (last_event - first_event)) < 1e-9);
+  const std::pair<const tc::distribution*, const std::vector<std::pair<double, double>>*>
+      metrics[] = {{&s.ttft, &ttft}, {&s.tpot, &tpot}, {&s.itl, &itl}, {&s.e2e, &e2e}};
+  for (const auto& [d, xw] : metrics) {
+    const auto w = from_values(*xw, qs);
+    CHECK(d->count == static_cast<std::uint64_t>(std::llround(w.count)));
+    CHECK(rel(*d->mean, w.mean) < 1e-9);
+    CHECK(rel(*d->stddev, w.stddev) < 1e-9);
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+      CAPTURE(qs[i]);
+      CHECK(rel(*d->at(qs[i]), w.at[i]) < 1e-9);
+    }
+  }
+}
+
 void check_against(const tc::run_summary& s, const tool_result& t, const tc::profile& p,
                    const std::vector<double>& qs) {
   CAPTURE(p.name);
@@ -756,8 +895,12 @@ TEST_CASE("profiles: each tool's published formula, on a random trace, within 1e
       {&P::llmperf, llmperf_tool(recs)},
       {&P::trtllm_bench, trtllm_tool(recs)},
       {&P::gpt_manager_benchmark, gpt_manager_tool(recs)},
-      {&P::mlperf, mlperf_tool(recs)}};
+      {&P::mlperf, mlperf_tool(recs)},
+      {&P::inference_perf, inference_perf_tool(recs)}};
   for (const auto& [p, t] : tools) check_against(tc::summarize(tls, *p, o), t, *p, qs);
+  check_guidellm(recs, tc::summarize(tls, P::guidellm, o), qs);
+  CHECK(tc::summarize(tls, P::inference_perf, o).quirks.not_streamable > 0);
+  CHECK(tc::summarize(tls, P::guidellm, o).quirks.ttft_defaulted > 0);
   // The trace exercises every quirk the profiles reproduce.
   CHECK(tc::summarize(tls, P::vllm_legacy_chat, o).quirks.gaps_split > 0);
   CHECK(tc::summarize(tls, P::vllm_legacy, o).quirks.ttft_defaulted > 0);
@@ -969,6 +1112,24 @@ TEST_CASE("issue 20 item 9: trtllm-bench's duration counts completed requests on
   CHECK(warned(run(P::trtllm_bench, {good}), "failed_left_out") == 0);
 }
 
+TEST_CASE("issue 35 item 1: trtllm-bench's duration runs from the first completed request's send") {
+  // StatsKeeper.generate_statistics_summary: total_latency_ns = max(end_timestamp) -
+  // min(start_timestamp) over its records, which hold completed requests only; start_timestamp is
+  // the submission (the send), not a benchmark start. A request that failed first moves nothing.
+  const auto failed_first = rec(0.0, {{0.05, 1}}, 0.06, std::nullopt, false);
+  auto late = rec(0.5, {{0.6, 1}, {0.7, 1}}, 0.9);
+  late.arrival = 0.4;  // an issue delay: the start is the send all the same
+  const auto s = run(P::trtllm_bench, {failed_first, late}, 0.0);
+  CHECK(close(s.duration, 0.7 - 0.5));
+  CHECK(close(s.request_throughput, 1 / 0.2));
+  CHECK(close(s.output_throughput, 2 / 0.2));
+  CHECK(warned(s, "failed_left_out") == 1);
+  CHECK(warned(s, "no_benchmark_start") == 0);
+  CHECK(warned(run(P::trtllm_bench, {failed_first, late}), "no_benchmark_start") == 0);
+  // The canonical duration starts at the benchmark start and ends at the last finish.
+  CHECK(close(run(P::canonical, {failed_first, late}, 0.0).duration, 0.9));
+}
+
 TEST_CASE("issue 20 item 10: gptManagerBenchmark computes in float ms, no TPOT for N = 1") {
   const auto one = rec(0, {{0.123456789, 1}}, 0.2);
   const auto two = rec(0, {{0.2, 1}, {0.2345678911, 1}}, 0.3);
@@ -1071,10 +1232,12 @@ TEST_CASE("issue 20 item 17: the benchmark start begins every profile's duration
     const auto with = run(*p, {a, b}, 0.5);
     const auto without = run(*p, {a, b});
     CHECK(warned(with, "no_benchmark_start") == 0);
-    if (!p->uses_benchmark_start()) {  // GenAI-Perf, AIPerf: first request to last response
+    if (!p->uses_benchmark_start()) {  // GenAI-Perf, AIPerf, trtllm-bench, inference-perf
       CHECK(with.duration == without.duration);
       CHECK(warned(without, "no_benchmark_start") == 0);
-      CHECK(close(with.duration, 1.7 - 1.0));
+      // The first request's send to the last response (inference-perf: the last end_time).
+      const double last = p->end == tc::e2e_end::done_chunk ? 3.0 : 1.7;
+      CHECK(close(with.duration, last - 1.0));
       continue;
     }
     const double end = p->end == tc::e2e_end::last_token_chunk ? 1.7 : 3.0;
@@ -1104,4 +1267,145 @@ TEST_CASE("issue 20: no warning on a trace where no quirk applies") {
     for (const auto& x : w) CAPTURE(x.message);
     CHECK(w.empty());
   }
+}
+
+// Issue 35: GuideLLM (vllm-project/guidellm@ee7a77457ba6) and inference-perf
+// (kubernetes-sigs/inference-perf@7de5ef2ed6f7), one test per quirk.
+TEST_CASE(
+    "issue 35: GuideLLM's TPOT includes TTFT and divides by N; its ITL is (last - first)/(N-1)") {
+  const auto r = rec(0, {{0.5, 1}, {0.6, 1}, {0.7, 1}}, 0.7, 3);
+  const auto g = tc::evaluate(P::guidellm, tc::to_timeline(r));
+  CHECK(close(g.ttft, 0.5));
+  CHECK(close(g.tpot, 0.7 / 3));  // time_per_output_token_ms: (last - request_start) / N
+  CHECK(close(g.itl, 0.1));       // inter_token_latency_ms: (last - first) / (N - 1)
+  CHECK(close(tc::evaluate(P::vllm, tc::to_timeline(r)).tpot, 0.1));
+}
+
+TEST_CASE("issue 35: GuideLLM's N is the usage count, else one token per counted line") {
+  const auto no_usage = rec(0, {{0.1, 3}, {0.2, 2}}, 0.2);
+  CHECK(tc::evaluate(P::guidellm, tc::to_timeline(no_usage)).output_tokens == 2);
+  CHECK(tc::evaluate(P::canonical, tc::to_timeline(no_usage)).output_tokens == 5);
+  auto with_usage = no_usage;
+  with_usage.usage_output_tokens = 5;
+  CHECK(tc::evaluate(P::guidellm, tc::to_timeline(with_usage)).output_tokens == 5);
+  with_usage.usage_output_tokens = 0;  // `or 0`: usage 0 stays 0, no TPOT or ITL
+  const auto zero = tc::evaluate(P::guidellm, tc::to_timeline(with_usage));
+  CHECK(zero.output_tokens == 0);
+  CHECK_FALSE(zero.tpot);
+  CHECK_FALSE(zero.itl);
+}
+
+TEST_CASE("issue 35: GuideLLM's E2E ends when the [DONE] line breaks the loop") {
+  auto r = rec(0, {{0.1, 1}, {0.2, 1}, {0.35, 0, K::done}}, 0.5, 2);
+  CHECK(close(tc::evaluate(P::guidellm, tc::to_timeline(r)).e2e, 0.35));
+  r.chunks.pop_back();
+  CHECK(close(tc::evaluate(P::guidellm, tc::to_timeline(r)).e2e, 0.5));
+}
+
+TEST_CASE("issue 35: GuideLLM weighs TPOT by N and ITL by N - 1") {
+  const auto a = rec(0, {{0.1, 1}, {0.2, 1}}, 0.2, 2);             // TPOT 0.1, ITL 0.1
+  const auto b = rec(0, {{0.1, 1}, {0.8, 1}}, 0.8, 8);             // TPOT 0.1, ITL 0.1
+  const auto c = rec(1, {{1.2, 1}, {1.3, 1}, {1.4, 1}}, 1.4, 4);   // TPOT 0.1, ITL 0.1
+  const auto d = rec(2, {{2.4, 1}, {2.6, 1}, {3.0, 1}}, 3.0, 10);  // TPOT 0.1, ITL 0.6 / 9
+  const auto s = run(P::guidellm, {a, b, c, d});
+  CHECK(s.tpot.count == 2 + 8 + 4 + 10);
+  CHECK(close(s.tpot.mean, (2 * 0.1 + 8 * 0.1 + 4 * 0.1 + 10 * 0.1) / 24));
+  CHECK(s.itl.count == 1 + 7 + 3 + 9);
+  const double itl_b = 0.7 / 7, itl_c = 0.2 / 3, itl_d = 0.6 / 9;
+  const double want = (1 * 0.1 + 7 * itl_b + 3 * itl_c + 9 * itl_d) / 20;
+  CHECK(std::fabs(*s.itl.mean - want) <= 1e-15);
+  // The unweighted mean (one value per request) differs.
+  CHECK(std::fabs(*s.itl.mean - (0.1 + itl_b + itl_c + itl_d) / 4) > 1e-3);
+  // Median by weight: d's ITL (weight 9 of 20) reaches the half.
+  CHECK(close(s.itl.median, std::min({itl_b, itl_c, itl_d})));
+}
+
+TEST_CASE("issue 35: GuideLLM's percentile is the first value whose float cumsum reaches p") {
+  std::vector<double> v;
+  for (int i = 1; i <= 10; ++i) v.push_back(i * 1e-3);
+  // cumsum of ten 0.1s is 0.8999999999999999 at the ninth: p90 is the tenth value.
+  const auto g = tc::make_distribution(v, P::guidellm, {50, 90});
+  CHECK(close(g.at(90), 10e-3));
+  CHECK(close(g.at(50), 5e-3));
+  CHECK(close(tc::make_distribution(v, P::gpt_manager_benchmark, {90}).at(90), 9e-3));
+  CHECK(close(g.mean, 5.5e-3));
+  CHECK(close(g.stddev, std::sqrt(8.25) * 1e-3));  // population std
+}
+
+TEST_CASE("issue 35: GuideLLM's rates: every request over the window, tokens over the token span") {
+  const auto good = rec(0, {{1.0, 1}, {2.0, 1}}, 2.0, 2);
+  const auto failed = rec(0.5, {{1.5, 1}}, 4.0, std::nullopt, false);
+  const auto s = run(P::guidellm, {good, failed}, 0.0);
+  CHECK(close(s.duration, 4.0));
+  CHECK(close(s.request_throughput, 2 / 4.0));  // errored requests count
+  // 2 + 1 output tokens (the errored one's counted line) over the first to the last token event.
+  CHECK(close(s.output_throughput, 3 / 1.0));
+  CHECK(close(run(P::canonical, {good, failed}, 0.0).output_throughput, 2 / 4.0));
+}
+
+TEST_CASE("issue 35: GuideLLM's success needs content or usage; a usage-only answer keeps TTFT 0") {
+  const auto reasoning_only = rec(0, {{0.1, 2, K::reasoning}}, 0.2);
+  CHECK_FALSE(tc::evaluate(P::guidellm, tc::to_timeline(reasoning_only)).completed);
+  auto with_usage = reasoning_only;
+  with_usage.usage_output_tokens = 2;
+  const auto ru = tc::evaluate(P::guidellm, tc::to_timeline(with_usage));
+  CHECK(ru.completed);
+  CHECK(close(ru.ttft, 0.1));  // the reasoning line counts for TTFT
+  const auto no_line = rec(0, {{0.1, 0, K::empty}, {0.3, 0, K::usage}}, 0.4, 4);
+  const auto nl = tc::evaluate(P::guidellm, tc::to_timeline(no_line));
+  CHECK(nl.completed);
+  CHECK(close(nl.ttft, 0.0));
+  CHECK(close(nl.tpot, 0.4 / 4));  // request_end - start over N
+  const auto s = run(P::guidellm, {no_line}, 0.0);
+  CHECK(warned(s, "ttft_defaulted") == 1);
+  CHECK(s.itl.count == 3);  // the missing ITL enters as 0 with weight N - 1
+  CHECK(close(s.itl.max, 0.0));
+  CHECK(warned(run(P::guidellm, {rec(0, {{0.1, 1}, {0.2, 1}}, 0.2, 2)}, 0.0), "ttft_defaulted") ==
+        0);
+}
+
+TEST_CASE("issue 35: inference-perf gives a request with fewer than 2 tokens no TTFT or TPOT") {
+  const auto one = rec(0, {{0.1, 1}}, 0.2);
+  const auto r = tc::evaluate(P::inference_perf, tc::to_timeline(one));
+  CHECK(r.completed);
+  CHECK_FALSE(r.ttft);
+  CHECK_FALSE(r.tpot);
+  CHECK(close(r.e2e, 0.2));
+  const auto two = rec(0, {{0.1, 2}}, 0.2);  // 2 tokens in one chunk: streamable, TPOT 0
+  const auto t = tc::evaluate(P::inference_perf, tc::to_timeline(two));
+  CHECK(close(t.ttft, 0.1));
+  CHECK(close(t.tpot, 0.0));
+  const auto s = run(P::inference_perf, {one, two});
+  CHECK(s.ttft.count == 1);
+  CHECK(s.e2e.count == 2);
+  CHECK(warned(s, "not_streamable") == 1);
+  CHECK(warned(run(P::inference_perf, {two}), "not_streamable") == 0);
+}
+
+TEST_CASE("issue 35: inference-perf stamps every token with its chunk's time: gap, then zeros") {
+  const auto r = rec(0, {{0.1, 2}, {0.4, 3}}, 0.4);
+  const auto v = pooled_itl(P::inference_perf, r);  // the first chunk's extra token, then the gap
+  REQUIRE(v.size() == 4);
+  CHECK(v[0] == 0.0);
+  CHECK(close(v[1], 0.3));
+  CHECK(v[2] == 0.0);
+  CHECK(v[3] == 0.0);
+  const auto canonical = pooled_itl(P::canonical, r);  // gap / k per token
+  REQUIRE(canonical.size() == 4);
+  CHECK(close(canonical[1], 0.1));
+  // Reasoning chunks are not content: they give no token time.
+  const auto think = rec(0, {{0.1, 5, K::reasoning}, {0.3, 1}, {0.4, 1}}, 0.4);
+  const auto t = tc::evaluate(P::inference_perf, tc::to_timeline(think));
+  CHECK(close(t.ttft, 0.3));
+  CHECK(t.output_tokens == 2);
+}
+
+TEST_CASE("issue 35: inference-perf's total_time spans every request, failed included") {
+  const auto good = rec(1.0, {{1.1, 1}, {1.2, 1}}, 1.2);
+  const auto failed = rec(0.5, {{0.6, 1}}, 3.0, std::nullopt, false);
+  const auto s = run(P::inference_perf, {good, failed}, 0.0);
+  CHECK(close(s.duration, 3.0 - 0.5));  // min(start_time) to max(end_time), not the benchmark start
+  CHECK(close(s.request_throughput, 1 / 2.5));  // successful ones only
+  CHECK(close(s.output_throughput, 2 / 2.5));
+  CHECK(warned(s, "no_benchmark_start") == 0);
 }

@@ -280,6 +280,8 @@ struct request_metrics {
     bool negative_tpot = false;    ///< N < 2: the negative TPOT of `small_n_rule::negative`
     bool no_first_token = false;   ///< engine-side, completed without a token: no TTFT (the tool
                                    ///< would read an unset time; its intent: none)
+    bool not_streamable = false;   ///< fewer than 2 counted tokens: no TTFT, TPOT or ITL
+                                   ///< (`profile::ttft_needs_two_tokens`)
   } quirks;
 
   /// Whether the request counts as completed: `completed` (by a profile's rule) or `succeeded`

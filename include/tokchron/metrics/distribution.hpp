@@ -91,6 +91,70 @@ namespace detail {
   return static_cast<double>(sum / static_cast<float>(v.size())) / 1e3;
 }
 
+/// GuideLLM's statistics of samples `v` (weight 1 each) and `runs` (value, weight), as
+/// `DistributionSummary.from_values` computes them (guidellm src/guidellm/schemas/statistics.py,
+/// vllm-project/guidellm@ee7a77457ba6): sorted, equal values merged, zero weights dropped,
+/// probabilities w / sum(w); mean = sum(x p), std = sqrt(sum((x - mean)^2 p)); a percentile is the
+/// first value whose cumulative probability, summed in order in double, reaches q
+/// (`np.searchsorted(cdf, q, side="left")`, so a float cumsum just below q moves it one up);
+/// the count is the sum of the weights. O((n + r) log(n + r)).
+[[nodiscard]] inline distribution guidellm_distribution(const std::vector<double>& v,
+                                                        const sample_runs* runs,
+                                                        const std::vector<double>& percentiles) {
+  std::vector<std::pair<double, double>> xw;  // (value, weight)
+  xw.reserve(v.size() + (runs ? runs->size() : 0));
+  for (double x : v) xw.emplace_back(x, 1.0);
+  double count = static_cast<double>(v.size());
+  if (runs)
+    for (const auto& [x, c] : *runs) {
+      xw.emplace_back(x, static_cast<double>(c));
+      count += static_cast<double>(c);
+    }
+  std::sort(xw.begin(), xw.end(),
+            [](const auto& a, const auto& b) { return order_key(a.first) < order_key(b.first); });
+  std::vector<std::pair<double, double>> pdf;  // distinct values with a positive weight
+  for (const auto& [x, w] : xw) {
+    if (!pdf.empty() && pdf.back().first == x)
+      pdf.back().second += w;
+    else
+      pdf.emplace_back(x, w);
+  }
+  pdf.erase(std::remove_if(pdf.begin(), pdf.end(), [](const auto& e) { return !(e.second > 0); }),
+            pdf.end());
+  distribution d;
+  d.count = static_cast<std::uint64_t>(std::llround(count));
+  d.percentiles.reserve(percentiles.size());
+  double total = 0;
+  for (const auto& e : pdf) total += e.second;
+  std::vector<double> cdf(pdf.size());
+  double mean = 0, acc = 0;
+  for (std::size_t i = 0; i < pdf.size(); ++i) {
+    const double prob = pdf[i].second / total;
+    acc += prob;
+    cdf[i] = acc;
+    mean += pdf[i].first * prob;
+  }
+  auto at = [&](double q) -> std::optional<double> {
+    if (pdf.empty()) return std::nullopt;
+    const auto i =
+        static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), q) - cdf.begin());
+    return pdf[std::min(i, pdf.size() - 1)].first;
+  };
+  // The tool's probabilities are literals (0.001 ... 0.999); pc / 100 is the same double for each
+  // but 99.9.
+  auto prob_of = [](double pc) { return pc == 99.9 ? 0.999 : pc / 100.0; };
+  for (double pc : percentiles) d.percentiles.push_back(percentile_value{pc, at(prob_of(pc))});
+  if (pdf.empty()) return d;
+  double var = 0;
+  for (const auto& e : pdf) var += (e.first - mean) * (e.first - mean) * (e.second / total);
+  d.mean = mean;
+  d.median = at(0.5);
+  d.stddev = std::sqrt(var);
+  d.min = pdf.front().first;
+  d.max = pdf.back().first;
+  return d;
+}
+
 /// The statistics of a distribution: `count` samples whose ascending order statistics are
 /// `sorted[i]` (an iterator, or anything with operator[]), with `mean` and `stddev` known.
 template <class Sorted>
@@ -143,6 +207,8 @@ struct selected_ranks {
                                                     const profile& p,
                                                     const std::vector<double>& percentiles,
                                                     bool latency = false) {
+  if (p.guidellm_statistics)
+    return detail::guidellm_distribution(q.samples(), &q.runs(), percentiles);
   std::optional<double> sd;
   if (p.std_ddof) sd = q.stddev(*p.std_ddof);
   struct by_rank {  // the order statistics, runs (`add(x, count)`) included
@@ -289,7 +355,9 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs,
         sd = it->second;
       }
       const std::uint64_t invalid = jobs[j].out->invalid;
-      *jobs[j].out = distribution_from(count, mean, sd, sorted, p, *jobs[j].percentiles);
+      *jobs[j].out = p.guidellm_statistics
+                         ? guidellm_distribution(v, runs, *jobs[j].percentiles)
+                         : distribution_from(count, mean, sd, sorted, p, *jobs[j].percentiles);
       distribution& d = *jobs[j].out;
       d.invalid = invalid;
       if (jobs[j].tool_mean && !weighted) {

@@ -46,6 +46,10 @@ enum class chunk_rule : std::uint8_t {
   /// chunks whose content or reasoning content is non-empty: kinds `text` and `reasoning`
   /// (AIPerf: `_parse_chat_common` keeps a delta with either)
   content_or_reasoning,
+  /// chunks with non-empty content that carry a token: kind `text` with tokens > 0
+  /// (inference-perf stamps each re-tokenized token of a content chunk; a chunk of 0 tokens
+  /// gives no time)
+  text_tokens,
 };
 
 /// How a tool measures the time to second token.
@@ -78,6 +82,10 @@ enum class token_source : std::uint8_t {
   usage_nonzero_else_chunks,  ///< the usage count when present and non-zero, else the chunk sum
   usage_chunk_else_chunks,    ///< the usage count only when a usage chunk carried it, else the
                               ///< chunk sum (SGLang: the requested length, overwritten by usage)
+  counted_tokens,             ///< the tokens of the chunks the chunk rule counts (a re-encode of
+                              ///< the content text only: inference-perf)
+  usage_else_counted_chunks,  ///< the usage count when reported, else the number of counted
+                              ///< chunks, one token each (GuideLLM's `token_iterations`)
 };
 
 /// The numerator of TPOT: TPOT = numerator / (N - 1).
@@ -85,6 +93,9 @@ enum class tpot_span : std::uint8_t {
   e2e_minus_ttft,  ///< the profile's E2E minus its TTFT (every tool)
   token_span,      ///< last counted chunk minus first counted chunk (tokchron canonical: tN - t1)
   none,            ///< the tool reports no TPOT (llmperf)
+  /// (last counted chunk, else the E2E end) - origin, over N rather than N - 1: TTFT included,
+  /// none for N = 0 (GuideLLM's `time_per_output_token_ms`)
+  origin_to_last_over_n,
 };
 
 /// What TPOT is for a request with N <= 1.
@@ -111,8 +122,13 @@ enum class itl_grain : std::uint8_t {
   per_token_with_first,  ///< as per_token_split, plus k1 - 1 zeros for the first chunk's
                          ///< extra tokens: N - 1 samples whose mean is TPOT (canonical)
   per_request_tpot,      ///< one sample per request: its TPOT (GenAI-Perf, AIPerf)
-  per_request_including_ttft  ///< one per request: (last counted chunk - origin) / non-[DONE]
-                              ///< chunks, 0 when N = 0 (llmperf: TTFT included)
+  per_request_including_ttft,  ///< one per request: (last counted chunk - origin) / non-[DONE]
+                               ///< chunks, 0 when N = 0 (llmperf: TTFT included)
+  per_token_gap_zeros,  ///< one sample per token, each token stamped with its chunk's time: a
+                        ///< k-token chunk gives its whole gap then k - 1 zeros, the first chunk
+                        ///< k1 - 1 zeros (inference-perf's `output_token_times` deltas)
+  per_request_span,     ///< one per request: (last counted chunk - first) / (N - 1), N > 1
+                        ///< (GuideLLM's `inter_token_latency_ms`)
 };
 
 /// How the tool does its arithmetic on latencies (per request and in its means).
@@ -128,7 +144,7 @@ enum class tool_arithmetic : std::uint8_t {
 /// to one value per request or none.
 [[nodiscard]] constexpr bool pools_samples(itl_grain g) noexcept {
   return g == itl_grain::per_chunk || g == itl_grain::per_token_split ||
-         g == itl_grain::per_token_with_first;
+         g == itl_grain::per_token_with_first || g == itl_grain::per_token_gap_zeros;
 }
 
 /// How the run's duration is measured. "The start" is the benchmark start when known (the trace
@@ -139,11 +155,14 @@ enum class duration_rule : std::uint8_t {
                        ///< being the profile's E2E end when it has one, else the finish
   origin_to_e2e_end,   ///< max(E2E end) - min(origin) over completed requests, whatever the
                        ///< benchmark start: max(last response) - min(request) (GenAI-Perf, AIPerf)
-  completed_to_end,    ///< the start to max(E2E end) over completed requests only (trtllm-bench,
-                       ///< which aborts on a failure: its intent)
+  completed_to_end,    ///< as origin_to_e2e_end, failed requests counted as left out
+                       ///< (trtllm-bench: `max(end_timestamp) - min(start_timestamp)` over its
+                       ///< records, which hold completed requests only; it aborts on a failure)
   last_issued_to_end,  ///< the start to the E2E end of the last request issued (the latest
                        ///< intended arrival), whatever ends later (MLPerf loadgen's
                        ///< `final_query_all_samples_done_time`)
+  all_origin_to_end,   ///< max(E2E end, else finish) - min(origin) over every request, failed
+                       ///< included, whatever the benchmark start (inference-perf `total_time`)
 };
 
 /// Which requests the request throughput counts.
@@ -229,10 +248,23 @@ struct profile {
   bool swaps_mean_median_e2e;
   /// The tool's arithmetic on latencies (integer ns, float ms or double).
   tool_arithmetic arithmetic;
+  /// TTFT, TPOT and ITL need two tokens in the counted chunks: a request with fewer is "not
+  /// streamable" and has none of them (inference-perf: `len(output_token_times) > 1`).
+  bool ttft_needs_two_tokens;
+  /// GuideLLM's statistics (`DistributionSummary.from_values`): TPOT samples weigh N and ITL
+  /// samples N - 1; duplicates merged, zero weights dropped; the mean and the population std over
+  /// the probabilities w / sum(w); a percentile is the first value whose cumulative probability
+  /// (a float cumsum) reaches p (`np.searchsorted(cdf, p, side="left")`). Output and total token
+  /// throughput count every request's tokens, failed included, over the span from the first
+  /// token event to the last (its rate distributions over `output_tokens_timings`, without the
+  /// benchmark window).
+  bool guidellm_statistics;
   /// The duration starts at the benchmark start when one is known (false: the tool measures from
-  /// its first request whatever the benchmark start, as GenAI-Perf and AIPerf do).
+  /// its first request whatever the benchmark start, as GenAI-Perf, AIPerf and trtllm-bench do).
   [[nodiscard]] constexpr bool uses_benchmark_start() const noexcept {
-    return duration != duration_rule::origin_to_e2e_end;
+    return duration != duration_rule::origin_to_e2e_end &&
+           duration != duration_rule::completed_to_end &&
+           duration != duration_rule::all_origin_to_end;
   }
   /// True when the tool reports metric `m` of `extra_metrics`.
   [[nodiscard]] constexpr bool reports(metric_id m) const noexcept {
@@ -255,6 +287,7 @@ namespace detail {
     case chunk_rule::any_response: return k != chunk_kind::done;
     case chunk_rule::content_or_reasoning:
       return k == chunk_kind::text || k == chunk_kind::reasoning;
+    case chunk_rule::text_tokens: return k == chunk_kind::text && tokens > 0;
   }
   return false;
 }
@@ -353,7 +386,7 @@ template <class Timeline, class Sink>
   time_point first{}, last{}, recent{}, last_any{}, done{}, last_token{}, second{}, answer{},
       reasoning{};
   bool have_answer = false, have_reasoning = false;
-  std::uint64_t data_chunks = 0, counted = 0;
+  std::uint64_t data_chunks = 0, counted = 0, counted_tokens = 0;
   for (const auto& c : tl.store().chunks()) {
     if (c.kind == chunk_kind::usage) {
       if (!p.requests_usage) {  // an engine-side tool never sees one: no quirk there
@@ -379,6 +412,7 @@ template <class Timeline, class Sink>
       continue;
     }
     if (++counted == 2) second = c.time;
+    counted_tokens += c.tokens;
     if (c.kind == chunk_kind::reasoning) {
       if (!have_reasoning) reasoning = c.time;
       have_reasoning = true;
@@ -390,13 +424,18 @@ template <class Timeline, class Sink>
       first = c.time;
       have_first = true;
       have_ttft = !(p.zero_ttft_is_unset && origin && c.time == *origin);
-      if (pooled && p.itl == itl_grain::per_token_with_first && c.tokens > 1)
+      if (pooled &&
+          (p.itl == itl_grain::per_token_with_first || p.itl == itl_grain::per_token_gap_zeros) &&
+          c.tokens > 1)
         emit_itl(itl_sink, 0.0, c.tokens - 1u);
     } else if (pooled) {
       if (recent != last) ++r.quirks.gaps_split;
       const double gap = sec(c.time - recent);
       if (p.itl == itl_grain::per_chunk) {
         emit_itl(itl_sink, gap, 1u);
+      } else if (p.itl == itl_grain::per_token_gap_zeros) {
+        emit_itl(itl_sink, gap, 1u);
+        if (c.tokens > 1) emit_itl(itl_sink, 0.0, c.tokens - 1u);
       } else {
         const std::uint32_t k = c.tokens ? c.tokens : 1u;
         emit_itl(itl_sink, gap / static_cast<double>(k), k);
@@ -420,9 +459,13 @@ template <class Timeline, class Sink>
     n = usage;
   if (p.output_tokens == token_source::usage_chunk_else_chunks && has_usage && have_usage_chunk)
     n = usage;
+  if (p.output_tokens == token_source::counted_tokens) n = counted_tokens;
+  if (p.output_tokens == token_source::usage_else_counted_chunks) n = has_usage ? usage : counted;
   r.output_tokens = n;
   r.prompt_tokens = tl.prompt_tokens();
   r.completed = tl.succeeded() && (!p.needs_first_response || have_first);
+  if (p.guidellm_statistics)  // post_validation: non-empty content, or a usage count above 0
+    r.completed = tl.succeeded() && (have_answer || (has_usage && usage > 0));
 
   // TTFT and E2E.
   std::optional<time_point> end_tp;
@@ -451,9 +494,20 @@ template <class Timeline, class Sink>
   r.quirks.no_first_token = r.completed && !have_first && !p.ttft_zero_without_response &&
                             p.end == e2e_end::last_token_chunk;
 
+  // "Not streamable": fewer than two tokens in the counted chunks, no TTFT.
+  if (p.ttft_needs_two_tokens && counted_tokens < 2) {
+    r.quirks.not_streamable = r.completed && r.ttft.has_value();
+    r.ttft.reset();
+  }
+
   // TPOT: the numerator is the E2E end minus the first counted chunk (or the token span).
   if (p.tpot_numerator == tpot_span::none) {
     // no TPOT
+  } else if (p.tpot_numerator == tpot_span::origin_to_last_over_n) {
+    const std::optional<time_point> to = have_first ? std::optional<time_point>(last) : end_tp;
+    if (origin && to && n >= 1) r.tpot = sec(*to - *origin) / static_cast<double>(n);
+  } else if (p.ttft_needs_two_tokens && counted_tokens < 2) {
+    // not streamable: no TPOT
   } else if (n <= 1) {
     if (p.tpot_small_n == small_n_rule::zero && r.ttft && r.e2e) r.tpot = 0.0;
     if (p.tpot_small_n == small_n_rule::invalid && have_first) r.tpot_invalid = true;
@@ -474,6 +528,8 @@ template <class Timeline, class Sink>
 
   // Per-request ITL.
   if (p.itl == itl_grain::per_request_tpot && n > 1) r.itl = r.tpot;
+  if (p.itl == itl_grain::per_request_span && n > 1 && have_first)
+    r.itl = sec(last - first) / static_cast<double>(n - 1);
   if (p.itl == itl_grain::per_request_including_ttft && origin) {
     if (n == 0 || !have_first || data_chunks == 0)
       r.itl = 0.0;

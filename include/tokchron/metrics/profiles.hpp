@@ -69,6 +69,8 @@ inline constexpr profile canonical = [] {
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -112,6 +114,8 @@ inline constexpr profile vllm = [] {
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -198,6 +202,8 @@ inline constexpr profile sglang_openai = [] {
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -257,6 +263,8 @@ inline constexpr profile genai_perf = [] {
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -310,6 +318,8 @@ inline constexpr profile aiperf = [] {
   p.ttst = ttst_rule::second_response;
   p.icl_needs_positive_gaps = true;
   p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -355,6 +365,8 @@ inline constexpr profile llmperf = [] {
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -370,9 +382,14 @@ inline constexpr profile trtllm_bench = [] {
       "are included; a completed answer with no token gets TTFT 0 and TPOT 0; no ITL; "
       "percentiles sorted[int(n p)] without interpolation; no std; average concurrency = sum E2E "
       "/ duration. It aborts the run on any failed request (_raise_for_failed_tasks, `assert "
-      "finished == len(requests)`); the profile follows its intent: completed requests only, the "
-      "duration ending at the last completed one. tensorrt_llm/bench/dataclasses/statistics.py, "
-      "tensorrt_llm/bench/benchmark/utils/asynchronous.py (NVIDIA/TensorRT-LLM 0.20-1.0).";
+      "finished == len(requests)`); the profile follows its intent: completed requests only. The "
+      "duration is max(end_timestamp) - min(start_timestamp) over those records (total_latency_ns "
+      "in StatsKeeper.generate_statistics_summary), start_timestamp being the submission (the "
+      "send): from the first completed request's send to the last completed one's end, whatever "
+      "the benchmark start. tensorrt_llm/bench/dataclasses/statistics.py, "
+      "tensorrt_llm/bench/benchmark/utils/asynchronous.py (NVIDIA/TensorRT-LLM 0.20-1.0; "
+      "asynchronous.py at NVIDIA/TensorRT-LLM@00c7a534e57e), "
+      "tensorrt_llm/bench/dataclasses/reporting.py (NVIDIA/TensorRT-LLM@0249976575050).";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::tokens;
   p.zero_ttft_is_unset = false;
@@ -399,6 +416,8 @@ inline constexpr profile trtllm_bench = [] {
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -444,6 +463,8 @@ inline constexpr profile gpt_manager_benchmark = [] {
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::float_ms;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -491,14 +512,144 @@ inline constexpr profile mlperf = [] {
   p.ttst = ttst_rule::second_token;
   p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::int64_ns;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = false;
+  return p;
+}();
+
+/// vLLM project's GuideLLM (src/guidellm/schemas/request_stats.py, backends/openai/http.py,
+/// schemas/statistics.py, benchmark/schemas/metrics.py).
+inline constexpr profile guidellm = [] {
+  profile p{};
+  p.name = "guidellm";
+  p.tool = "GuideLLM (src/guidellm/schemas/request_stats.py, backends/openai/http.py)";
+  p.description =
+      "From request_start (the send); a streamed line counts when its delta carries content or "
+      "reasoning (add_streaming_line returns 1; a usage-only line does not count but its usage is "
+      "kept; it sends stream_options include_usage and continuous_usage_stats); TTFT = the first "
+      "such line - request_start; E2E = request_end - request_start, request_end taken when the "
+      "`[DONE]` line breaks the loop (else at the end of the stream); N = usage completion tokens "
+      "when any usage came (0 stays 0), else the number of counted lines (token_iterations, "
+      "'assumes each iteration is one token'); TPOT (time_per_output_token_ms) = (last counted "
+      "line - request_start) / N: TTFT included, divided by N, none for N = 0; ITL "
+      "(inter_token_latency_ms) = (last - first counted line) / (N - 1), N > 1; successful = no "
+      "error and non-empty content or a usage count above 0 (post_validation): a reasoning-only "
+      "answer without usage is errored, one with usage keeps TTFT 0 (`or 0.0`); statistics by "
+      "DistributionSummary.from_values: TPOT weighted by N, ITL by N - 1 (a missing ITL enters "
+      "as 0 with its weight), equal values merged, the mean and population std over w / sum(w), a "
+      "percentile the first value whose float cumsum of probabilities reaches p "
+      "(np.searchsorted side=left: nearest rank, one up where the cumsum falls just short); "
+      "requests/s = every request, errored included, ending in the benchmark window / the window "
+      "(benchmark start to the last completion); output and total tokens/s = every request's "
+      "tokens (errored included) over the span from the first token event to the last, not the "
+      "benchmark window (stand-in: events within 0.1 ms are not merged as its threshold=1e-4 "
+      "does, which can shorten its span by up to 0.1 ms). src/guidellm/schemas/request_stats.py, "
+      "backends/openai/http.py, backends/openai/request_handlers.py, schemas/statistics.py, "
+      "benchmark/schemas/metrics.py, benchmark/outputs/console.py, vllm-project/guidellm@"
+      "ee7a77457ba6.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::content_or_reasoning;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = false;  // guidellm_statistics: content, or usage above 0
+  p.end = e2e_end::done_chunk;
+  p.output_tokens = token_source::usage_else_counted_chunks;
+  p.tpot_numerator = tpot_span::origin_to_last_over_n;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_request_span;
+  p.percentile_method = quantile_method::nearest_rank;  // the closest; guidellm_statistics rules
+  p.std_ddof = profile::population_std;
+  p.duration = duration_rule::origin_to_finish;
+  p.request_rate = rps_rule::all_requests;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::none;
+  p.default_percentiles = "50,95";
+  p.requests_usage = true;
+  p.ttft_zero_without_response = true;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = false;
+  p.guidellm_statistics = true;
+  return p;
+}();
+
+/// Kubernetes serving working group's inference-perf (inference_perf/reportgen/base.py,
+/// apis/streaming_parser.py).
+inline constexpr profile inference_perf = [] {
+  profile p{};
+  p.name = "inference_perf";
+  p.tool = "inference-perf (inference_perf/reportgen/base.py, apis/streaming_parser.py)";
+  p.description =
+      "From start_time (time.perf_counter() before the request, the send); a chunk counts when its "
+      "choices[0] carries text or delta.content (role, usage-only and [DONE] lines do not; it "
+      "sends stream_options include_usage, and an empty choices list raises IndexError, caught); "
+      "each chunk's content is re-tokenized and every token stamped with the chunk's time "
+      "(stand-in: the chunk's token count); a request whose counted chunks carry fewer than 2 "
+      "tokens is not streamable: no TTFT, TPOT or ITL; TTFT = the first token time - start; "
+      "TPOT = (last - first token time) / (N - 1); ITL pooled per token: a k-token chunk gives its "
+      "whole gap then k - 1 zeros, the first chunk k - 1 zeros; E2E = end_time - start_time, "
+      "end_time taken after the stream (the `[DONE]` line, else the end); N = a re-tokenization "
+      "of the content text (stand-in: the counted chunks' token sum; use_server_output_tokens "
+      "is off by default); successful = no error; np.percentile (linear) at 0.1 ... 99.9, mean, "
+      "min, max, no std; total_time = max(end_time) - min(start_time) over every request, failed "
+      "included, whatever the benchmark start; requests/s and tokens/s count successful ones "
+      "over it. NTPOT ((end - start) / N, 0.0 for N = 0) is not kept. "
+      "inference_perf/reportgen/base.py (summarize_requests, effective_output_tokens), "
+      "apis/streaming_parser.py, apis/chat.py, client/modelserver/openai_client.py, "
+      "config/reportgen/config.py, kubernetes-sigs/inference-perf@7de5ef2ed6f7.";
+  p.origin = latency_origin::send;
+  p.token_chunks = chunk_rule::text_tokens;
+  p.zero_ttft_is_unset = false;
+  p.needs_first_response = false;
+  p.end = e2e_end::done_chunk;
+  p.output_tokens = token_source::counted_tokens;
+  p.tpot_numerator = tpot_span::token_span;
+  p.tpot_small_n = small_n_rule::excluded;
+  p.tpot_rounding = ns_rounding::none;
+  p.itl = itl_grain::per_token_gap_zeros;
+  p.percentile_method = quantile_method::linear;
+  p.std_ddof = profile::no_std;
+  p.duration = duration_rule::all_origin_to_end;
+  p.request_rate = rps_rule::completed;
+  p.user_rate = user_rate_rule::tokens_over_e2e;
+  p.goodput = goodput_rule::all_met_missing_fails;
+  p.default_percentiles = "0.1,1,5,10,25,50,75,90,95,99,99.9";
+  p.requests_usage = true;
+  p.ttft_zero_without_response = false;
+  p.gap_from_any_chunk = false;
+  p.tpot_needs_two_responses = false;
+  p.swaps_mean_median_e2e = false;
+  p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
+  p.ttst = ttst_rule::second_token;
+  p.icl_needs_positive_gaps = false;
+  p.arithmetic = tool_arithmetic::double_seconds;
+  p.ttft_needs_two_tokens = true;
+  p.guidellm_statistics = false;
   return p;
 }();
 
 /// Every built-in profile, canonical first. A new profile is one constant above and one entry
 /// here; the count follows.
-inline constexpr std::array all = {
-    &canonical,  &vllm,   &vllm_legacy, &vllm_legacy_chat, &sglang_openai,         &sglang_native,
-    &genai_perf, &aiperf, &llmperf,     &trtllm_bench,     &gpt_manager_benchmark, &mlperf};
+inline constexpr std::array all = {&canonical,
+                                   &vllm,
+                                   &vllm_legacy,
+                                   &vllm_legacy_chat,
+                                   &sglang_openai,
+                                   &sglang_native,
+                                   &genai_perf,
+                                   &aiperf,
+                                   &llmperf,
+                                   &trtllm_bench,
+                                   &gpt_manager_benchmark,
+                                   &mlperf,
+                                   &guidellm,
+                                   &inference_perf};
+
 }  // namespace profiles
 
 /// Every built-in profile, canonical first (`profiles::all`).

@@ -115,6 +115,7 @@ struct run_summary {
     std::uint64_t no_first_token = 0;   ///< engine-side, completed with no token: no TTFT
     std::uint64_t failed_left_out = 0;  ///< failed requests left out of the duration
     std::uint64_t ended_after_last_issued = 0;  ///< requests ending after the last issued one
+    std::uint64_t not_streamable = 0;  ///< completed, under 2 tokens: no TTFT (inference-perf)
     /// No benchmark start was known: the duration starts at the earliest intended arrival.
     bool start_is_earliest_arrival = false;
   } quirks;
@@ -196,6 +197,9 @@ struct run_summary {
   add("failed_left_out", q.failed_left_out, "failed request is", "failed requests are",
       " left out of the duration: the tool aborts the run on a failed request (its intent: "
       "completed requests only)");
+  add("not_streamable", q.not_streamable, "completed request has", "completed requests have",
+      " fewer than 2 tokens: the tool calls it not streamable and gives it no TTFT, TPOT or ITL "
+      "(len(output_token_times) > 1)");
   add("ended_after_last_issued", q.ended_after_last_issued, "request ends", "requests end",
       " after the last issued one, where the duration ends (loadgen's "
       "final_query_all_samples_done_time)");
@@ -303,18 +307,23 @@ class run_summarizer {
       case duration_rule::origin_to_finish:
         if (run_end) widen_end(*run_end);
         break;
+      case duration_rule::completed_to_end:
+        if (!r.completed) ++quirks_.failed_left_out;
+        [[fallthrough]];
       case duration_rule::origin_to_e2e_end:
         if (r.completed && origin && e2e_end_tp) {
           if (!first_request_ || *origin < *first_request_) first_request_ = *origin;
           if (!last_response_ || *e2e_end_tp > *last_response_) last_response_ = *e2e_end_tp;
         }
         break;
-      case duration_rule::completed_to_end:
-        if (!r.completed)
-          ++quirks_.failed_left_out;
-        else if (e2e_end_tp)
-          widen_end(*e2e_end_tp);
+      case duration_rule::all_origin_to_end: {
+        const std::optional<time_point> e = e2e_end_tp ? e2e_end_tp : end;
+        if (origin && e) {
+          if (!first_request_ || *origin < *first_request_) first_request_ = *origin;
+          if (!last_response_ || *e > *last_response_) last_response_ = *e;
+        }
         break;
+      }
       case duration_rule::last_issued_to_end: {
         const auto issued = tl.arrival();  // loadgen's issue order is its schedule
         if (issued && (!last_issued_ || *issued >= *last_issued_)) {
@@ -326,6 +335,7 @@ class run_summarizer {
       }
     }
     if (o_.keep_requests) requests_detail_.push_back(r);
+    if (p_->guidellm_statistics) token_window(tl, r, e2e_end_tp ? e2e_end_tp : end);
     if (!r.completed) return;
     ++completed_;
     output_tokens_ += r.output_tokens;
@@ -335,10 +345,17 @@ class run_summarizer {
       prompt_len_.push_back(static_cast<double>(*r.prompt_tokens));
     }
     push(ttft_, r.ttft);
-    push(tpot_, r.tpot);
+    if (p_->guidellm_statistics) {  // (value, weight): TPOT weighs N, ITL N - 1, a missing one 0
+      if (r.tpot && r.output_tokens > 0) tpot_runs_.emplace_back(*r.tpot, r.output_tokens);
+      if (r.output_tokens > 1) itl_runs_.emplace_back(r.itl.value_or(0.0), r.output_tokens - 1);
+    } else {
+      push(tpot_, r.tpot);
+      if (p_->itl == itl_grain::per_request_tpot ||
+          p_->itl == itl_grain::per_request_including_ttft ||
+          p_->itl == itl_grain::per_request_span)
+        push(itl_, r.itl);
+    }
     if (r.tpot_invalid) ++tpot_invalid_;
-    if (p_->itl == itl_grain::per_request_tpot || p_->itl == itl_grain::per_request_including_ttft)
-      push(itl_, r.itl);
     if (r.e2e) {
       e2el_.push_back(*r.e2e);
       e2el_sum_ += *r.e2e;
@@ -396,7 +413,7 @@ class run_summarizer {
     s.output_tokens = output_tokens_;
     s.quirks = quirks_;
     std::optional<time_point> start = start_, end = end_;
-    if (p.duration == duration_rule::origin_to_e2e_end) {
+    if (!p.uses_benchmark_start()) {  // the first completed request to the last response
       start = first_request_;
       end = last_response_;
     } else {
@@ -432,6 +449,16 @@ class run_summarizer {
         s.output_throughput = per_s(static_cast<double>(output_tokens_));
       }
       s.total_token_throughput = static_cast<double>(input_tokens_ + output_tokens_) / dur;
+      if (p.guidellm_statistics) {  // every request's tokens over the token events' span
+        s.output_throughput.reset();
+        s.total_token_throughput.reset();
+        if (token_first_ && token_last_ && *token_last_ > *token_first_) {
+          const double span = to_seconds(*token_last_ - *token_first_);
+          s.output_throughput = static_cast<double>(all_output_tokens_) / span;
+          s.total_token_throughput =
+              static_cast<double>(all_input_tokens_ + all_output_tokens_) / span;
+        }
+      }
       s.mean_concurrency = e2el_sum_ / dur;
       s.time_weighted_concurrency = in_flight_integral() / dur;
       if (o_.gpus) {
@@ -475,6 +502,7 @@ class run_summarizer {
     if (!candidates_.empty())  // the pooled ITL samples are another summarizer's: share them
       jobs[itl_job].samples = const_cast<std::vector<double>*>(&itl_view());
     jobs[itl_job].runs = &itl_runs_view();
+    jobs[itl_job - 1].runs = &tpot_runs_;  // GuideLLM's token-weighted TPOT (else empty)
     s.requests_detail = std::move(requests_detail_);
     requests_detail_.clear();
   }
@@ -526,6 +554,7 @@ class run_summarizer {
     quirks_.one_response += q.one_response ? 1 : 0;
     quirks_.negative_tpot += q.negative_tpot ? 1 : 0;
     quirks_.no_first_token += q.no_first_token ? 1 : 0;
+    quirks_.not_streamable += q.not_streamable ? 1 : 0;
   }
   /// Evaluates `tl`, storing its pooled ITL samples (or checking that a candidate has them).
   request_metrics add_itl(const Timeline& tl, std::optional<time_point>& e2e_end_tp) {
@@ -595,6 +624,25 @@ class run_summarizer {
     }
     TOKCHRON_CATCH_ALL { itl_failed_ = true; }
   }
+  /// GuideLLM's token events of one request, any status: the first at the first counted chunk
+  /// (else the end), the last at the last counted chunk (else the end); its prompt and output
+  /// tokens (N: usage, else the counted chunks).
+  void token_window(const Timeline& tl, const profiled_request& r,
+                    const std::optional<time_point>& end) noexcept {
+    std::optional<time_point> first, last;
+    for (const auto& c : tl.store().chunks()) {
+      if (c.kind == chunk_kind::usage && !p_->requests_usage) continue;
+      if (!detail::counts(p_->token_chunks, c.tokens, c.kind)) continue;
+      if (!first) first = c.time;
+      last = c.time;
+    }
+    if (!first) first = end;
+    if (!last) last = end;
+    if (first && (!token_first_ || *first < *token_first_)) token_first_ = first;
+    if (last && (!token_last_ || *last > *token_last_)) token_last_ = last;
+    all_output_tokens_ += r.output_tokens;
+    all_input_tokens_ += r.prompt_tokens.value_or(0);
+  }
   void widen_start(time_point t) noexcept {
     if (!start_ || t < *start_) start_ = t;
   }
@@ -634,6 +682,10 @@ class run_summarizer {
   std::optional<time_point> start_, end_, benchmark_start_, first_request_, last_response_,
       last_issued_, last_issued_end_;
   std::vector<time_point> ends_;  // every request's end (last_issued_to_end only)
+  // GuideLLM: TPOT samples weighted by N, the token events' span and every request's tokens.
+  sample_runs tpot_runs_;
+  std::optional<time_point> token_first_, token_last_;
+  std::uint64_t all_output_tokens_ = 0, all_input_tokens_ = 0;
   run_summary::quirk_counts quirks_;
   std::vector<std::pair<time_point, time_point>> spans_;
   std::vector<double> ttfa_, reasoning_, ttst_, icl_, prefill_tps_, uncached_tps_, spec_,
