@@ -1,6 +1,6 @@
 # Shared helpers for tokchron's scripts (sourced, not run).
-# need_pkgs PKG...: installs the Debian packages that are missing (as root, or through sudo).
-need_pkgs() {
+# tc_need_pkgs PKG...: installs the Debian packages that are missing (as root, or through sudo).
+tc_need_pkgs() {
   local missing=() p
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,8 +19,8 @@ TOKCHRON_BASE_PKGS=(build-essential g++ clang cmake ninja-build pkg-config ccach
                     libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
                     libopenblas-dev catch2)
 
-# ccache for every CMake build the scripts configure (configure_build, and stages or scripts
-# that call cmake themselves): CMake (3.17 and later) reads the launcher from the environment.
+# ccache for every CMake build the scripts configure (tc_tree, and scripts that call cmake
+# themselves): CMake (3.17 and later) reads the launcher from the environment.
 # Paths are hashed relative to the repository, so two build directories configured alike share
 # their objects within a run and a later run (or a second clone) reuses them. A launcher the
 # caller set already is kept; TOKCHRON_CCACHE=0 turns it off.
@@ -65,36 +65,80 @@ tc_enter_root() {
   TOKCHRON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   export TOKCHRON_ROOT
   cd "$TOKCHRON_ROOT"
-  need_pkgs "${TOKCHRON_BASE_PKGS[@]}" "$@"
+  tc_need_pkgs "${TOKCHRON_BASE_PKGS[@]}" "$@"
 }
 
-# tc_release_build DIR TARGET: configures DIR as a Release build without tests, benchmarks or
-# CUDA (the configure log goes to DIR.configure.log, printed on failure) and builds TARGET.
-tc_release_build() {
-  local dir=$1 target=$2
+
+# The build trees, one per configuration, each named once here. A stage that needs a build asks
+# for a tree by name (tc_build NAME TARGET...): two stages that ask for the same tree share its
+# directory, configuration and objects. The trees live in $TOKCHRON_CI_BUILD/NAME (build/ci/NAME
+# when unset). docs/testing.md lists which stage uses which tree.
+#   g++-c++17      g++ -std=c++17 -O2 (assertions on): tests, examples, tools, benchmarks, the
+#                  header-alone check and the CUDA backend where nvcc is (stages 10, 45, 50)
+#   clang++-c++20  clang++ -std=c++20 -O0, no benchmarks (stage 10)
+#   g++-c++20      g++ -std=c++20 -O0, no benchmarks (stage 10)
+#   asan-ubsan     clang++ -std=c++17 -O1, ASan + UBSan, every finding fatal (stage 30)
+#   tsan           clang++ -O1, ThreadSanitizer, every finding fatal (stages 30, 32)
+#   prometheus     Release, no benchmarks, configured after prometheus-cpp is installed (40, 45)
+#   release        Release without tests, benchmarks or CUDA: the tools as users run them
+#                  (main.sh, stages 46, 47, docs/regenerate-images.sh)
+#   install        the README's pure install: the library alone, default warnings (stage 20)
+# Every tree but install turns warnings into errors.
+# tc_tree_args NAME: prints the CMake arguments of tree NAME, one a line.
+tc_tree_args() {
+  [ "$1" = install ] || echo -DTOKCHRON_WERROR=ON
+  local strict=(-DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF)
+  local lean=(-DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF)
+  case $1 in
+    g++-c++17) printf '%s\n' -DCMAKE_CXX_COMPILER=g++ -DCMAKE_CXX_STANDARD=17 "${strict[@]}" \
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O2 -DTOKCHRON_BUILD_BENCHMARKS=ON \
+      -DTOKCHRON_HEADER_ALONE=ON -DTOKCHRON_CUDA=ON ;;
+    clang++-c++20|g++-c++20) printf '%s\n' -DCMAKE_CXX_COMPILER="${1%%-c++20}" \
+      -DCMAKE_CXX_STANDARD=20 "${strict[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+      "${lean[@]}" ;;
+    asan-ubsan) printf '%s\n' -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_STANDARD=17 "${strict[@]}" \
+      -DCMAKE_BUILD_TYPE=Debug "${lean[@]}" \
+      "-DCMAKE_CXX_FLAGS=-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" ;;
+    tsan) printf '%s\n' -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "${lean[@]}" \
+      "-DCMAKE_CXX_FLAGS=-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
+      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" ;;
+    prometheus) printf '%s\n' -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_BENCHMARKS=OFF \
+      -DTOKCHRON_CUDA=OFF ;;
+    release) printf '%s\n' -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_TESTS=OFF "${lean[@]}" ;;
+    install) printf '%s\n' -DTOKCHRON_BUILD_TESTS=OFF -DTOKCHRON_BUILD_EXAMPLES=OFF \
+      -DTOKCHRON_BUILD_TOOLS=OFF -DTOKCHRON_BUILD_BENCHMARKS=OFF ;;
+    *) echo "tc_tree_args: no build tree named '$1'" >&2; return 1 ;;
+  esac
+}
+
+# tc_tree NAME [DIR]: configures tree NAME in DIR ($TOKCHRON_CI_BUILD/NAME by default; Ninja,
+# ccache when present) and prints DIR; configuring again is cheap and picks up new packages. The
+# configure log goes to DIR.configure.log, printed on failure. A tree configured before a
+# package it can use was installed finds it on the next tc_tree (CMake re-runs the checks that
+# failed, as the QUIET find_package calls are not cached as found).
+tc_tree() {
+  local name=$1 dir=${2:-${TOKCHRON_CI_BUILD:-$TOKCHRON_ROOT/build/ci}/$1} args
+  args=$(tc_tree_args "$name") || return 1
   mkdir -p "$dir"
-  cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_TESTS=OFF \
-    -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_CUDA=OFF >"$dir.configure.log" 2>&1 ||
-    { cat "$dir.configure.log"; return 1; }
-  cmake --build "$dir" -j "$(tc_jobs)" --target "$target" >&2
+  local -a a
+  mapfile -t a <<<"$args"
+  cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja "${a[@]}" \
+    >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log" >&2; return 1; }
+  echo "$dir"
 }
 
-# configure_build DIR [cmake args...]: configures (Ninja, warnings as errors, ccache when
-# present: see above) and builds DIR.
-configure_build() {
-  local dir=$1; shift
-  cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DTOKCHRON_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
-    { cat "$dir.configure.log"; return 1; }
-  cmake --build "$dir" -j "$(tc_jobs)"
+# tc_build NAME [TARGET...]: tc_tree NAME, then builds TARGET... there (everything when none),
+# with one job per core.
+tc_build() {
+  local name=$1 dir
+  shift
+  dir=$(tc_tree "$name") || return 1
+  local t=()
+  local x
+  for x in "$@"; do t+=(--target "$x"); done
+  cmake --build "$dir" -j "$(tc_jobs)" "${t[@]}" >&2
 }
 
-# tc_tsan_configure DIR: configures DIR as the clang++ ThreadSanitizer build (Debug, -O1, every
-# finding fatal) that stages 30 and 32 share, so either reuses the other's directory and objects.
-tc_tsan_configure() {
-  local dir=$1
-  cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-    -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
-    -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >"$dir.configure.log" 2>&1 ||
-    { cat "$dir.configure.log"; return 1; }
-}
+# tc_dir NAME: the directory of tree NAME (configured or not).
+tc_dir() { echo "${TOKCHRON_CI_BUILD:-$TOKCHRON_ROOT/build/ci}/$1"; }

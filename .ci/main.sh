@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tokchron's main job: installs what is missing from Debian's packages, builds the batching
 # executor in Release and runs the seed-style sweep on the simulated backend
-# (docs/tools/batching-executor.md, "The main job: a capacity study"): 50 closed-loop users on an A10G
+# (docs/tools/executor.md, "The main job: a capacity study"): 50 closed-loop users on an A10G
 # with Llama-2-7B, prompts ~300 and outputs ~150 tokens, the customer-service SLA, batch
 # 8 / 16 / 32 x prefill priority off / on,
 # for users who do not think (the seed's load) and who think 10 s or 25 s (exponential) between
@@ -10,9 +10,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 tc_enter_root
-build=$TOKCHRON_ROOT/build/main
-tc_release_build "$build" batching-executor
-exec "$build/tools/executor/batching-executor" \
+tc_build release batching-executor
+exec "$(tc_dir release)/tools/executor/batching-executor" \
   --backend sim --hw a10g --model llama2-7b --users 50 \
   --prompt-len normal:300,90 --output-len uniform:75,225 --duration 600 --warmup 60 --seed 1 \
   --slo 'p95(ttft)<1.5s' --slo 'p95(tpot)<100ms' \

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Regenerates the pictures in docs/images/ (README.md and docs/tools/pictures.md show them): the
-# throughput/latency frontier of the main job's sweep (.ci/main.sh --plot, which builds
-# batching-executor in build/main) and the latency spectrum of the planner's choice's trace
-# under four tools' definitions (tokchron-report --plot, built in build/images). Installs what is missing from Debian's packages (gnuplot-nox,
+# throughput/latency frontier of the main job's sweep (.ci/main.sh --plot) and the latency
+# spectrum of the planner's choice's trace under four tools' definitions (tokchron-report
+# --plot); both are built in .ci/lib.sh's release tree (build/ci/release). Installs what is missing from Debian's packages (gnuplot-nox,
 # fonts-dejavu-core besides the build's). Deterministic: the sweep is seeded.
 #   docs/regenerate-images.sh          (from anywhere in the repository)
 set -euo pipefail
 # shellcheck source=../.ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../.ci/lib.sh"
 tc_enter_root gnuplot-nox fonts-dejavu-core
-build=$TOKCHRON_ROOT/build/images
-tc_release_build "$build" tokchron-report
+build=$(tc_dir release)
+tc_build release tokchron-report
 out=$build/plots
 rm -rf "$out"
 mkdir -p "$out"

@@ -1,8 +1,8 @@
-# Documentation (fast, seconds): README.md is at most 300 lines; every relative link in every
+# Documentation (fast, seconds): README.md is under 250 lines; every relative link in every
 # tracked Markdown file resolves inside the repository (anchors included), and every path of a
 # Markdown file under docs/ named in code, scripts or prose exists; the API reference builds
 # with Doxygen (docs/Doxyfile) with every warning an error.
-need_pkgs python3 doxygen git
+tc_need_pkgs python3 doxygen git
 cd "$TOKCHRON_ROOT"
 /usr/bin/env python3 - <<'PY'
 import os, re, subprocess, sys
@@ -14,8 +14,8 @@ tracked = [f for f in tracked if f and os.path.isfile(f)]
 problems = []
 
 readme_lines = sum(1 for _ in open("README.md", encoding="utf-8"))
-if readme_lines > 300:
-    problems.append(f"README.md: {readme_lines} lines, at most 300 allowed (move detail to docs/)")
+if readme_lines >= 250:
+    problems.append(f"README.md: {readme_lines} lines, at most 249 allowed (move detail to docs/)")
 
 
 def slug(heading):
@@ -77,8 +77,9 @@ for f in (t for t in tracked if t.endswith(".md")):
                 problems.append(f"{f}:{n}: {target}: no heading #{frag} in {dest}")
 
 # A docs/ Markdown path named anywhere in a tracked text file (comments, scripts, CMake, prose)
-# is relative to the repository root and must exist.
-mention = re.compile(r"(?<![\w/.-])docs/\w[\w./-]*?\.md\b")
+# is relative to the repository root and must exist; so is one a program joins to the root
+# (a root joined to a quoted path that starts with a slash).
+mention = re.compile(r"(?:(?<=[\"']/)|(?<![\w/.-]))docs/\w[\w./-]*?\.md\b")
 for f in tracked:
     if f.startswith("tests/data/") or f.startswith("tests/fuzz/"):
         continue

@@ -2,8 +2,18 @@
 # file (the repository's .clang-format), and clang-tidy (.clang-tidy, every finding an error)
 # passes on the library headers: one translation unit includes every header under
 # include/tokchron/, and only findings in those headers are reported (HeaderFilterRegex).
-need_pkgs git clang-format clang-tidy libboost-dev nlohmann-json3-dev prometheus-cpp-dev catch2
+# .ci/check_includes.py: no library header includes a standard header whose names it never
+# uses (a text check against a table of each header's names; its docstring says what it is not).
+# .ci/check_layers.py: includes inside include/tokchron/ flow one way, lowest layer first (the
+# order is written once, in that script).
+tc_need_pkgs git clang-format clang-tidy libboost-dev nlohmann-json3-dev prometheus-cpp-dev catch2 \
+  python3
 cd "$TOKCHRON_ROOT"
+
+echo "--- unused standard includes in include/tokchron/"
+python3 .ci/check_includes.py .
+echo "--- layer order of include/tokchron/"
+python3 .ci/check_layers.py .
 
 echo "--- clang-format --dry-run -Werror"
 git ls-files -z '*.hpp' '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -0 clang-format --dry-run -Werror

@@ -12,7 +12,7 @@
 # (docs/testing.md, "Which header to include where") plus 4-9 %, so that the recording header
 # cannot grow unnoticed. The umbrella header's
 # figures are printed beside them.
-need_pkgs g++ python3
+tc_need_pkgs g++ python3
 cd "$TOKCHRON_ROOT"
 python3 bench/compile_cost/measure.py --check --runs 7 --umbrella-runs 3 \
   --max-ratio 1.8 --max-calls-ratio 4.8 --max-separate-ratio 1.4

@@ -5,8 +5,7 @@
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pkg=$TOKCHRON_ROOT/tests/package
-cmake -S "$TOKCHRON_ROOT" -B "$work/lib" -G Ninja -DTOKCHRON_BUILD_TESTS=OFF \
-  -DTOKCHRON_BUILD_EXAMPLES=OFF -DTOKCHRON_BUILD_TOOLS=OFF -DTOKCHRON_BUILD_BENCHMARKS=OFF >/dev/null
+tc_tree install "$work/lib" >/dev/null
 cmake --install "$work/lib" --prefix "$work/prefix" >/dev/null
 for kind in find_package add_subdirectory fetchcontent; do
   echo "--- consumer via $kind"

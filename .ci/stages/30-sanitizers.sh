@@ -4,21 +4,16 @@
 # (doctest test suite "concurrency", and tokchron-report's pipelined reader) under ThreadSanitizer, both with -fno-sanitize-recover so any
 # finding fails; the recording and estimator headers built with -fno-exceptions; and the public
 # headers compiled by nvcc when it is present.
-san=$TOKCHRON_CI_BUILD/asan-ubsan
+san=$(tc_dir asan-ubsan)
 echo "--- clang++ ASan+UBSan: every test"
 # clang++ under strict C++17: this is also stage 10's clang++ C++17 configuration.
-configure_build "$san" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF \
-  -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+tc_build asan-ubsan
 (cd "$san" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$(tc_jobs)" --timeout 900)
 
-tsan=$TOKCHRON_CI_BUILD/tsan
+tsan=$(tc_dir tsan)
 echo "--- clang++ TSan: the concurrency tests"
-tc_tsan_configure "$tsan"
-cmake --build "$tsan" -j "$(tc_jobs)" --target tokchron_tests tokchron_report_tests
+tc_build tsan tokchron_tests tokchron_report_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan/tests/tokchron_tests" -ts=concurrency
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   "$tsan/tools/report/tokchron_report_tests" -tc="*pipelined*"

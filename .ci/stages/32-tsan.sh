@@ -4,9 +4,8 @@
 # monotone and the final totals exact), plus the collector tests. Only the small
 # tokchron_live_tests binary is built, in stage 30's TSan build directory with the same flags,
 # so the configuration and the ccache objects are shared; about a minute on 2 cores.
-tsan=$TOKCHRON_CI_BUILD/tsan
+tsan=$(tc_dir tsan)
 echo "--- clang++ TSan: live metrics and collector"
-tc_tsan_configure "$tsan"
-cmake --build "$tsan" -j "$(tc_jobs)" --target tokchron_live_tests
+tc_build tsan tokchron_live_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" TOKCHRON_STRESS_SCALE=2 \
   "$tsan/tests/tokchron_live_tests"

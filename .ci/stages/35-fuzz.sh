@@ -5,7 +5,7 @@
 # A finding fails the stage; its input is printed (hex) and kept under $TOKCHRON_CI_BUILD/fuzz.
 # Budget: about 6 minutes in all on 2 cores: 4 builds, two at a time, then the targets two at a
 # time, each for a fixed number of runs capped at TOKCHRON_FUZZ_SECONDS (120 s).
-need_pkgs clang libclang-rt-14-dev nlohmann-json3-dev
+tc_need_pkgs clang libclang-rt-14-dev nlohmann-json3-dev
 fuzz_secs=${TOKCHRON_FUZZ_SECONDS:-120}
 out=$TOKCHRON_CI_BUILD/fuzz
 rm -rf "$out"

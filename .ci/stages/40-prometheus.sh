@@ -4,15 +4,12 @@
 # OpenMetrics) and a real Prometheus server, all on 127.0.0.1 with a temporary config and data
 # dir, and examples/fleet's checker compares PromQL's histogram_quantile with tokchron's merged
 # P95. Everything started here is stopped on exit, failure included.
-need_pkgs prometheus prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
+tc_need_pkgs prometheus prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
 tc_scratch  # $work, and $pids: stopped on exit
-dir=$TOKCHRON_CI_BUILD/prometheus
+dir=$(tc_dir prometheus)
 # Stage 10 ran the exporter tests and checked the golden files; this stage builds only what
 # needs the packages installed above (stage 10 may have run before they were).
-mkdir -p "$dir"
-cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
-cmake --build "$dir" -j "$(tc_jobs)" --target tokchron_prometheus_cpp_test fleet_replica fleet_check
+tc_build prometheus tokchron_prometheus_cpp_test fleet_replica fleet_check
 golden=$TOKCHRON_ROOT/tests/data/golden/export
 
 echo "--- the prometheus-cpp adaptor test (a real Exposer on 127.0.0.1)"

@@ -6,7 +6,7 @@
 # (tests/data/vllm_dashboard/) and compares the answers with tokchron-report on the run's
 # trace. Once with --names vllm (the whole dashboard), once, smaller, with --names tokchron.
 # Everything started here is stopped on exit, failure included.
-need_pkgs prometheus prometheus-cpp-dev nlohmann-json3-dev python3
+tc_need_pkgs prometheus prometheus-cpp-dev nlohmann-json3-dev python3
 tc_scratch  # $work, and $pids: stopped on exit
 ex=$TOKCHRON_ROOT/examples/server_integration
 
@@ -16,17 +16,13 @@ python3 "$ex/check_doc_quotes.py" --root "$TOKCHRON_ROOT" docs/library/server-in
 # server-integration in stage 40's build directory (same flags: Release, no benchmarks; it has
 # found prometheus-cpp). tokchron-report where stage 10's optimised build has it already (an
 # up-to-date check there), else here too.
-dir=$TOKCHRON_CI_BUILD/prometheus
-mkdir -p "$dir"
-cmake -S "$TOKCHRON_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DTOKCHRON_BUILD_BENCHMARKS=OFF >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+dir=$(tc_dir prometheus)
 server=$dir/examples/server_integration/server-integration
-report=$TOKCHRON_CI_BUILD/g++-c++17/tools/report/tokchron-report
-if [ -f "$TOKCHRON_CI_BUILD/g++-c++17/build.ninja" ] &&
-    cmake --build "$TOKCHRON_CI_BUILD/g++-c++17" -j "$(tc_jobs)" --target tokchron-report; then
-  cmake --build "$dir" -j "$(tc_jobs)" --target server-integration
+report=$(tc_dir g++-c++17)/tools/report/tokchron-report
+if [ -f "$(tc_dir g++-c++17)/build.ninja" ] && tc_build g++-c++17 tokchron-report; then
+  tc_build prometheus server-integration
 else
-  cmake --build "$dir" -j "$(tc_jobs)" --target server-integration tokchron-report
+  tc_build prometheus server-integration tokchron-report
   report=$dir/tools/report/tokchron-report
 fi
 

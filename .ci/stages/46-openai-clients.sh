@@ -5,8 +5,8 @@
 # reasons must equal the server's own trace (tests/data/openai/stream_client.mjs). The server is
 # stopped with SIGINT (which writes the trace) and everything started here is stopped on exit,
 # failure included.
-command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || need_pkgs nodejs npm
-need_pkgs curl
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || tc_need_pkgs nodejs npm
+tc_need_pkgs curl
 openai_version=5.23.2  # no dependencies; states Node 20+, runs on Debian 12's Node 18 (tested in CI)
 tc_scratch  # $work, and $pids: stopped on exit
 
@@ -22,8 +22,8 @@ fi
 cp "$TOKCHRON_ROOT/tests/data/openai/stream_client.mjs" "$sdk/stream_client.mjs"
 client=$sdk/stream_client.mjs
 
-dir=$TOKCHRON_CI_BUILD/release
-tc_release_build "$dir" batching-executor
+dir=$(tc_dir release)
+tc_build release batching-executor
 bx=$dir/tools/executor/batching-executor
 
 echo "--- serve on 127.0.0.1 (sim h200, so steps take a few ms)"

@@ -7,12 +7,11 @@
 # server trace, and the latency quantiles within the client/server difference the page states
 # (tools/bench/tests/check_sweep.py). The sweep must end with the capacity
 # planner's pick. Everything started here is stopped on exit, failure included.
-need_pkgs curl python3
+tc_need_pkgs curl python3
 tc_scratch  # $work, and $pids: stopped on exit
 
-dir=$TOKCHRON_CI_BUILD/release
-tc_release_build "$dir" batching-executor
-cmake --build "$dir" -j "$(tc_jobs)" --target tokchron-bench >&2
+dir=$(tc_dir release)
+tc_build release batching-executor tokchron-bench
 bx=$dir/tools/executor/batching-executor
 bench=$dir/tools/bench/tokchron-bench
 

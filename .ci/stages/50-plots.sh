@@ -7,15 +7,9 @@
 # reasoning run's timeline is checked against its trace: the reasoning chunks drawn apart, in their
 # colour, and TTFA in the spectrum.
 # Reuses stage 10's g++ C++17 build when it is there (configured the same way otherwise).
-need_pkgs gnuplot-nox chromium python3 python3-pil fonts-dejavu-core
-build=$TOKCHRON_CI_BUILD/g++-c++17
-if [ ! -f "$build/build.ninja" ]; then
-  mkdir -p "$build"
-  cmake -S "$TOKCHRON_ROOT" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=g++ -DCMAKE_CXX_STANDARD=17 \
-    -DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_FLAGS_RELEASE="-O2" >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
-fi
-cmake --build "$build" -j "$(tc_jobs)" --target tokchron_plot_tests tokchron-report batching-executor
+tc_need_pkgs gnuplot-nox chromium python3 python3-pil fonts-dejavu-core
+build=$(tc_dir g++-c++17)
+tc_build g++-c++17 tokchron_plot_tests tokchron-report batching-executor
 py=/usr/bin/python3  # Debian's, with python3-pil
 check="$py $TOKCHRON_ROOT/tools/plot/check_plots.py"
 out=$TOKCHRON_CI_BUILD/plots

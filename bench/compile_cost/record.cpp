@@ -11,8 +11,8 @@
 
 #include <cstdint>
 
-// Each function is what one place in a serving engine calls (docs/library/server-integration.md): the
-// request's timeline and the server's live metrics, once per event.
+// Each function is what one place in a serving engine calls (docs/library/server-integration.md):
+// the request's timeline and the server's live metrics, once per event.
 namespace engine {
 struct request_state {
   tokchron::request_timeline timeline;

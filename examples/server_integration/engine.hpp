@@ -8,8 +8,8 @@
 // drawn from the seed (plan.hpp); the times are real.
 //
 // The recording calls sit where a real engine puts them, between the `[doc:NAME]` and
-// `[/doc:NAME]` markers; docs/library/server-integration.md quotes those regions verbatim (a check keeps
-// them equal).
+// `[/doc:NAME]` markers; docs/library/server-integration.md quotes those regions verbatim (a check
+// keeps them equal).
 #ifndef TOKCHRON_EXAMPLES_SERVER_INTEGRATION_ENGINE_HPP
 #define TOKCHRON_EXAMPLES_SERVER_INTEGRATION_ENGINE_HPP
 

@@ -24,7 +24,6 @@
 /// `timeline/replay.hpp` (included here) feeds a scripted timeline's events into a server's own
 /// accounting: `tokchron::replay(tl, callbacks)`.
 
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

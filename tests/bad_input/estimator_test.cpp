@@ -266,3 +266,88 @@ TEST_CASE("bad input E9: merging counts past 2^64 is refused, not wrapped") {
   CHECK_NOTHROW(x.merge(small));
   CHECK(x.count() == big + 1);
 }
+
+namespace {
+// A clock with a 32-bit tick count of milliseconds: its whole range is inside the time range,
+// and slice ends past INT32_MAX must not overflow the tick type.
+struct int32_ms_clock {
+  using rep = std::int32_t;
+  using period = std::milli;
+  using duration = std::chrono::duration<rep, period>;
+  using time_point = std::chrono::time_point<int32_ms_clock, duration>;
+  static constexpr bool is_steady = true;
+  rep* now_ticks = nullptr;
+  [[nodiscard]] time_point now() const { return time_point(duration(*now_ticks)); }
+};
+}  // namespace
+
+TEST_CASE("bad input E11: extreme slice widths, slice counts and query times never overflow") {
+  using ns = std::chrono::nanoseconds;
+  constexpr std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t least = std::numeric_limits<std::int64_t>::min();
+  using win = tokchron::windowed<log_histogram, tokchron::manual_clock>;
+  tokchron::manual_clock clock;
+  // slice counts the window cannot hold: refused before any cast (SIZE_MAX as int64 is -1)
+  CHECK_THROWS_AS((void)win(ns(6), std::numeric_limits<std::size_t>::max(), clock),
+                  std::invalid_argument);
+  CHECK_THROWS_AS((void)win(ns(6), 7, clock), std::invalid_argument);
+  CHECK_THROWS_AS((void)win(ns(std::int64_t{1} << 40), win::max_slices * 2, clock),
+                  std::invalid_argument);
+  // 1-tick slices, and one slice as wide as the range allows, at the edges of int64
+  win narrow(ns(6), 6, clock);
+  win wide(ns(tokchron::time_range_ticks - 1), 1, clock);
+  for (win* w : {&narrow, &wide}) {
+    for (std::int64_t now : {least, least + 1, -tokchron::time_range_ticks + 1, std::int64_t{0},
+                             tokchron::time_range_ticks - 1, most - 1, most}) {
+      clock.set(ns(now));
+      const bool in_range = tokchron::in_time_range(ns(now));
+      CHECK(w->add(1.0) == in_range);
+      CHECK(w->add(tokchron::manual_clock::at(ns(now)), 2.0) == in_range);
+      CHECK_FALSE(w->add(tokchron::manual_clock::at(ns(least)), 1.0));
+      CHECK_FALSE(w->add(tokchron::manual_clock::at(ns(most)), 1.0));
+      // queries at the clock's now and at any time: the count of the live slices, no overflow
+      const std::uint64_t c = w->count();
+      CHECK(c <= 4);
+      CHECK(w->count(tokchron::manual_clock::at(ns(least))) <= 4);
+      CHECK(w->count(tokchron::manual_clock::at(ns(most))) <= 4);
+      std::uint64_t seen = 0;
+      w->for_each_slice(tokchron::manual_clock::at(ns(now)),
+                        [&](const log_histogram& e, tokchron::manual_clock::time_point start) {
+                          CHECK(tokchron::in_time_range(start));
+                          seen += e.count();
+                        });
+      CHECK(seen == c);
+      CHECK(w->snapshot(tokchron::manual_clock::at(ns(least))).count() <= 4);
+      CHECK(w->rejected() >= 2);
+      (void)w->late();
+      (void)w->quantile(0.5);
+      w->clear();
+    }
+  }
+  // the widest slice at each end of the range: a sample at the clock's now is kept
+  for (std::int64_t now : {-tokchron::time_range_ticks + 1, tokchron::time_range_ticks - 1}) {
+    wide.clear();
+    clock.set(ns(now));
+    CHECK(wide.add(tokchron::manual_clock::at(ns(now)), 3.0));
+    CHECK(wide.count() == 1);
+  }
+
+  // a 32-bit millisecond clock: slices of 2^30 ms, times up to INT32_MAX and down to INT32_MIN
+  std::int32_t t = std::numeric_limits<std::int32_t>::max();
+  using win32 = tokchron::windowed<log_histogram, int32_ms_clock>;
+  win32 w32(int32_ms_clock::duration(std::int32_t{1} << 30), 1, int32_ms_clock{&t});
+  CHECK(w32.add(1.0));  // the slice [2^30, 2^31) ends past INT32_MAX
+  CHECK(w32.add(2.0));
+  CHECK(w32.count() == 2);
+  t = std::numeric_limits<std::int32_t>::min();
+  win32 odd(int32_ms_clock::duration(3), 3, int32_ms_clock{&t});
+  CHECK(odd.add(1.0));
+  std::uint64_t slices_seen = 0;
+  odd.for_each_slice(odd.clock().now(), [&](const log_histogram& e, int32_ms_clock::time_point) {
+    slices_seen += e.count();
+  });
+  CHECK(slices_seen == 1);
+  t = std::numeric_limits<std::int32_t>::max();
+  CHECK(odd.add(1.0));
+  CHECK(odd.count() == 1);
+}

@@ -9,7 +9,7 @@ if(TARGET nlohmann_json::nlohmann_json)
     list(GET _tc_bad 1 _tc_src)
     add_executable(tokchron_bad_input_${_tc_name}_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp
                    ${CMAKE_CURRENT_LIST_DIR}/${_tc_src}.cpp)
-    target_link_libraries(tokchron_bad_input_${_tc_name}_tests PRIVATE tokchron::tokchron
+    target_link_libraries(tokchron_bad_input_${_tc_name}_tests PRIVATE tokchron::concurrent
                           doctest::doctest nlohmann_json::nlohmann_json)
     tokchron_target_warnings(tokchron_bad_input_${_tc_name}_tests)
     add_test(NAME tokchron_bad_input_${_tc_name}_tests COMMAND tokchron_bad_input_${_tc_name}_tests)

@@ -12,8 +12,8 @@
 using namespace std::chrono_literals;
 
 TEST_CASE("CSV: one row per request with every canonical metric") {
-  // The example timeline of docs/library/definitions.md, a 1-token request (no TPOT: an empty cell, not 0)
-  // and an unfinished one; ids that need quoting.
+  // The example timeline of docs/library/definitions.md, a 1-token request (no TPOT: an empty cell,
+  // not 0) and an unfinished one; ids that need quoting.
   const auto readme = tokchron_test::readme_timeline();
   const auto one = tokchron::testing::script()
                        .arrive(0ms)

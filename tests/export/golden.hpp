@@ -17,8 +17,8 @@
 #include "tokchron/testing.hpp"
 
 namespace tokchron_test {
-// The example timeline of docs/library/definitions.md's table (tests/definitions_doc_test.cpp): ttft
-// 0.120, e2e 0.180, N = 5, per-token ITL 0.010 x3 + 0.020; plus 7 prompt tokens.
+// The example timeline of docs/library/definitions.md's table (tests/definitions_doc_test.cpp):
+// ttft 0.120, e2e 0.180, N = 5, per-token ITL 0.010 x3 + 0.020; plus 7 prompt tokens.
 inline tokchron::testing::scripted_timeline readme_timeline() {
   using namespace std::chrono_literals;
   return tokchron::testing::script()

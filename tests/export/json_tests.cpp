@@ -47,8 +47,8 @@ TEST_CASE("json: a summary of the docs/library/definitions.md timeline, key for 
                          "mean_concurrency time_weighted_concurrency peak_concurrency gpus "
                          "request_throughput_per_gpu output_throughput_per_gpu "
                          "total_token_throughput_per_gpu lengths goodput attainment"));
-  // The hand-checked values of the docs/library/definitions.md timeline: TTFT 0.120 s, E2E 0.180 s, 5
-  // tokens.
+  // The hand-checked values of the docs/library/definitions.md timeline: TTFT 0.120 s, E2E 0.180 s,
+  // 5 tokens.
   CHECK(j["metrics"]["ttft"]["p50"] == 0.12);
   CHECK(j["metrics"]["e2e"]["max"] == 0.18);
   CHECK(j["output_tokens"] == 5);

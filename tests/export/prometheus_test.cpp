@@ -252,8 +252,8 @@ TEST_CASE("promql_histogram_quantile: Prometheus' bucketQuantile by hand") {
 }
 
 TEST_CASE("exponential buckets: PromQL's interpolation stays within base - 1") {
-  // The bound docs/library/exporters.md states: histogram_quantile answers inside the bucket holding the
-  // nearest-rank sample quantile, so |answer / exact - 1| <= base - 1.
+  // The bound docs/library/exporters.md states: histogram_quantile answers inside the bucket
+  // holding the nearest-rank sample quantile, so |answer / exact - 1| <= base - 1.
   std::mt19937_64 rng(7);
   std::lognormal_distribution<double> lognormal(std::log(0.05), 0.8);
   std::exponential_distribution<double> expo(20.0);

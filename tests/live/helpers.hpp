@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tokchron/clock.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 
 namespace live_test {
 

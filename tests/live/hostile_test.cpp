@@ -238,7 +238,8 @@ TEST_CASE("live: threads created and destroyed reuse shards: memory bounded by p
 TEST_CASE(
     "live: the exposition of a hostile scripted run, for promtool (build dir live_hostile.*)") {
   // Writes <build>/live_hostile_{vllm,tokchron}.{prom,om}: `promtool check metrics < FILE`
-  // checks them (docs/library/live-metrics.md, "Exposition validity"). Here: one series per label set.
+  // checks them (docs/library/live-metrics.md, "Exposition validity"). Here: one series per label
+  // set.
   for (const bool vllm : {true, false}) {
     CAPTURE(vllm);
     auto o = vllm ? tokchron::vllm_live_options("m\"1\\\n", 100)

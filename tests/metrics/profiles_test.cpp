@@ -107,8 +107,8 @@ TEST_CASE("profiles: every built-in profile is found by name and described") {
 TEST_CASE("profiles: hand-computed values on requests that separate the tools") {
   const auto recs = separating();
   // Per profile: the 5 requests (one-token, bundled, ttft-zero, failed, usage-zero). Derivations
-  // are in docs/library/definitions.md; e.g. vllm counts the empty role chunk (TTFT 0.100) and ends at
-  // the last choices chunk, vllm_legacy skips it and ends at [DONE], `ttft == 0.0` tools move
+  // are in docs/library/definitions.md; e.g. vllm counts the empty role chunk (TTFT 0.100) and ends
+  // at the last choices chunk, vllm_legacy skips it and ends at [DONE], `ttft == 0.0` tools move
   // the ttft-zero request's TTFT to its second chunk and lose that gap.
   const double third = 0.05 / 3, two_thirds = 0.02 / 3;
   const std::map<std::string, std::vector<expect>> want = {

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "tokchron/metrics/run_summary.hpp"
@@ -229,8 +231,16 @@ TEST_SUITE("concurrency") {
     o.percentiles = {0, 1, 50, 90, 99, 99.9, 100};
     o.keep_requests = true;
     const auto one = tc::summarize(tls, ps, o);
-    o.threads = 3;
+    // An executor that runs every task on a thread of its own, all at once.
+    std::size_t tasks = 0;
+    o.executor = [&tasks](std::size_t n, const std::function<void(std::size_t)>& task) {
+      std::vector<std::thread> pool;
+      for (std::size_t i = 0; i < n; ++i) pool.emplace_back(task, i);
+      for (auto& t : pool) t.join();
+      tasks = n;
+    };
     const auto three = tc::summarize(tls, ps, o);
+    CHECK(tasks > 1);  // the distinct sample sets ran concurrently
     auto same = [](const tc::distribution& a, const tc::distribution& b) {
       CHECK(a.count == b.count);
       CHECK(a.mean == b.mean);

@@ -8,18 +8,19 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 
 #include "client.hpp"
-#include "tokchron/io/trace_json_writer.hpp"
-#include "tokchron/quantile/exact.hpp"
-#include "tokchron/sla/capacity.hpp"
 #include "report/commands.hpp"
 #include "report/inputs.hpp"
 #include "report/sla.hpp"
 #include "report/summaries.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
+#include "tokchron/quantile/exact.hpp"
+#include "tokchron/sla/capacity.hpp"
 
 // The executor's command line (tools/executor/app/cli.hpp): its workload options
 // (--users, --rate, --prompt-len, ...) are parsed by the same setters here.
@@ -105,6 +106,8 @@ std::string usage() {
     if (std::count(workload_options().begin(), workload_options().end(), underscores(x.name)))
       o << "  --" << std::left << std::setw(26) << (dashes(x.name) + " " + x.value_name) << x.help
         << '\n';
+  o << "\nAn option given twice is refused, naming it and both values (--slo is a list; one "
+       "--sweep).\n";
   o << "\nExit codes: those of tokchron-report (0 ok, 1 no usable request, 3 an objective failed,\n"
        "4 undecided), 2 for a bad command line.\n";
   return o.str();
@@ -140,7 +143,8 @@ struct settings {
 settings parse(const std::vector<std::string>& argv) {
   settings s;
   s.run.load.duration_s = 60;
-  std::map<std::string, int> seen;
+  tokchron_cli::option_once once;
+  std::optional<std::string> repeated;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") throw usage_error("");
@@ -161,8 +165,10 @@ settings parse(const std::vector<std::string>& argv) {
                                   [&](const own_option& o) { return o.name == name; });
     const bool load = std::count(workload_options().begin(), workload_options().end(), name) > 0;
     if (own == own_options().end() && !load) throw usage_error("unknown option --" + dashes(name));
-    if (++seen[name] > 1 && !(own != own_options().end() && own->repeatable))
-      throw usage_error("--" + dashes(name) + " given twice");
+    // An option given twice is refused (report/option_once.hpp); --slo is a list. One --sweep.
+    if (own != own_options().end() ? !own->repeatable && bool(repeated = once.note(dashes(name), value))
+                                   : bool(repeated = batching::note_option(once, name, value)))
+      throw usage_error(*repeated);
     if (load) {
       try {
         batching::set_option(s.run, name, value);
@@ -234,7 +240,7 @@ settings parse(const std::vector<std::string>& argv) {
       s.progress = value;
     }
   }
-  if (!seen.count("profile")) s.report_args.insert(s.report_args.begin(), {"--profile", "all"});
+  if (!once.seen("profile")) s.report_args.insert(s.report_args.begin(), {"--profile", "all"});
   try {
     (void)parse_target(s.url, s.endpoint, s.model);
   } catch (const std::invalid_argument& e) {

@@ -3,11 +3,11 @@
 #define TOKCHRON_EXAMPLES_TRACE_REPORT_ALIGN_HPP
 
 /// \file
-/// Putting traces from several hosts on one timeline (docs/tools/tokchron-report.md, "Several hosts").
-/// Each line of a trace written by tokchron-bench or `serve` carries its host's clock anchor
-/// (io/clock_anchor.hpp). The first anchored line read is the reference; every anchored line's
-/// times are moved onto the reference's clock with its own anchor (`tokchron::clock_shift`), so
-/// a file whose lines share one anchor with the reference is left exactly as it is. Files
+/// Putting traces from several hosts on one timeline (docs/tools/tokchron-report.md, "Several
+/// hosts"). Each line of a trace written by tokchron-bench or `serve` carries its host's clock
+/// anchor (io/clock_anchor.hpp). The first anchored line read is the reference; every anchored
+/// line's times are moved onto the reference's clock with its own anchor (`tokchron::clock_shift`),
+/// so a file whose lines share one anchor with the reference is left exactly as it is. Files
 /// without anchors are read as today (one clock assumed) unless another file has anchors: then
 /// they cannot be placed and the read stops (input_error). A line without an anchor in a file
 /// whose first line has one is a malformed line (skipped, counted, named).

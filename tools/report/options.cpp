@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "option_once.hpp"
 
 namespace tokchron_report {
 
@@ -112,6 +113,7 @@ const std::vector<option_spec>& options() {
 
 arguments parse_arguments(const std::vector<std::string>& argv) {
   arguments a;
+  tokchron_cli::option_once once;
   std::size_t i = 0;
   if (!argv.empty())
     for (const command& c : commands())
@@ -145,11 +147,9 @@ arguments parse_arguments(const std::vector<std::string>& argv) {
       } else if (!spec->takes_value && has_val) {
         throw usage_error("--" + name + " takes no value");
       }
-      auto& values = a.values[name];
-      if (!values.empty() && !spec->repeatable)
-        throw usage_error("--" + name + " is given twice ('" + values.front() + "', then '" + val +
-                          "'); give it once");
-      values.push_back(val);
+      if (!spec->repeatable)
+        if (auto repeated = once.note(name, val)) throw usage_error(*repeated);
+      a.values[name].push_back(val);
     } else {
       a.files.push_back(arg);
     }
@@ -175,6 +175,7 @@ std::string usage() {
          << '\n';
     }
   }
+  os << "\nAn option given twice is refused, naming it and both values; --slo is a list.\n";
   os << "\nprofiles:";
   for (const tc::profile* p : tc::all_profiles()) os << ' ' << p->name;
   os << "\n\n" << exit_code_table();

@@ -1,8 +1,36 @@
 // SPDX-License-Identifier: MIT
 #include "summaries.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <thread>
+
 namespace tokchron_report {
 namespace {
+
+/// Runs a summary's tasks on `threads` threads, this one among them: each takes the next task
+/// until none is left. A thread that cannot start leaves its share to the others. Empty for one
+/// thread (the library then runs the tasks in order).
+tc::task_executor thread_executor(unsigned threads) {
+  if (threads <= 1) return {};
+  return [threads](std::size_t count, const std::function<void(std::size_t)>& task) {
+    std::atomic<std::size_t> next{0};
+    auto work = [&]() noexcept {
+      for (std::size_t i; (i = next.fetch_add(1)) < count;) task(i);
+    };
+    std::vector<std::thread> pool;
+    try {
+      const std::size_t workers = std::min<std::size_t>(threads, count);
+      pool.reserve(workers - 1);
+      for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+    } catch (...) {  // fewer threads: the started ones and this one take every task
+    }
+    work();
+    for (auto& t : pool) t.join();
+  };
+}
 
 using summarizer = tc::run_summarizer<tc::trace_timeline>;
 
@@ -13,7 +41,7 @@ std::vector<summarizer> make_summarizers(const report_settings& s) {
   o.gpus = s.gpus;
   o.duration = s.duration;
   o.keep_requests = s.keep_requests;
-  o.threads = s.threads;
+  o.executor = thread_executor(s.threads);
   std::vector<summarizer> sums;
   sums.reserve(s.profiles.size());
   for (const tc::profile* p : s.profiles) sums.emplace_back(*p, o);
@@ -38,7 +66,7 @@ std::vector<tc::run_summary> finish_summaries(std::vector<summarizer>& sums,
       sums[i].set_benchmark_start(tc::detail::trace_time(*stats.benchmark_start));
     sums[i].collect_summary(out[i], jobs);
   }
-  tc::detail::run_distribution_jobs(jobs, s.threads);
+  tc::detail::run_distribution_jobs(jobs, thread_executor(s.threads));
   return out;
 }
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/buckets.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/buckets.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/quantile/detail/capabilities.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 

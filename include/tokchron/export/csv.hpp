@@ -47,12 +47,12 @@ inline void append_csv_number(std::string& out, const std::optional<double>& v) 
 }  // namespace detail
 
 /// The header of `append_request_csv` rows: id, finish_reason, succeeded, every metric
-/// `request_metrics` holds (named and ordered as in metric_table), output_tokens, prompt_tokens,
-/// preemptions.
+/// `canonical_metrics` computes (named and ordered as in metric_table), output_tokens,
+/// prompt_tokens, preemptions.
 [[nodiscard]] inline std::string request_csv_header() {
   std::string h = "id,finish_reason,succeeded";
   for (const auto& m : metric_table) {
-    if (!request_metrics::field(m.id)) continue;
+    if (!request_metrics::canonical_field(m.id)) continue;
     h += ',';
     h += m.name;
   }
@@ -69,7 +69,7 @@ inline void append_request_csv(std::string& out, std::string_view id, const requ
   if (reason) out += to_string(*reason);
   out += m.succeeded ? ",1" : ",0";
   for (const auto& d : metric_table) {
-    const auto field = request_metrics::field(d.id);
+    const auto field = request_metrics::canonical_field(d.id);
     if (!field) continue;
     out += ',';
     detail::append_csv_number(out, m.*field);

@@ -26,7 +26,7 @@
 #include "tokchron/config.hpp"
 #include "tokchron/export/conversions.hpp"
 #include "tokchron/export/serving_metrics.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/metrics/metric.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/version.hpp"

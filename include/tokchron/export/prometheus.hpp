@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 

@@ -19,12 +19,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <memory>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,7 +32,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/export/serving_metrics.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/live/recorder.hpp"
 #include "tokchron/live/scrape.hpp"
 

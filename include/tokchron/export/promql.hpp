@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 

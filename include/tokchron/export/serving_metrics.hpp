@@ -19,12 +19,11 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/buckets.hpp"
 #include "tokchron/export/conversions.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/buckets.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/live/options.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/metric.hpp"

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/metrics/metric.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/objective.hpp"

@@ -12,7 +12,6 @@
 /// time survives record -> timeline -> record to the nanosecond.
 
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>

@@ -19,11 +19,8 @@
 #include <istream>
 #include <limits>
 #include <optional>
-#include <ostream>
-#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 

@@ -10,7 +10,6 @@
 /// io/trace.hpp), times printed so that they read back bit for bit. Thread safety: free
 /// functions on their arguments only.
 
-#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>

@@ -25,7 +25,8 @@ enum class live_semantics : std::uint8_t {
   tokchron,
   /// vLLM's (vllm/v1/metrics/stats.py, loggers.py): ITL one sample per engine step (streamed
   /// chunk) that carried tokens after the first, per-request TPOT decode_time / (N - 1) and 0
-  /// for N <= 1, finish reasons stop, length, abort, error, repetition; see docs/library/live-metrics.md.
+  /// for N <= 1, finish reasons stop, length, abort, error, repetition; see
+  /// docs/library/live-metrics.md.
   vllm,
 };
 

@@ -4,8 +4,8 @@
 
 /// \file
 /// Ready-made `live_options`: tokchron's names and canonical definitions, or vLLM's names,
-/// labels, buckets and semantics (looked up in vLLM's source; docs/library/live-metrics.md lists each
-/// point with its source line). Include this where the server builds its metrics object, not
+/// labels, buckets and semantics (looked up in vLLM's source; docs/library/live-metrics.md lists
+/// each point with its source line). Include this where the server builds its metrics object, not
 /// in its hot files (it pulls in the bucket helpers).
 ///
 /// \code
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
-#include "tokchron/export/buckets.hpp"
+#include "tokchron/exposition/buckets.hpp"
 #include "tokchron/live/options.hpp"
 #include "tokchron/metrics/metric.hpp"
 

@@ -28,7 +28,7 @@
 
 #include "tokchron/collect/detail/asymmetric_barrier.hpp"
 #include "tokchron/config.hpp"
-#include "tokchron/export/snapshot_data.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/live/detail/state.hpp"
 #include "tokchron/live/options.hpp"
 #include "tokchron/live/presets.hpp"

@@ -242,44 +242,80 @@ std::size_t for_each_itl_per_token(const Timeline& tl, F&& f) {
   return calls;
 }
 
-/// Every canonical per-request metric of one timeline, in seconds (tokens/s for `output_rate`;
-/// empty where undefined). Each field is named as its `metric_id` (metrics/metric_id.hpp).
+/// One request's metrics, in seconds (tokens/s for the rates; empty where undefined, never a
+/// silent 0): what `canonical_metrics(tl)` computes under tokchron's definitions, and what
+/// `evaluate(profile, tl)` (metrics/profile.hpp) computes as a profile sees the request. Each
+/// metric field is named as its `metric_id`; the fields and `field` are generated from
+/// `TOKCHRON_PER_REQUEST_METRICS` (metrics/metric_id.hpp).
+///
+/// What each producer fills: `canonical_metrics` every canonical metric (not `itl`), the token
+/// counts, `preemptions`, `succeeded` and `completed` (the canonical rule: the timeline
+/// succeeded). `evaluate` the metrics the profile reports (`ttft` from the profile's origin, so
+/// never `ttft_from_send` or `ttft_from_scheduled`; `itl` under a per-request ITL grain),
+/// `completed` by the profile's rule (`succeeded` stays false), `tpot_invalid`, `quirks`, and
+/// `reasoning_tokens` only when the request had any. A record filled by hand sets `succeeded`.
 struct request_metrics {
-  std::optional<double> ttft, ttft_from_send, ttft_from_scheduled, tpot, e2e, queue_time,
-      prefill_time, decode_time, normalized_latency, output_rate, ttfa, reasoning_time, ttst,
-      prefill_tps, uncached_prefill_tps, spec_acceptance;
-  std::uint64_t output_tokens = 0;
-  std::uint64_t reasoning_tokens = 0;  ///< tokens of the reasoning chunks (part of output_tokens)
+#define TOKCHRON_X(name, canonical) std::optional<double> name;
+  TOKCHRON_PER_REQUEST_METRICS(TOKCHRON_X)
+#undef TOKCHRON_X
+  std::uint64_t output_tokens = 0;  ///< N (under a profile: by its token source)
+  /// Tokens of the reasoning chunks (part of output_tokens). `canonical_metrics`: always set
+  /// (0 without reasoning); `evaluate`: set when the request had any (a tool that re-encodes
+  /// reasoning text gets none without it: AIPerf's reasoning_token_count).
+  std::optional<std::uint64_t> reasoning_tokens;
   std::optional<std::uint64_t> prompt_tokens, cached_prompt_tokens;
   std::uint32_t preemptions = 0;
-  bool succeeded = false;
+  bool succeeded = false;  ///< the request succeeded (canonical_metrics, or a hand-filled record)
+  bool completed = false;  ///< counted as completed by the profile that computed the record
+  bool tpot_invalid = false;  ///< N too small under a profile's `small_n_rule::invalid`
+  /// What the profile's quirks did to this request (a run's warnings count them); all clear
+  /// from `canonical_metrics`.
+  struct quirk_flags {
+    std::uint32_t usage_chunks_ignored = 0;  ///< usage-only chunks treated as absent
+    bool usage_not_read = false;   ///< a reported usage count differing from the streamed tokens
+                                   ///< that the tool never reads
+    bool ttft_defaulted = false;   ///< no counted chunk: the tool's default TTFT 0 was kept
+    std::uint32_t gaps_split = 0;  ///< ITL gaps restarted at an uncounted chunk
+    bool one_response = false;     ///< N > 1 in one counted chunk: no TPOT (GenAI-Perf)
+    bool negative_tpot = false;    ///< N < 2: the negative TPOT of `small_n_rule::negative`
+    bool no_first_token = false;   ///< engine-side, completed without a token: no TTFT (the tool
+                                   ///< would read an unset time; its intent: none)
+    bool not_streamable = false;   ///< fewer than 2 counted tokens: no TTFT, TPOT or ITL
+                                   ///< (`profile::ttft_needs_two_tokens`)
+  } quirks;
+
+  /// Whether the request counts as completed: `completed` (by a profile's rule) or `succeeded`
+  /// (canonical_metrics, or a record filled by hand).
+  [[nodiscard]] constexpr bool counted() const noexcept { return completed || succeeded; }
 
   using field_type = std::optional<double> request_metrics::*;
-  /// The field holding metric `m`, or nullptr for the metrics a request's summary cannot hold
-  /// (itl, icl: many samples per request; fluidity: needs deadlines).
+  /// The field holding metric `m`, or nullptr for the metrics a request has no one value of
+  /// (icl: pooled samples, `for_each_icl`; fluidity: needs deadlines).
   [[nodiscard]] static constexpr field_type field(metric_id m) noexcept {
     switch (m) {
-      case metric_id::ttft: return &request_metrics::ttft;
-      case metric_id::ttft_from_send: return &request_metrics::ttft_from_send;
-      case metric_id::ttft_from_scheduled: return &request_metrics::ttft_from_scheduled;
-      case metric_id::tpot: return &request_metrics::tpot;
-      case metric_id::e2e: return &request_metrics::e2e;
-      case metric_id::queue_time: return &request_metrics::queue_time;
-      case metric_id::prefill_time: return &request_metrics::prefill_time;
-      case metric_id::decode_time: return &request_metrics::decode_time;
-      case metric_id::normalized_latency: return &request_metrics::normalized_latency;
-      case metric_id::output_rate: return &request_metrics::output_rate;
-      case metric_id::ttfa: return &request_metrics::ttfa;
-      case metric_id::reasoning_time: return &request_metrics::reasoning_time;
-      case metric_id::ttst: return &request_metrics::ttst;
-      case metric_id::prefill_tps: return &request_metrics::prefill_tps;
-      case metric_id::uncached_prefill_tps: return &request_metrics::uncached_prefill_tps;
-      case metric_id::spec_acceptance: return &request_metrics::spec_acceptance;
-      case metric_id::itl:
-      case metric_id::icl:
-      case metric_id::fluidity: break;
+#define TOKCHRON_X(name, canonical) \
+  case metric_id::name: return &request_metrics::name;
+      TOKCHRON_PER_REQUEST_METRICS(TOKCHRON_X)
+#undef TOKCHRON_X
+      default: break;
     }
     return nullptr;
+  }
+  /// Whether `canonical_metrics` computes metric `m` (every metric of `field` but `itl`).
+  [[nodiscard]] static constexpr bool canonical(metric_id m) noexcept {
+    switch (m) {
+#define TOKCHRON_X(name, canonical) \
+  case metric_id::name: return (canonical) != 0;
+      TOKCHRON_PER_REQUEST_METRICS(TOKCHRON_X)
+#undef TOKCHRON_X
+      default: break;
+    }
+    return false;
+  }
+  /// `field(m)` where `canonical_metrics` computes `m`, else nullptr: the columns of a
+  /// canonical record (request CSV rows, per-request SLO limits).
+  [[nodiscard]] static constexpr field_type canonical_field(metric_id m) noexcept {
+    return canonical(m) ? field(m) : nullptr;
   }
   /// The value of metric `m` (empty when undefined or not held here).
   [[nodiscard]] constexpr std::optional<double> value(metric_id m) const noexcept {
@@ -318,6 +354,7 @@ template <class Timeline>
   m.cached_prompt_tokens = tl.cached_prompt_tokens();
   m.preemptions = tl.preemptions();
   m.succeeded = tl.succeeded();
+  m.completed = m.succeeded;
   return m;
 }
 

@@ -8,14 +8,13 @@
 /// statistics come from a radix selection (`detail::select_ranks`, O(n)), never a full sort.
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <mutex>
+#include <functional>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,6 +33,15 @@ struct percentile_value {
   double percent;  ///< e.g. 99.9
   std::optional<double> value;
 };
+
+/// Runs `count` independent tasks: calls `task(i)` once for each i in [0, count), on whatever
+/// threads it likes, in any order, and returns when every call has returned. Each call touches
+/// only its own data, so tasks may run concurrently; none throws. tokchron starts no thread: a
+/// caller that wants the work of a summary spread over threads passes one of these (a pool it
+/// owns, `std::async`, an engine's worker queue). Empty: the tasks run in order on the calling
+/// thread.
+using task_executor =
+    std::function<void(std::size_t count, const std::function<void(std::size_t)>& task)>;
 
 /// The statistics of one metric over a run. Units: seconds for latencies, tokens/s for rates,
 /// tokens for lengths. Without samples `count` is 0 and every value is empty. `stddev` is empty
@@ -283,11 +291,11 @@ inline void weighted_statistics(const std::vector<double>& v, const sample_runs&
 }
 
 /// Computes every job's distribution. Jobs whose samples are identical (several profiles often
-/// agree on a metric's samples) share one selection. Frees the samples. With `threads` > 1 the
-/// distinct sample sets are worked on by that many threads (the largest first); the results do
-/// not depend on the thread count (a thread that cannot start leaves its share to the others).
-/// Throws std::bad_alloc after every started thread has finished.
-inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned threads = 1) {
+/// agree on a metric's samples) share one selection. Frees the samples. With an `executor`, the
+/// distinct sample sets are its tasks (the largest first); the results do not depend on how it
+/// runs them. Throws the first task's std::bad_alloc (by task order) after every task has ended.
+inline void run_distribution_jobs(std::vector<distribution_job>& jobs,
+                                  const task_executor& executor = {}) {
   // Group the jobs by identical samples.
   std::vector<std::vector<std::size_t>> groups;
   std::vector<bool> grouped(jobs.size(), false);
@@ -366,35 +374,19 @@ inline void run_distribution_jobs(std::vector<distribution_job>& jobs, unsigned 
       std::vector<double>().swap(*jobs[j].samples);
     }
   };
-  const std::size_t workers = std::min<std::size_t>(std::max(threads, 1u), groups.size());
-  if (workers <= 1) {
+  if (!executor || groups.size() <= 1) {
     for (const auto& g : groups) run_group(g);
     return;
   }
-  // Each worker takes the next group; the first failure is rethrown once all finish.
-  std::atomic<std::size_t> next{0};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto work = [&]() noexcept {
-    for (std::size_t g; (g = next.fetch_add(1)) < groups.size();) {
-      TOKCHRON_TRY { run_group(groups[g]); }
-      TOKCHRON_CATCH_ALL {
-        const std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        next = groups.size();  // stop taking groups
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  TOKCHRON_TRY {
-    pool.reserve(workers - 1);
-    for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-  }
-  TOKCHRON_CATCH_ALL {}  // fewer threads: the started ones and this one take every group
-  work();                // this thread is a worker too
-  for (auto& t : pool) t.join();
+  // Each task keeps its own failure: no two tasks write the same object.
+  std::vector<std::exception_ptr> failures(groups.size());
+  executor(groups.size(), [&](std::size_t g) noexcept {
+    TOKCHRON_TRY { run_group(groups[g]); }
+    TOKCHRON_CATCH_ALL { failures[g] = std::current_exception(); }
+  });
 #if TOKCHRON_HAS_EXCEPTIONS
-  if (failure) std::rethrow_exception(failure);
+  for (const auto& f : failures)
+    if (f) std::rethrow_exception(f);
 #endif
 }
 }  // namespace detail

@@ -5,11 +5,11 @@
 /// \file
 /// The one metric vocabulary: `metric_id` names every per-request metric tokchron computes, and
 /// `metric_table` describes each one (its name, unit, Prometheus base name, vLLM histogram name,
-/// help text and the other spellings the SLO grammar accepts). Canonical metrics
-/// (`request_metrics`), profiles (`profiled_request`), SLO objectives, evaluators and every
+/// help text and the other spellings the SLO grammar accepts). The per-request record
+/// (`request_metrics`, canonical or as a profile sees it), SLO objectives, evaluators and every
 /// exporter read names and units from here; counts are `metric_count`, derived from the table.
 ///
-/// One spelling per metric, everywhere: a field of `request_metrics` or `profiled_request`, an
+/// One spelling per metric, everywhere: a field of `request_metrics`, an
 /// SLO text (`p95(e2e) < 1s`), a CSV column and a JSON key all use `metric_info::name`. The
 /// spellings of earlier versions (`e2el`, `queue`, `prefill`, `decode`, `tokens_per_s`, ...)
 /// stay accepted by the SLO parser as aliases, and the old enumerators stay as deprecated
@@ -202,8 +202,7 @@ template <class Pred>
 
 /// Calls `f(metric_id, double)` for every metric that `record` holds a value of, in table
 /// order. `Record` names its fields by metric with a static `field(metric_id)` returning a
-/// pointer to an `std::optional<double>` member or nullptr (`request_metrics`,
-/// `profiled_request`).
+/// pointer to an `std::optional<double>` member or nullptr (`request_metrics`).
 template <class Record, class F>
 constexpr void for_each_metric_value(const Record& record, F&& f) {
   for (const auto& m : metric_table) {

@@ -6,7 +6,7 @@
 /// What a compatibility profile is: the choices in which public benchmark tools differ (origin,
 /// which chunks count, E2E end, token source, TPOT, ITL grain, percentiles, duration, rates,
 /// goodput) as enums and one plain `profile` struct, and the generic engine (`evaluate`) that
-/// computes any profile's per-request values (`profiled_request`) from a request timeline. The
+/// computes any profile's per-request values (`request_metrics`) from a request timeline. The
 /// built-in profiles are in metrics/profiles.hpp.
 ///
 /// Adding a choice is adding an enum and a `profile` field, setting it in every built-in
@@ -272,81 +272,10 @@ struct profile {
   }
 };
 
-/// One request as a profile sees it. Times are seconds; an empty value is undefined under the
-/// profile (e.g. TPOT for N = 1), never a silent 0. Each metric field is named as its
-/// `metric_id` (metrics/metric.hpp).
-struct profiled_request {
-  bool completed = false;      ///< counted as completed by the profile
-  std::optional<double> ttft;  ///< first counted chunk - origin
-  std::optional<double> tpot;  ///< by the profile's TPOT rule
-  bool tpot_invalid = false;   ///< N too small under `small_n_rule::invalid`
-  std::optional<double> itl;   ///< the per-request ITL (per-request grains only)
-  std::optional<double> e2e;   ///< the profile's end - origin
-  std::optional<double> queue_time, prefill_time, decode_time;  ///< canonical engine-side phases
-  std::optional<double> output_rate;         ///< tokens/s by the profile's user-rate rule
-  std::optional<double> normalized_latency;  ///< e2e / N (N >= 1)
-  /// The metrics of `profile::extra_metrics`, empty where the profile does not report them.
-  std::optional<double> ttfa;            ///< first counted answer (non-reasoning) chunk - origin
-  std::optional<double> reasoning_time;  ///< first counted answer chunk - first reasoning chunk
-  std::optional<double> ttst;            ///< by the profile's `ttst_rule`
-  std::optional<double> prefill_tps;     ///< prompt tokens / the profile's ttft, tokens/s
-  std::optional<double> uncached_prefill_tps;  ///< (prompt - cached) / the profile's ttft
-  std::optional<double> spec_acceptance;       ///< accepted / drafted speculative tokens
-  std::uint64_t output_tokens = 0;             ///< N by the profile's token source
-  std::optional<std::uint64_t> prompt_tokens;
-  /// Tokens of the reasoning chunks, when the request had any (a tool that re-encodes reasoning
-  /// text gets none without it: AIPerf's reasoning_token_count).
-  std::optional<std::uint64_t> reasoning_tokens;
-  /// What the profile's quirks did to this request (the run's warnings count them).
-  struct quirk_flags {
-    std::uint32_t usage_chunks_ignored = 0;  ///< usage-only chunks treated as absent
-    bool usage_not_read = false;   ///< a reported usage count differing from the streamed tokens
-                                   ///< that the tool never reads
-    bool ttft_defaulted = false;   ///< no counted chunk: the tool's default TTFT 0 was kept
-    std::uint32_t gaps_split = 0;  ///< ITL gaps restarted at an uncounted chunk
-    bool one_response = false;     ///< N > 1 in one counted chunk: no TPOT (GenAI-Perf)
-    bool negative_tpot = false;    ///< N < 2: the negative TPOT of `small_n_rule::negative`
-    bool no_first_token = false;   ///< engine-side, completed without a token: no TTFT (the tool
-                                   ///< would read an unset time; its intent: none)
-    bool not_streamable = false;   ///< fewer than 2 counted tokens: no TTFT, TPOT or ITL
-                                   ///< (`profile::ttft_needs_two_tokens`)
-  } quirks;
-
-  using field_type = std::optional<double> profiled_request::*;
-  /// The field holding metric `m`, or nullptr (ttft_from_send, ttft_from_scheduled: the
-  /// profile's origin decides TTFT; icl: pooled samples, `for_each_icl`; fluidity: needs
-  /// deadlines). `itl` is the per-request value
-  /// of the per-request grains; pooled samples go to the sink of `evaluate`.
-  [[nodiscard]] static constexpr field_type field(metric_id m) noexcept {
-    switch (m) {
-      case metric_id::ttft: return &profiled_request::ttft;
-      case metric_id::tpot: return &profiled_request::tpot;
-      case metric_id::itl: return &profiled_request::itl;
-      case metric_id::e2e: return &profiled_request::e2e;
-      case metric_id::queue_time: return &profiled_request::queue_time;
-      case metric_id::prefill_time: return &profiled_request::prefill_time;
-      case metric_id::decode_time: return &profiled_request::decode_time;
-      case metric_id::normalized_latency: return &profiled_request::normalized_latency;
-      case metric_id::output_rate: return &profiled_request::output_rate;
-      case metric_id::ttfa: return &profiled_request::ttfa;
-      case metric_id::reasoning_time: return &profiled_request::reasoning_time;
-      case metric_id::ttst: return &profiled_request::ttst;
-      case metric_id::prefill_tps: return &profiled_request::prefill_tps;
-      case metric_id::uncached_prefill_tps: return &profiled_request::uncached_prefill_tps;
-      case metric_id::spec_acceptance: return &profiled_request::spec_acceptance;
-      case metric_id::ttft_from_send:
-      case metric_id::ttft_from_scheduled:
-      case metric_id::icl:
-      case metric_id::fluidity: break;
-    }
-    return nullptr;
-  }
-  /// The value of metric `m` (empty when undefined or not held here).
-  [[nodiscard]] constexpr std::optional<double> value(metric_id m) const noexcept {
-    const field_type f = field(m);
-    return f ? this->*f : std::nullopt;
-  }
-};
+/// One request as a profile sees it: the one per-request record, `request_metrics`
+/// (metrics/canonical.hpp), as `evaluate` fills it. Deprecated spelling, kept for one release:
+/// write `request_metrics`.
+using profiled_request = request_metrics;
 
 namespace detail {
 [[nodiscard]] constexpr bool counts(chunk_rule r, std::uint32_t tokens, chunk_kind k) noexcept {
@@ -433,7 +362,7 @@ template <class Duration>
 
 /// `evaluate`, also giving the time the profile's E2E ends at (`end_out`, when not null).
 template <class Timeline, class Sink>
-[[nodiscard]] profiled_request evaluate_with_end(
+[[nodiscard]] request_metrics evaluate_with_end(
     const profile& p, const Timeline& tl, Sink&& itl_sink,
     std::optional<typename Timeline::time_point>* end_out) noexcept {
   static_assert(Timeline::store_type::keeps_chunks,
@@ -443,7 +372,7 @@ template <class Timeline, class Sink>
   auto sec = [](duration d) { return std::chrono::duration<double>(d).count(); };
   auto lat = [&](duration d) { return tool_seconds(d, p.arithmetic); };
 
-  profiled_request r;
+  request_metrics r;
   const auto origin = origin_of(p, tl);
   const bool pooled = tl.succeeded() && pools_samples(p.itl);
 
@@ -654,8 +583,8 @@ template <class Timeline, class Sink>
 /// one call) when the sink takes two arguments, else once per sample.
 /// Needs a store that keeps chunks. O(chunks) with a two-argument sink; allocates nothing.
 template <class Timeline, class Sink>
-[[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl,
-                                        Sink&& itl_sink) noexcept {
+[[nodiscard]] request_metrics evaluate(const profile& p, const Timeline& tl,
+                                       Sink&& itl_sink) noexcept {
   return detail::evaluate_with_end(
       p, tl, std::forward<Sink>(itl_sink),
       static_cast<std::optional<typename Timeline::time_point>*>(nullptr));
@@ -698,7 +627,7 @@ std::size_t for_each_icl(const profile& p, const Timeline& tl, F&& f) {
 
 /// `evaluate` without pooled ITL samples.
 template <class Timeline>
-[[nodiscard]] profiled_request evaluate(const profile& p, const Timeline& tl) noexcept {
+[[nodiscard]] request_metrics evaluate(const profile& p, const Timeline& tl) noexcept {
   return evaluate(p, tl, [](double) noexcept {});
 }
 

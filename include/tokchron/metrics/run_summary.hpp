@@ -23,25 +23,17 @@
 /// values kept when `summary_options::keep_requests` is set.
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <exception>
 #include <iterator>
-#include <memory>
-#include <mutex>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -62,11 +54,12 @@ struct summary_options {
   /// The run's duration in seconds when known from outside (e.g. a vLLM result file's
   /// `duration`); otherwise measured by the profile's duration rule.
   std::optional<double> duration;
-  /// Keep every request's `profiled_request` in `run_summary::requests` (for goodput and SLAs).
+  /// Keep every request's `request_metrics` in `run_summary::requests` (for goodput and SLAs).
   bool keep_requests = false;
-  /// Threads that compute the distributions while the summary is built (the calling thread is one
-  /// of them); 1: none started. The summary does not depend on it.
-  unsigned threads = 1;
+  /// Runs the distributions' computations (one task per distinct sample set) when the summary is
+  /// built: a pool the caller owns, to spread them over its threads. Empty: one after another on
+  /// the calling thread. tokchron starts no thread; the summary does not depend on it.
+  task_executor executor;
 };
 
 /// One warning of a run summary: a quirk of the profile's tool, or a decision where the tool would
@@ -108,7 +101,7 @@ struct run_summary {
   /// Reasoning tokens of the completed requests that had any (AIPerf's reasoning_token_count).
   distribution reasoning_lengths;
   std::uint64_t reasoning_tokens = 0;  ///< sum of reasoning tokens over completed requests
-  std::vector<profiled_request> requests_detail;  ///< when `keep_requests`
+  std::vector<request_metrics> requests_detail;  ///< when `keep_requests`
   /// Further named values added by later stages (goodput, SLA attainment), in output order.
   std::vector<std::pair<std::string, std::optional<double>>> extra;
   /// What the profile's quirks did to this run (`profile_warnings` words them).
@@ -299,7 +292,7 @@ class run_summarizer {
   /// Adds one request.
   void add(const Timeline& tl) {
     std::optional<time_point> e2e_end_tp;
-    const profiled_request r = add_itl(tl, e2e_end_tp);
+    const request_metrics r = add_itl(tl, e2e_end_tp);
     ++requests_;
     const auto origin = detail::origin_of(*p_, tl);
     std::optional<time_point> end = tl.finish_time();
@@ -404,7 +397,7 @@ class run_summarizer {
     run_summary s;
     std::vector<detail::distribution_job> jobs;
     collect_summary(s, jobs);
-    detail::run_distribution_jobs(jobs, o_.threads);
+    detail::run_distribution_jobs(jobs, o_.executor);
     return s;
   }
 
@@ -553,7 +546,7 @@ class run_summarizer {
   [[nodiscard]] const sample_runs& itl_runs_view() const noexcept {
     return candidates_.empty() ? itl_runs_ : candidates_.front()->itl_runs_view();
   }
-  void count_quirks(const profiled_request& r) noexcept {
+  void count_quirks(const request_metrics& r) noexcept {
     const auto& q = r.quirks;
     quirks_.usage_chunks_ignored += q.usage_chunks_ignored > 0 ? 1 : 0;
     if (!r.completed) return;
@@ -566,14 +559,14 @@ class run_summarizer {
     quirks_.not_streamable += q.not_streamable ? 1 : 0;
   }
   /// Evaluates `tl`, storing its pooled ITL samples (or checking that a candidate has them).
-  profiled_request add_itl(const Timeline& tl, std::optional<time_point>& e2e_end_tp) {
+  request_metrics add_itl(const Timeline& tl, std::optional<time_point>& e2e_end_tp) {
     const auto sink = [this](double g, std::uint64_t n) noexcept { itl_push(g, n); };
     if (candidates_.empty()) {
       begin_ = itl_.size();
       runs_begin_ = itl_runs_.size();
       target_ = &itl_;
       target_runs_ = &itl_runs_;
-      const profiled_request r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp);
+      const request_metrics r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp);
       if (itl_failed_) {  // out of memory part-way: forget this request's samples
         itl_failed_ = false;
         itl_.resize(begin_);
@@ -586,7 +579,7 @@ class run_summarizer {
     scratch_runs_.clear();
     target_ = &scratch_;
     target_runs_ = &scratch_runs_;
-    const profiled_request r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp);
+    const request_metrics r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp);
     if (itl_failed_) {
       itl_failed_ = false;
       detail::throw_bad_alloc();
@@ -702,7 +695,7 @@ class run_summarizer {
   std::uint64_t reasoning_tokens_ = 0;
   std::vector<double> ttft_, tpot_, itl_, e2el_, queue_, prefill_, decode_, rate_, prompt_len_,
       output_len_;
-  std::vector<profiled_request> requests_detail_;
+  std::vector<request_metrics> requests_detail_;
   // Pooled-ITL sharing (share_itl_with): the summarizers whose samples still equal ours, the
   // index where this request's samples start in our view, and where `evaluate` writes.
   std::vector<const run_summarizer*> candidates_;
@@ -741,7 +734,7 @@ template <class Range>
   std::vector<run_summary> out(profiles.size());
   std::vector<detail::distribution_job> jobs;
   for (std::size_t i = 0; i < sums.size(); ++i) sums[i].collect_summary(out[i], jobs);
-  detail::run_distribution_jobs(jobs, o.threads);
+  detail::run_distribution_jobs(jobs, o.executor);
   return out;
 }
 

@@ -15,7 +15,6 @@
 #include <initializer_list>
 #include <limits>
 #include <optional>
-#include <sstream>  // must precede extended_p_square.hpp (boostorg/accumulators#49)
 #include <stdexcept>
 #include <vector>
 

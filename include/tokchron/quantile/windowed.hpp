@@ -6,7 +6,6 @@
 /// `windowed<Estimator, Clock>`: the last W seconds of a distribution (e.g. 60 s as 6 slices of
 /// 10 s), for online SLA monitors. A ring of estimators; a slice rolls over on the injected clock.
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -45,11 +44,24 @@ TOKCHRON_BEGIN_NAMESPACE
 /// `snapshot` merge them (O(slices x buckets)). The class meets the estimator contract itself (not
 /// mergeable), so SLA code generic over estimators accepts it. Error bound: the estimator's.
 ///
+/// Overflow: the slice arithmetic (slice numbers, slice starts and ends, the ring's span) is done
+/// in 64-bit integers whatever the clock's tick type, and every time it reads is either inside
+/// the time range (`add` refuses the rest) or, for a query, moved to the nearest end of the range
+/// first (`detail::clamp_to_time_range`): a query at INT64_MIN or INT64_MAX reads the window at
+/// that end. So no slice width, slice count or time overflows, including 1-tick slices at the
+/// edges of int64 and clocks with a 16- or 32-bit tick count (a slice start below what such a
+/// tick count holds is handed to `for_each_slice` as its lowest value). The slice count is at
+/// most `max_slices` and at most the window's ticks.
+///
 /// Thread safety: one writer; concurrent readers only while nobody writes.
 template <class Estimator = log_histogram, class Clock = default_clock>
 class windowed {
   static_assert(is_mergeable_estimator_v<Estimator>, "windowed needs a mergeable estimator");
   static_assert(is_clock_v<Clock>, "windowed needs a clock (see clock.hpp)");
+  static_assert(std::is_integral_v<typename Clock::duration::rep> &&
+                    std::is_signed_v<typename Clock::duration::rep> &&
+                    sizeof(typename Clock::duration::rep) <= sizeof(std::int64_t),
+                "windowed needs a clock whose tick count is a signed integer of at most 64 bits");
 
  public:
   using estimator_type = Estimator;
@@ -58,18 +70,27 @@ class windowed {
   using duration = typename Clock::duration;
   using time_point = typename Clock::time_point;
 
+  /// The most slices a window holds (each is an estimator: 2^20 of them is already far more
+  /// memory than a window needs).
+  static constexpr std::size_t max_slices = std::size_t{1} << 20;
+
   /// A window of `window` split into `slices` equal slices; every slice starts as a copy of
   /// `prototype` (so its precision carries). Throws std::invalid_argument unless window > 0,
-  /// slices >= 1 and window divides into `slices` whole ticks.
+  /// inside the time range, 1 <= slices <= max_slices and window divides into `slices` whole
+  /// ticks (so slices <= the window's ticks).
   windowed(duration window, std::size_t slices, Clock clock = Clock{},
            const Estimator& prototype = Estimator{})
       : clock_(std::move(clock)), prototype_(prototype), window_(window) {
-    if (window.count() <= 0 || slices == 0 || !in_time_range(window) ||
-        window.count() % static_cast<typename duration::rep>(slices) != 0)
+    // Compared as unsigned before any cast: a slice count above the tick type's range (SIZE_MAX
+    // cast to int64 is -1) must not reach the division.
+    if (window.count() <= 0 || slices == 0 || slices > max_slices || !in_time_range(window) ||
+        static_cast<std::uint64_t>(slices) > static_cast<std::uint64_t>(window.count()) ||
+        static_cast<std::int64_t>(window.count()) % static_cast<std::int64_t>(slices) != 0)
       TOKCHRON_THROW(std::invalid_argument,
-                     "tokchron: windowed needs window > 0, inside the time range, split into a "
-                     "whole number of ticks per slice");
-    slice_ = window / static_cast<typename duration::rep>(slices);
+                     "tokchron: windowed needs window > 0, inside the time range, split into "
+                     "1 to max_slices (2^20) slices of a whole number of ticks each");
+    slice_ = duration(static_cast<rep>(static_cast<std::int64_t>(window.count()) /
+                                       static_cast<std::int64_t>(slices)));
     prototype_.clear();
     slots_.assign(slices, slot{prototype_, never, 0});
   }
@@ -79,7 +100,7 @@ class windowed {
   /// Records `x` at time `t`. False if `t` is older than the window (counted in late()), in a
   /// slice after the clock's now (counted in future()) or the estimator rejected it.
   bool add(time_point t, value_type x) noexcept {
-    const auto ticks = t.time_since_epoch().count();
+    const auto ticks = static_cast<std::int64_t>(t.time_since_epoch().count());
     if (TOKCHRON_LIKELY(ticks >= current_start_ && ticks < current_end_))
       return slots_[current_].est.add(x);
     return add_slow(t, x);
@@ -95,11 +116,11 @@ class windowed {
   /// Calls f(const Estimator&, time_point slice_start) for each live slice, oldest first.
   template <class F>
   void for_each_slice(time_point now, F&& f) const {
-    const std::int64_t k_now = slice_of(now.time_since_epoch().count());
+    const std::int64_t k_now = slice_of(now);
     const auto n = static_cast<std::int64_t>(slots_.size());
     for (std::int64_t k = k_now - n + 1; k <= k_now; ++k) {
       const slot& s = slots_[index_of(k)];
-      if (s.k == k) f(s.est, time_point(slice_ * static_cast<typename duration::rep>(k)));
+      if (s.k == k) f(s.est, slice_start(k));
     }
   }
 
@@ -192,11 +213,31 @@ class windowed {
     std::uint64_t late;  // samples that arrived after their slice left the window
   };
 
-  std::int64_t slice_of(rep ticks) const noexcept {
-    const rep d = slice_.count();
-    rep q = ticks / d;
+  // The slice of a time in the range (every tick count of a narrower type is): |ticks| < 2^62,
+  // so the slice number, its start and its end (below 2^62 + one slice < 2^63) fit an int64.
+  static std::int64_t slice_of_ticks(std::int64_t ticks, std::int64_t d) noexcept {
+    std::int64_t q = ticks / d;
     if (ticks % d != 0 && ticks < 0) --q;  // floor
-    return static_cast<std::int64_t>(q);
+    return q;
+  }
+  // The slice of a query time, moved into the range first (an INT64_MIN clock with 1-tick
+  // slices would otherwise give a slice number whose ring span overflows).
+  std::int64_t slice_of(time_point t) const noexcept {
+    return slice_of_ticks(
+        static_cast<std::int64_t>(detail::clamp_to_time_range(t).time_since_epoch().count()),
+        static_cast<std::int64_t>(slice_.count()));
+  }
+  // Where slice k starts, saturated to what the clock's tick type holds (only a narrower one
+  // can fall short: its lowest tick count is not a multiple of every width).
+  time_point slice_start(std::int64_t k) const noexcept {
+    const std::int64_t ticks = static_cast<std::int64_t>(slice_.count()) * k;
+    if constexpr (sizeof(rep) < sizeof(std::int64_t)) {
+      if (ticks < static_cast<std::int64_t>(std::numeric_limits<rep>::min()))
+        return time_point(duration(std::numeric_limits<rep>::min()));
+      if (ticks > static_cast<std::int64_t>(std::numeric_limits<rep>::max()))
+        return time_point(duration(std::numeric_limits<rep>::max()));
+    }
+    return time_point(duration(static_cast<rep>(ticks)));
   }
   std::size_t index_of(std::int64_t k) const noexcept {
     const auto n = static_cast<std::int64_t>(slots_.size());
@@ -206,7 +247,7 @@ class windowed {
   }
   template <class F>
   void for_each_live(time_point now, F&& f) const noexcept {
-    const std::int64_t k_now = slice_of(now.time_since_epoch().count());
+    const std::int64_t k_now = slice_of(now);
     const auto n = static_cast<std::int64_t>(slots_.size());
     for (const slot& s : slots_)
       if (s.k != never && s.k <= k_now && s.k > k_now - n) f(s);
@@ -214,18 +255,18 @@ class windowed {
 
   TOKCHRON_NOINLINE bool add_slow(time_point t, value_type x) noexcept {
     const time_point now = clock_.now();
-    const rep ticks = t.time_since_epoch().count();
+    const auto ticks = static_cast<std::int64_t>(t.time_since_epoch().count());
     // Ahead of the clock's slice, above the range, or a clock outside the range: future.
     if (!in_time_range(now) || (ticks > 0 && !in_time_range(t))) {
       ++future_;
       return false;
     }
-    const std::int64_t k_now = slice_of(now.time_since_epoch().count());
+    const std::int64_t k_now = slice_of(now);
     if (!in_time_range(t)) {  // below the range: older than any window
       ++claim(k_now).late;
       return false;
     }
-    const std::int64_t k = slice_of(ticks);
+    const std::int64_t k = slice_of(t);
     if (k > k_now) {
       ++future_;
       return false;
@@ -250,8 +291,8 @@ class windowed {
     if (newest_ == never || k > newest_) {
       newest_ = k;
       current_ = index_of(k);
-      current_start_ = slice_.count() * static_cast<rep>(k);
-      current_end_ = current_start_ + slice_.count();
+      current_start_ = static_cast<std::int64_t>(slice_.count()) * k;
+      current_end_ = current_start_ + static_cast<std::int64_t>(slice_.count());
     }
     return s;
   }
@@ -264,8 +305,8 @@ class windowed {
   std::int64_t newest_ = never;  // the newest slice recorded into
   std::uint64_t future_ = 0;     // samples refused for being ahead of the clock
   std::size_t current_ = 0;      // its slot
-  rep current_start_ = 1;        // its ticks [start, end); empty until the first add
-  rep current_end_ = 0;
+  std::int64_t current_start_ = 1;  // its ticks [start, end); empty until the first add
+  std::int64_t current_end_ = 0;
 };
 
 TOKCHRON_END_NAMESPACE

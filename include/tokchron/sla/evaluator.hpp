@@ -36,7 +36,6 @@
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
-#include <utility>
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
@@ -500,26 +499,17 @@ class slo_distributions {
     }
     return true;
   }
-  /// Records one request's canonical metrics (no ITL or fluidity: they need the chunks).
+  /// Records one request's metrics: its canonical metrics (`canonical_metrics`), or the request
+  /// as a profile saw it (`evaluate(profile, timeline, ...)`: its TTFT origin, TPOT rule and
+  /// per-user rate). A request that does not count (`request_metrics::counted`) is a failure.
+  /// ITL and fluidity need the chunks: ITL (pooled per chunk or token by the profile) goes
+  /// through `add(slo_metric::itl, gap)`, ICL (`for_each_icl`) through `add(slo_metric::icl, gap)`.
   void add(const request_metrics& m) noexcept {
-    if (!m.succeeded) {
+    if (!m.counted()) {
       ++failed_;
       return;
     }
     add_metrics(m);
-  }
-  /// Records one request as a profile saw it (`evaluate(profile, timeline, ...)`): its TTFT
-  /// origin, TPOT rule and per-user rate. ITL (pooled per chunk or token by the profile) goes
-  /// through `add(slo_metric::itl, gap)`, ICL (`for_each_icl`) through `add(slo_metric::icl, gap)`.
-  void add(const profiled_request& p) noexcept {
-    if (!p.completed) {
-      ++failed_;
-      return;
-    }
-    ++succeeded_;
-    for_each_metric_value(p, [&](metric_id k, double x) {
-      if (k != metric_id::itl) add(k, x);  // the per-request ITL is not a pooled sample
-    });
   }
   /// Adds one sample of `metric` directly.
   bool add(slo_metric metric, double x) noexcept {
@@ -570,7 +560,9 @@ class slo_distributions {
   }
   void add_metrics(const request_metrics& m) noexcept {
     ++succeeded_;
-    for_each_metric_value(m, [&](metric_id k, double x) { add(k, x); });
+    for_each_metric_value(m, [&](metric_id k, double x) {
+      if (k != metric_id::itl) add(k, x);  // a per-request ITL is not a pooled sample
+    });
   }
 
   Estimator e_[metric_count]{};

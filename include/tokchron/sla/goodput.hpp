@@ -45,7 +45,7 @@ struct request_slo {
   /// Whether metric `m` can take a per-request limit: a time metric that `request_metrics`
   /// holds (not the pooled itl and icl).
   [[nodiscard]] static constexpr bool limitable(metric_id m) noexcept {
-    return is_time_metric(m) && request_metrics::field(m) != nullptr;
+    return is_time_metric(m) && request_metrics::canonical_field(m) != nullptr;
   }
   /// The limit on `m` (seconds), if set.
   [[nodiscard]] const std::optional<double>& limit(metric_id m) const noexcept {
@@ -208,10 +208,11 @@ class goodput_counter {
   explicit goodput_counter(const request_slo& slo, const goodput_options& opt = {}) noexcept
       : slo_(slo), opt_(opt) {}
 
-  /// Records one finished request's canonical metrics; returns whether it was good.
+  /// Records one finished request's metrics (canonical, or as a profile saw it: its TTFT
+  /// origin, TPOT and E2E rules); returns whether it was good.
   bool add(const request_metrics& m) noexcept {
     ++r_.requests;
-    if (!m.succeeded) return false;
+    if (!m.counted()) return false;
     ++r_.completed;
     bool good = true, limit_missed = false;
     auto check = [&](const std::optional<double>& limit, const std::optional<double>& value,
@@ -239,14 +240,6 @@ class goodput_counter {
     else if (!limit_missed)
       ++r_.missing;
     return good;
-  }
-  /// Records one request as a profile saw it (its TTFT origin, TPOT and E2E rules).
-  bool add(const profiled_request& p) noexcept {
-    request_metrics m;
-    m.succeeded = p.completed;
-    for (const auto& d : metric_table)  // every metric both hold, as the profile saw it
-      if (const auto f = request_metrics::field(d.id)) m.*f = p.value(d.id);
-    return add(m);
   }
   /// Records a finished timeline (unfinished ones are ignored and return false).
   template <class Timeline>

@@ -6,7 +6,6 @@
 /// Verdicts: whether an objective holds (pass, fail, or insufficient data to say), with the
 /// measured value, the margin, confidence bounds and how many more samples a pass would need.
 
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>

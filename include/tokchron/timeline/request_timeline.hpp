@@ -5,7 +5,6 @@
 /// \file
 /// `basic_request_timeline`: what happened to one request, on one clock.
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <type_traits>

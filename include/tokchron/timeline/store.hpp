@@ -15,7 +15,6 @@
 /// Both give identical TTFT, TTFA, reasoning time, TTST, TPOT, E2E, queue, prefill and decode
 /// times for the same events.
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>

@@ -14,9 +14,9 @@
 #include "distribution.hpp"
 #include "engine.hpp"
 #include "plot.hpp"
+#include "report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 #include "tokchron/clock.hpp"
 #include "tokchron/metrics/profiles.hpp"
-#include "report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 
 namespace batching {
 namespace {
@@ -482,6 +482,7 @@ int calibrate_main(const std::vector<std::string>& args) {
   try {
     std::vector<std::string> run_args;
     std::vector<trace_arg> targs;
+    tokchron_cli::option_once once;
     for (std::size_t i = 0; i < args.size(); ++i) {
       std::string a = args[i];
       std::optional<std::string> inline_value;
@@ -493,10 +494,21 @@ int calibrate_main(const std::vector<std::string>& args) {
         std::cout << calibrate_usage;
         return 0;
       }
+      // calibrate's own single-valued options are noted here; the run options it hands on are
+      // checked by parse_command_line (the same rule); --trace is a list.
+      const bool own = a == "--fit" || a == "--percentiles" || a == "--max-evals" || a == "--plot";
       auto value = [&]() -> std::string {
-        if (inline_value) return *inline_value;
-        if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-        return args[++i];
+        std::string v;
+        if (inline_value) {
+          v = *inline_value;
+        } else {
+          if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+          v = args[++i];
+        }
+        if (own)
+          if (auto repeated = note_option(once, a.substr(2), v))
+            throw std::invalid_argument(*repeated);
+        return v;
       };
       if (a == "--trace") {
         targs.push_back(parse_trace_arg(value()));

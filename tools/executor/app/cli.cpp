@@ -12,6 +12,8 @@
 #include <limits>
 #include <map>
 
+#include "report/option_once.hpp"
+
 namespace batching {
 namespace {
 
@@ -315,7 +317,26 @@ std::vector<std::string> split_values(std::string_view list) {
   return out;
 }
 
+std::string dashed(std::string s) {
+  for (char& c : s)
+    if (c == '_') c = '-';
+  return s;
+}
+
 }  // namespace
+
+std::optional<std::string> note_option(tokchron_cli::option_once& once, std::string_view name,
+                                       std::string_view value) {
+  const std::string n = canonical_name(name);
+  if (n == "slo" || n == "sweep") return std::nullopt;  // lists (a --sweep axis: by its name)
+  if (n == "sim" || n == "compute") {  // KEY=VALUE lists: each key once
+    const auto eq = value.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;  // refused by its setter
+    return once.note(dashed(n) + " " + std::string(value.substr(0, eq)),
+                     std::string(value.substr(eq + 1)));
+  }
+  return once.note(dashed(n), std::string(value));
+}
 
 const std::vector<option_info>& run_options() {
   static const std::vector<option_info> all = [] {
@@ -362,6 +383,8 @@ std::string usage() {
        "  --memory-limit SIZE      what the runs may keep: bytes, KiB, MiB, GiB (default 2GiB);\n"
        "                           a configuration that needs more is refused, a run stopped\n"
        "  --help\n"
+       "\nAn option given twice is refused, naming it and both values, except the lists: --slo,\n"
+       "--sweep (each option swept once), --sim and --compute (each KEY once).\n"
        "\nDistributions (DIST): 300, fixed:300, uniform:75,225, normal:300,90, lognormal:150,60,\n"
        "exp:25, trace:FILE, none. Times: seconds, or with an s / ms suffix.\n";
   return u;
@@ -387,6 +410,7 @@ std::uint64_t parse_memory_size(std::string_view text) {
 
 command_line parse_command_line(const std::vector<std::string>& args) {
   command_line cl;
+  tokchron_cli::option_once once;
   std::vector<std::pair<std::string, std::string>> sets;  // applied in order given
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
@@ -406,12 +430,15 @@ command_line parse_command_line(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw usage_error("--" + a + " needs a value");
       value = args[++i];
     }
+    if (auto repeated = note_option(once, name, *value)) throw usage_error(*repeated);
     if (name == "sweep") {
       const auto eq = value->find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == value->size())
         throw usage_error("--sweep '" + *value + "': expected NAME=V1,V2,...");
       const std::string key = canonical_name(value->substr(0, eq));
       if (!find_def(key)) throw usage_error("--sweep: unknown option '" + key + "'");
+      if (auto repeated = once.note("sweep " + dashed(key), value->substr(eq + 1)))
+        throw usage_error(*repeated + " (one --sweep per option; list all its values there)");
       cl.sweeps.emplace_back(key, split_values(std::string_view(*value).substr(eq + 1)));
     } else if (name == "slo") {
       cl.slos.push_back(*value);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "report/option_once.hpp"
 #include "loadgen.hpp"
 #include "scheduler.hpp"
 #include "sim_backend.hpp"
@@ -47,6 +48,15 @@ struct option_info {
 /// Sets option `name` (dashes or underscores) of `c` from `value`. Throws
 /// `std::invalid_argument` naming the option and the bad value.
 void set_option(run_config& c, std::string_view name, std::string_view value);
+
+/// The rule for an option given twice (report/option_once.hpp), for every parser of the
+/// executor's options (the run, serve, calibrate, published, tokchron-bench): a single-valued
+/// option's second value gives the message to refuse it with; `--slo` and `--sweep` are lists;
+/// `--sim KEY=V` and `--compute KEY=V` are lists that take each KEY once. `name` in either
+/// spelling (dashes or underscores).
+[[nodiscard]] std::optional<std::string> note_option(tokchron_cli::option_once& once,
+                                                     std::string_view name,
+                                                     std::string_view value);
 
 /// A bad command line (exit code 2, printed with the usage).
 struct usage_error : std::invalid_argument {

@@ -96,10 +96,13 @@ int published_main(const std::vector<std::string>& args) {
   std::vector<std::pair<std::string, double>> sim;
   std::vector<std::string> keys = default_fit_keys();
   try {
+    tokchron_cli::option_once once;
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       auto value = [&]() -> const std::string& {
         if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+        if (auto repeated = note_option(once, a.substr(2), args[i + 1]))
+          throw std::invalid_argument(*repeated);
         return args[++i];
       };
       if (a == "--fit") {

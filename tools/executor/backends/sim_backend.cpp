@@ -12,8 +12,8 @@ namespace batching {
 
 hardware_spec hardware_preset(std::string_view name) {
   // Dense (not sparse) fp16/bf16 and fp8 tensor throughput, memory bandwidth and memory from
-  // the vendors' data sheets (docs/tools/executor.md). The A10G's 125 TF is NVIDIA's figure; 70 TF is
-  // also quoted. A100 80GB and H100 80GB carry 80 GiB; the A10G's 24 GB and the H200's 141 GB
+  // the vendors' data sheets (docs/tools/executor.md). The A10G's 125 TF is NVIDIA's figure; 70 TF
+  // is also quoted. A100 80GB and H100 80GB carry 80 GiB; the A10G's 24 GB and the H200's 141 GB
   // are the data sheets' figures.
   constexpr double gib = 1073741824.0;
   auto hw = [](const char* n, double mem, double bw, double f16, double f8) {
@@ -143,6 +143,16 @@ void sim_config::validate() const {
   if (!(jitter >= 0 && jitter < 0.3)) bad("jitter must be in [0, 0.3)");
   if (!(mem_util > 0 && mem_util <= 1)) bad("mem_util must be in (0, 1]");
   if (!(activation_reserve_bytes >= 0)) bad("activation_reserve must be >= 0");
+  // The shortest step the model can give: one sequence decoding its first token (every other
+  // step reads more bytes, does more FLOPs and has more overhead), at the lowest jitter factor.
+  const double roofline = std::max((model.weight_bytes + model.kv_bytes_per_token) /
+                                       (eta_bw * hw.bandwidth),
+                                   2.0 * model.params / (eta_compute * hw.flops));
+  const double shortest = t_fixed_s + t_seq_s + roofline * (1.0 - 3.0 * jitter);
+  if (!(shortest >= min_step_s))
+    bad("the shortest step (one token of one sequence) would take " + std::to_string(shortest) +
+        " s, less than 1 us: the virtual clock would barely move and the run would not end "
+        "(check t_fixed, t_seq, bandwidth, flops, eta_bw, eta_compute)");
   if (kv_capacity_tokens() < 1)
     bad("the weights (" + std::to_string(model.weight_bytes / 1e9) + " GB) leave no KV memory on " +
         hw.name);

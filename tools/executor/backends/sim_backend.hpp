@@ -69,7 +69,7 @@ struct sim_config {
   hardware_spec hw = hardware_preset("a10g");
   model_spec model = model_preset("llama2-7b");
   precision_spec precision = precision_preset("fp16");
-  double eta_bw = 0.9957;       ///< achieved fraction of peak bandwidth (docs/tools/executor.md, fit)
+  double eta_bw = 0.9957;  ///< achieved fraction of peak bandwidth (docs/tools/executor.md, fit)
   double eta_compute = 0.5789;  ///< achieved fraction of peak FLOP/s (fit)
   double t_fixed_s = 0.003616;  ///< per-step launch/scheduling overhead (fit)
   double t_seq_s = 4.647e-6;    ///< per-sequence cost of a step (sampling, bookkeeping; fit)

@@ -35,6 +35,10 @@ using timeline = tokchron::basic_request_timeline<clock_type>;
 /// The longest step a backend may model or predict, in seconds (31 years; the run's clock, 64-bit
 /// nanoseconds, holds 292 years).
 inline constexpr double max_step_s = 1e9;
+/// The shortest step a virtual-time backend may model, in seconds (1 us; a real accelerator's
+/// step takes milliseconds). A shorter one would let a run of D seconds take more than D x 10^6
+/// steps, and a step that rounds to 0 ns would never move the clock: the run would have no end.
+inline constexpr double min_step_s = 1e-6;
 
 /// What one sequence does in one step.
 ///

@@ -87,11 +87,13 @@ std::string serve_usage() {
          "                        system prompt the prefix cache reuses (run options)\n"
          "Engine options are the run options of `batching-executor --help` (--backend, --sim,\n"
          "--max-batch-size, --max-num-batched-tokens, ...); the sim backend sleeps each step's\n"
-         "modelled time.\n";
+         "modelled time. An option given twice is refused, naming it and both values (--sim and\n"
+         "--compute take each KEY once).\n";
 }
 
 serve_options parse_serve_options(const std::vector<std::string>& args) {
   serve_options o;
+  tokchron_cli::option_once once;  // an option given twice: refused, as every tool's
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -112,6 +114,7 @@ serve_options parse_serve_options(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw usage_error("--" + name + " needs a value");
       value = args[++i];
     }
+    if (auto repeated = note_option(once, name, value)) throw usage_error("serve: " + *repeated);
     if (name == "host") {
       o.host = value;
     } else if (name == "port") {

@@ -5,7 +5,8 @@
 
 /// \file
 /// `batching-executor serve`: the OpenAI HTTP API (Boost.Beast on Boost.Asio) in front of the
-/// real-time engine (live_engine.hpp), `/metrics` from tokchron's live metrics. docs/tools/serve.md.
+/// real-time engine (live_engine.hpp), `/metrics` from tokchron's live metrics.
+/// docs/tools/serve.md.
 
 #include <cstdint>
 #include <memory>

@@ -369,3 +369,72 @@ TEST_CASE("X11: a sim step past the clock's range fails the run with a message")
   scheduler_config sc;
   CHECK(contains(thrown<std::runtime_error>([&] { (void)run(sc, load, be); }), "sim: a step"));
 }
+
+TEST_CASE("X13: a sim step shorter than 1 us is refused, so every run ends") {
+  // issue 34: t_fixed 0 (or 1e-300) with an infinite bandwidth and throughput made every step
+  // 0 ns: the virtual clock stood still and the run never ended.
+  sim_config cfg;
+  cfg.t_fixed_s = 0;
+  cfg.t_seq_s = 0;
+  cfg.t_request_s = 0;
+  cfg.hw.bandwidth = 1e300;
+  cfg.hw.flops = 1e300;
+  CHECK(contains(thrown<std::invalid_argument>([&] { sim_backend be(cfg); }), "less than 1 us"));
+  cfg.t_fixed_s = 1e-300;
+  CHECK(contains(thrown<std::invalid_argument>([&] { sim_backend be(cfg); }), "less than 1 us"));
+  cfg.t_fixed_s = 0.5e-6;  // jitter can shrink the roofline part only
+  cfg.t_seq_s = 0.5e-6;
+  CHECK_NOTHROW(sim_backend{cfg});
+  cfg.t_fixed_s = cfg.t_seq_s = 0;
+  cfg.hw.bandwidth = 1e12;  // a finite roofline at the lowest jitter factor decides
+  cfg.hw.flops = 1e300;
+  cfg.model.weight_bytes = 1e6;  // 1 us at full bandwidth, 0.1 us at jitter 0.29's lowest
+  cfg.model.kv_bytes_per_token = 1;
+  cfg.eta_bw = 1;
+  cfg.jitter = 0.29;
+  CHECK(contains(thrown<std::invalid_argument>([&] { sim_backend be(cfg); }), "less than 1 us"));
+  cfg.jitter = 0;
+  CHECK_NOTHROW(sim_backend{cfg});
+}
+
+TEST_CASE("X14: an option given twice is refused naming it and both values; lists merge") {
+  // issue 34: a second value silently replaced the first (--percentiles, a --sweep axis twice).
+  const auto refused = [](std::vector<std::string> args) {
+    return thrown<usage_error>([&] { (void)parse_command_line(args); });
+  };
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--rate", "1", "--rate", "2"},
+           {"--percentiles", "50", "--percentiles=90"},
+           {"--max_batch_size", "4", "--max-batch-size", "8"},  // both spellings are one option
+           {"--format", "json", "--format", "table"},
+           {"--memory-limit", "1GiB", "--memory-limit", "2GiB"},
+           {"--prompt-len", "fixed:10", "--prompt-len", "fixed:20"}}) {
+    const std::string m = refused(args);
+    CHECK(contains(m, "is given twice ('" + args[1] + "', then '"));
+  }
+  CHECK(contains(refused({"--sweep", "rate=1,2", "--sweep", "rate=3"}),
+                 "--sweep rate is given twice ('1,2', then '3')"));
+  CHECK(contains(refused({"--sweep", "max_batch_size=1,2", "--sweep", "max-batch-size=3"}),
+                 "--sweep max-batch-size is given twice"));
+  CHECK(contains(refused({"--sim", "t_fixed=0.01", "--sim", "t_fixed=0.02"}),
+                 "--sim t_fixed is given twice ('0.01', then '0.02')"));
+  // lists: --slo, --sweep of different options, --sim of different keys
+  const command_line cl = parse_command_line({"--slo", "p95(ttft)<1s", "--slo", "p99(e2e)<9s",
+                                              "--sweep", "rate=1,2", "--sweep",
+                                              "max_batch_size=4,8", "--sim", "t_fixed=0.01",
+                                              "--sim", "t_seq=0.0001"});
+  CHECK(cl.slos.size() == 2);
+  CHECK(cl.sweeps.size() == 2);
+  CHECK(cl.base.sim.t_fixed_s == 0.01);
+  CHECK(cl.base.sim.t_seq_s == 0.0001);
+  // the shared rule itself, as serve, calibrate, published and tokchron-bench call it
+  tokchron_cli::option_once once;
+  CHECK_FALSE(note_option(once, "compute", "threads=2"));
+  CHECK_FALSE(note_option(once, "compute", "seed=3"));
+  CHECK(note_option(once, "compute", "threads=4").value_or("") ==
+        "--compute threads is given twice ('2', then '4'); give it once");
+  CHECK_FALSE(note_option(once, "slo", "a"));
+  CHECK_FALSE(note_option(once, "slo", "a"));
+  CHECK_FALSE(note_option(once, "think_time", "exp:1"));
+  CHECK(note_option(once, "think-time", "exp:2").value_or("").find("--think-time is given twice") == 0);
+}

@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/report.hpp"
 #include "test_util.hpp"
 #include "tokchron/io/clock_anchor.hpp"
-#include "report/report.hpp"
 
 namespace tr = tokchron_report;
 namespace tc = tokchron;

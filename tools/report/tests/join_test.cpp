@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
 #include "report/report.hpp"
+#include "test_util.hpp"
 
 namespace tr = tokchron_report;
 

@@ -14,7 +14,6 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "tokchron/quantile/log_histogram.hpp"
 

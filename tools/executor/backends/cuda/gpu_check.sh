@@ -159,9 +159,9 @@ say ""
 say "## Build"
 pkgs=(build-essential cmake ninja-build pkg-config libboost-dev doctest-dev nlohmann-json3-dev
   libopenblas-dev)
-# .ci/lib.sh's need_pkgs installs only what is missing (nothing, usually).
+# .ci/lib.sh's tc_need_pkgs installs only what is missing (nothing, usually).
 # shellcheck disable=SC2016 # $0 and $@ are the inner bash's
-step packages 150 30 bash -c 'source "$0/.ci/lib.sh" && need_pkgs "$@"' "$root" "${pkgs[@]}"
+step packages 150 30 bash -c 'source "$0/.ci/lib.sh" && tc_need_pkgs "$@"' "$root" "${pkgs[@]}"
 if [ $step_rc -ne 0 ]; then
   say "gpu_check: the Debian packages the build needs (${pkgs[*]}) are missing and could not be" \
     "installed (exit $step_rc):"
