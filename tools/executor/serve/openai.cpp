@@ -46,6 +46,9 @@ std::uint64_t count_words(std::string_view s) noexcept {
   return n;
 }
 
+/// The largest token id a prompt may hold (token ids are 32-bit).
+constexpr std::uint64_t max_token_id = 0xffffffffU;
+
 api_error bad(std::string message, std::string param = {}, std::string code = "invalid_value") {
   api_error e;
   e.message = std::move(message);
@@ -105,9 +108,20 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
       words_in = count_words(p->front().get_ref<const std::string&>());
       seed = fnv1a(seed, p->front().get_ref<const std::string&>());
     } else if (p->is_array() && !p->empty() && p->front().is_number_integer()) {
-      for (const json& t : *p) {
-        if (!t.is_number_integer() || t.get<std::int64_t>() < 0)
-          return bad("'prompt' as token ids must hold non-negative integers", "prompt");
+      // Token ids are 32-bit in every tokenizer an OpenAI-compatible server loads (vLLM keeps
+      // them as int32): each must be an integer in [0, 2^32); the refusal names the element
+      // and the real reason (wrong type, negative, or too large), read without wrapping.
+      for (std::size_t i = 0; i < p->size(); ++i) {
+        const json& t = (*p)[i];
+        const std::string where = "'prompt[" + std::to_string(i) + "]'";
+        if (!t.is_number_integer())
+          return bad(where + " must be an integer token id, got " + t.dump(), "prompt");
+        if (!t.is_number_unsigned() && t.get<std::int64_t>() < 0)
+          return bad(where + " is a negative token id (" + t.dump() + ")", "prompt");
+        if (t.get<std::uint64_t>() > max_token_id)
+          return bad(where + " token id " + t.dump() + " is out of range (0 to " +
+                         std::to_string(max_token_id) + ")",
+                     "prompt");
         seed = splitmix(seed ^ t.get<std::uint64_t>());
       }
       words_in = p->size();

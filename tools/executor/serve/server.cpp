@@ -604,8 +604,16 @@ std::uint64_t server::run(bool signals) {
   if (signals) {
     sigs.add(SIGINT);
     sigs.add(SIGTERM);
-    sigs.async_wait([&p](beast::error_code ec, int) {
-      if (!ec) p.begin_shutdown();
+    // The first signal shuts down gracefully (in-flight streams get their final aborted chunk);
+    // a second one during that grace stops the event loop at once.
+    sigs.async_wait([&p, &sigs](beast::error_code ec, int) {
+      if (ec) return;
+      p.begin_shutdown();
+      sigs.async_wait([&p](beast::error_code ec2, int) {
+        if (ec2) return;
+        std::cerr << "batching-executor serve: second signal, stopping now\n";
+        p.ioc.stop();
+      });
     });
   }
   p.accept();
@@ -613,16 +621,31 @@ std::uint64_t server::run(bool signals) {
   for (unsigned i = 1; i < p.opt.threads; ++i) pool.emplace_back([&p] { p.ioc.run(); });
   p.ioc.run();
   for (auto& t : pool) t.join();
+  // From here on a signal has its default effect (it ends the process): the trace below is
+  // written to a temporary file and renamed, so the trace file is whole or absent, never cut.
+  beast::error_code ignored;
+  sigs.clear(ignored);
   p.engine->stop();
   std::vector<tokchron::trace_record> trace = p.engine->take_trace();
   tokchron::set_clock_anchor(trace,
                              tokchron::read_clock_anchor(std::chrono::steady_clock::time_point{}));
+  const auto cut = std::count_if(trace.begin(), trace.end(), [](const tokchron::trace_record& r) {
+    return r.reason == tokchron::finish_reason::aborted;
+  });
+  if (cut > 0)
+    std::cerr << "batching-executor serve: " << cut << " of " << trace.size()
+              << " requests were cut (aborted) by the shutdown or their clients\n";
   if (p.opt.trace_out) {
-    std::ofstream f(*p.opt.trace_out);
-    for (const auto& r : trace) tokchron::write_trace_line(f, r);
-    f.flush();
-    if (!f)
-      throw std::runtime_error("serve: writing the trace to '" + *p.opt.trace_out + "' failed");
+    const std::string tmp = *p.opt.trace_out + ".partial";
+    {
+      std::ofstream f(tmp);
+      for (const auto& r : trace) tokchron::write_trace_line(f, r);
+      f.flush();
+      if (!f) throw std::runtime_error("serve: writing the trace to '" + tmp + "' failed");
+    }
+    if (std::rename(tmp.c_str(), p.opt.trace_out->c_str()) != 0)
+      throw std::runtime_error("serve: renaming '" + tmp + "' to '" + *p.opt.trace_out +
+                               "' failed");
   }
   return trace.size();
 }

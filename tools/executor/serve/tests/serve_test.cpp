@@ -583,3 +583,31 @@ TEST_CASE("serve: without the options, no reasoning field and no usage details")
   const std::string metrics = call_http(s.port(), http::verb::get, "/metrics").body;
   CHECK(family_sum(metrics, "tokchron_reasoning_tokens_total") <= 0);  // absent or 0
 }
+
+TEST_CASE(
+    "bad input H3: serve: a prompt token id's refusal names the element and the real reason") {
+  request_limits lim;
+  lim.model = "m";
+  const auto refusal = [&](const std::string& ids) {
+    const auto r =
+        parse_request(endpoint::completions, R"({"model":"m","prompt":)" + ids + "}", lim);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    const api_error& e = std::get<api_error>(r);
+    CHECK(e.status == 400);
+    CHECK(e.param == "prompt");
+    return e.message;
+  };
+  // 2^64-1 is non-negative: it is refused as out of range, not read as int64 (-1).
+  CHECK(refusal("[1,18446744073709551615]") ==
+        "'prompt[1]' token id 18446744073709551615 is out of range (0 to 4294967295)");
+  CHECK(refusal("[4294967296]") ==
+        "'prompt[0]' token id 4294967296 is out of range (0 to 4294967295)");
+  CHECK(refusal("[3,-2]") == "'prompt[1]' is a negative token id (-2)");
+  CHECK(refusal("[-9223372036854775808]") ==
+        "'prompt[0]' is a negative token id (-9223372036854775808)");
+  CHECK(refusal("[1,2.5]") == "'prompt[1]' must be an integer token id, got 2.5");
+  CHECK(refusal("[1,\"a\"]") == "'prompt[1]' must be an integer token id, got \"a\"");
+  // The largest id is taken.
+  CHECK(std::holds_alternative<generation_request>(
+      parse_request(endpoint::completions, R"({"model":"m","prompt":[0,4294967295]})", lim)));
+}

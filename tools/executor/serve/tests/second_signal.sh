@@ -1,0 +1,59 @@
+#!/bin/sh
+# docs/bad-input.md row H4: serve's shutdown under signals. Three long streams are open when
+# SIGINT arrives; a second SIGINT 50 ms later (inside the graceful shutdown) stops serve at once.
+# Then: serve has exited (status 0), said so, counted the cut streams, and its trace is whole
+# JSON Lines (every line parses, one per request, each aborted); no .partial file is left.
+#   second_signal.sh BATCHING_EXECUTOR WORKDIR        (exit 77: skipped without python3)
+set -eu
+bx=$1 work=$2
+command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
+. "$(dirname "$0")/serve_url.sh"
+rm -rf "$work" && mkdir -p "$work"
+"$bx" serve --host 127.0.0.1 --port 0 --hw a10g --trace-out "$work/trace.jsonl" \
+  >"$work/serve.log" 2>&1 &
+pid=$!
+url=$(serve_url "$work/serve.log")
+python3 - "$url" "$work/streams.ok" <<'PY' &
+import http.client, sys, threading, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+opened = threading.Barrier(4)
+def stream():
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    c.request("POST", "/v1/completions", headers={"content-type": "application/json"},
+              body='{"model":"tokchron-sim","prompt":"a b","max_tokens":3000,'
+                   '"ignore_eos":true,"stream":true}')
+    r = c.getresponse()
+    r.readline()  # the first event: the stream is open
+    opened.wait()
+    try:
+        r.read()
+    except Exception:
+        pass
+ts = [threading.Thread(target=stream) for _ in range(3)]
+for t in ts: t.start()
+opened.wait()
+open(sys.argv[2], "w").close()
+for t in ts: t.join()
+PY
+client=$!
+i=0
+while [ ! -f "$work/streams.ok" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$work/streams.ok" ] || { echo "the streams never opened"; cat "$work/serve.log"; exit 1; }
+kill -INT "$pid"
+sleep 0.05
+kill -INT "$pid"
+status=0
+wait "$pid" || status=$?
+wait "$client" || true
+cat "$work/serve.log"
+[ "$status" -eq 0 ] || { echo "serve exited with $status"; exit 1; }
+grep -q "second signal, stopping now" "$work/serve.log" || { echo "no second-signal line"; exit 1; }
+grep -q "3 of 3 requests were cut" "$work/serve.log" || { echo "the cut streams were not counted"; exit 1; }
+[ ! -e "$work/trace.jsonl.partial" ] || { echo "a .partial trace was left"; exit 1; }
+python3 - "$work/trace.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 3, f"{len(rows)} trace lines, expected 3"
+assert all(r.get("finish_reason") == "aborted" for r in rows), [r.get("finish_reason") for r in rows]
+print("trace: 3 whole lines, each aborted")
+PY
