@@ -77,6 +77,10 @@ std::string serve_usage() {
          "  --trace-out FILE      write the server's timelines (tokchron JSON Lines) at exit\n"
          "  --max-requests N      exit after answering N requests (default: run until a signal)\n"
          "  --max-body BYTES      largest request body (default 1048576; larger: HTTP 413)\n"
+         "  --write-timeout S     drop a client whose response write stalls S seconds (default "
+         "30)\n"
+         "  --max-buffered BYTES  drop a client with more unwritten response bytes (default "
+         "4194304)\n"
          "  --threads N           HTTP threads (default 2)\n"
          "  --max-model-len N     prompt + output tokens of a request (default 4096)\n"
          "  --eos-range N         without ignore_eos an answer stops after 1..N tokens\n"
@@ -132,6 +136,10 @@ serve_options parse_serve_options(const std::vector<std::string>& args) {
       o.max_requests = parse_count(name, value, 1, std::uint64_t(1) << 62);
     } else if (name == "max-body") {
       o.max_body = parse_count(name, value, 1, std::uint64_t(1) << 32);
+    } else if (name == "write-timeout") {
+      o.write_timeout_s = parse_count(name, value, 1, 86400);
+    } else if (name == "max-buffered") {
+      o.max_buffered = parse_count(name, value, 4096, std::uint64_t(1) << 32);
     } else if (name == "threads") {
       o.threads = static_cast<unsigned>(parse_count(name, value, 1, 256));
     } else if (name == "max-model-len") {
@@ -489,7 +497,20 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void queue_raw(std::string s) {
+    if (dead_) return;
+    out_bytes_ += s.size();
     out_.push_back(std::move(s));
+    // A client that does not read: the bytes queued behind the write in flight are bounded, and
+    // past them the client is dropped (one response, however large, is always written).
+    if (writing_ && out_bytes_ - out_.front().size() > srv_.opt.max_buffered) {
+      closing_write_ = false;
+      out_.erase(out_.begin() + 1, out_.end());  // the front is being written: it stays
+      out_bytes_ = out_.front().size();
+      overflowed_ = true;  // however the write in flight ends, the client is dropped
+      beast::error_code ec;
+      stream_.socket().cancel(ec);  // the write in flight ends with an error: client_gone
+      return;
+    }
     if (!writing_) write_next();
   }
 
@@ -503,10 +524,18 @@ class session : public std::enable_shared_from_this<session> {
       return;
     }
     writing_ = true;
+    // A write that makes no progress for --write-timeout ends with beast::error::timeout (the
+    // socket is closed): the client is dropped below.
+    stream_.expires_after(std::chrono::seconds(srv_.opt.write_timeout_s));
     net::async_write(stream_, net::buffer(out_.front()),
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->out_.pop_front();
-                       if (ec) {
+                       self->stream_.expires_never();
+                       if (!self->out_.empty()) {
+                         self->out_bytes_ -= std::min(self->out_bytes_, self->out_.front().size());
+                         self->out_.pop_front();
+                       }
+                       if (ec || self->overflowed_) {
+                         self->out_bytes_ = 0;
                          self->out_.clear();
                          self->writing_ = false;
                          self->closing_write_ = false;
@@ -556,6 +585,8 @@ class session : public std::enable_shared_from_this<session> {
   const call* counted_ = nullptr;
   response_head head_;
   std::deque<std::string> out_;
+  std::uint64_t out_bytes_ = 0;  // the bytes in out_
+  bool overflowed_ = false;      // out_ passed --max-buffered: the client is being dropped
   unsigned version_ = 11;
   std::uint32_t completion_ = 0;
   bool keep_alive_ = true, chunked_ = true, writing_ = false, watching_ = false;
@@ -572,6 +603,13 @@ void server::impl::accept() {
     }
     beast::error_code nd;
     s.set_option(tcp::no_delay(true), nd);
+    // The kernel's send buffer is bounded too (no autotuning past it), so a client that stops
+    // reading holds at most about 2 x --max-buffered bytes (Linux doubles SO_SNDBUF) in the
+    // kernel plus --max-buffered queued here before its write stalls and it is dropped.
+    beast::error_code opt_ec;
+    s.set_option(net::socket_base::send_buffer_size(
+                     static_cast<int>(std::min<std::uint64_t>(opt.max_buffered, 1u << 30))),
+                 opt_ec);
     std::make_shared<session>(std::move(s), *this)->start();
     accept();
   });

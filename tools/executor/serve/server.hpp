@@ -27,9 +27,15 @@ struct serve_options {
   std::optional<std::string> trace_out;
   std::uint64_t max_requests = 0;        ///< 0: serve until SIGINT/SIGTERM
   std::uint64_t max_body = 1024 * 1024;  ///< bytes of a request body
-  unsigned threads = 2;                  ///< HTTP threads
-  std::uint32_t max_model_len = 4096;    ///< prompt + output tokens (capped by the KV pool)
-  std::uint32_t eos_range = 256;         ///< natural answer lengths 1..eos_range
+  /// A response write that makes no progress for this long drops the client (a stream's request
+  /// is aborted in the engine and counted as an abort), seconds.
+  std::uint64_t write_timeout_s = 30;
+  /// Response bytes a connection may have queued and unwritten; past it the client, which is
+  /// not reading, is dropped the same way.
+  std::uint64_t max_buffered = 4 * 1024 * 1024;
+  unsigned threads = 2;                ///< HTTP threads
+  std::uint32_t max_model_len = 4096;  ///< prompt + output tokens (capped by the KV pool)
+  std::uint32_t eos_range = 256;       ///< natural answer lengths 1..eos_range
   /// `usage.prompt_tokens_details.cached_tokens` on answers with a prefix-cache hit (vLLM's
   /// --enable-prompt-tokens-details).
   bool prompt_tokens_details = false;
