@@ -79,6 +79,8 @@ std::string serve_usage() {
          "  --max-body BYTES      largest request body (default 1048576; larger: HTTP 413)\n"
          "  --write-timeout S     drop a client whose response write stalls S seconds (default "
          "30)\n"
+         "  --max-connections N   open connections at most; past it 503 + Retry-After (default "
+         "1024)\n"
          "  --max-buffered BYTES  drop a client with more unwritten response bytes (default "
          "4194304)\n"
          "  --threads N           HTTP threads (default 2)\n"
@@ -138,6 +140,8 @@ serve_options parse_serve_options(const std::vector<std::string>& args) {
       o.max_body = parse_count(name, value, 1, std::uint64_t(1) << 32);
     } else if (name == "write-timeout") {
       o.write_timeout_s = parse_count(name, value, 1, 86400);
+    } else if (name == "max-connections") {
+      o.max_connections = parse_count(name, value, 1, 1000000);
     } else if (name == "max-buffered") {
       o.max_buffered = parse_count(name, value, 4096, std::uint64_t(1) << 32);
     } else if (name == "threads") {
@@ -172,6 +176,8 @@ struct server::impl {
   std::int64_t created = 0;
   std::atomic<std::uint64_t> next_id{1}, answered{0};
   std::atomic<bool> stopping{false};
+  /// Connections open now, and those refused past --max-connections (both in /metrics).
+  std::atomic<std::uint64_t> open_connections{0}, refused_connections{0};
 
   static tokchron::live_options metric_options(const serve_options& o) {
     return o.names == "vllm"
@@ -214,6 +220,18 @@ struct server::impl {
 
   void accept();
   void begin_shutdown();
+  /// serve's own families, after the engine's: open connections and refused ones.
+  [[nodiscard]] std::string connection_metrics() const {
+    return "# HELP tokchron_serve_open_connections Connections open now.\n"
+           "# TYPE tokchron_serve_open_connections gauge\n"
+           "tokchron_serve_open_connections " +
+           std::to_string(open_connections.load()) +
+           "\n# HELP tokchron_serve_refused_connections_total Connections refused past "
+           "--max-connections (503).\n"
+           "# TYPE tokchron_serve_refused_connections_total counter\n"
+           "tokchron_serve_refused_connections_total " +
+           std::to_string(refused_connections.load()) + "\n";
+  }
   void answered_one() {
     if (opt.max_requests && answered.fetch_add(1) + 1 == opt.max_requests) begin_shutdown();
   }
@@ -237,7 +255,12 @@ const char* status_text(unsigned s) {
 // One connection: reads requests (keep-alive, pipelining), answers them one at a time.
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket s, server::impl& srv) : stream_(std::move(s)), srv_(srv) {}
+  session(tcp::socket s, server::impl& srv) : stream_(std::move(s)), srv_(srv) {
+    srv_.open_connections.fetch_add(1);
+  }
+  ~session() { srv_.open_connections.fetch_sub(1); }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
 
   void start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
@@ -303,8 +326,10 @@ class session : public std::enable_shared_from_this<session> {
     }
     if (target == "/metrics") {
       if (m != http::verb::get) return wrong_method("GET");
-      return send_plain(200, std::string(tokchron::prometheus_content_type),
-                        tokchron::to_prometheus(tokchron::scrape(srv_.metrics)), keep_alive_);
+      return send_plain(
+          200, std::string(tokchron::prometheus_content_type),
+          tokchron::to_prometheus(tokchron::scrape(srv_.metrics)) + srv_.connection_metrics(),
+          keep_alive_);
     }
     const bool chat = target == "/v1/chat/completions";
     if (!chat && target != "/v1/completions") {
@@ -603,6 +628,24 @@ void server::impl::accept() {
     }
     beast::error_code nd;
     s.set_option(tcp::no_delay(true), nd);
+    if (open_connections.load() >= opt.max_connections) {
+      // Past the cap: a short 503 written without waiting (it fits any send buffer; a client
+      // that cannot take it loses it), then closed. Nothing of it enters the engine.
+      refused_connections.fetch_add(1);
+      static const std::string busy = [] {
+        const std::string body =
+            R"({"error":{"message":"too many open connections","type":"server_error",)"
+            R"("param":null,"code":"too_many_connections"}})";
+        return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: "
+               "application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+      }();
+      s.non_blocking(true, nd);
+      s.write_some(net::buffer(busy.data(), busy.size()), nd);
+      s.shutdown(tcp::socket::shutdown_send, nd);
+      s.close(nd);
+      return accept();
+    }
     // The kernel's send buffer is bounded too (no autotuning past it), so a client that stops
     // reading holds at most about 2 x --max-buffered bytes (Linux doubles SO_SNDBUF) in the
     // kernel plus --max-buffered queued here before its write stalls and it is dropped.

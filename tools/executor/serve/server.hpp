@@ -33,6 +33,8 @@ struct serve_options {
   /// Response bytes a connection may have queued and unwritten; past it the client, which is
   /// not reading, is dropped the same way.
   std::uint64_t max_buffered = 4 * 1024 * 1024;
+  /// Connections open at once; one more is answered 503 with Retry-After and closed.
+  std::uint64_t max_connections = 1024;
   unsigned threads = 2;                ///< HTTP threads
   std::uint32_t max_model_len = 4096;  ///< prompt + output tokens (capped by the KV pool)
   std::uint32_t eos_range = 256;       ///< natural answer lengths 1..eos_range

@@ -1,0 +1,50 @@
+#!/bin/sh
+# docs/bad-input.md row H6: more connections than --max-connections. With --max-connections 2,
+# two idle connections are held open; a third gets 503 with Retry-After and is closed without
+# reaching the engine; once one idle connection closes, /metrics answers again and counts the
+# refusal, and /health answers.
+#   connection_cap.sh BATCHING_EXECUTOR WORKDIR        (exit 77: skipped without python3)
+set -eu
+bx=$1 work=$2
+command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
+. "$(dirname "$0")/serve_url.sh"
+rm -rf "$work" && mkdir -p "$work"
+"$bx" serve --host 127.0.0.1 --port 0 --hw h200 --max-connections 2 >"$work/serve.log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+url=$(serve_url "$work/serve.log")
+python3 - "$url" <<'PY'
+import socket, sys, time, urllib.parse, urllib.request
+url = sys.argv[1]
+u = urllib.parse.urlparse(url)
+def connect():
+    s = socket.create_connection((u.hostname, u.port), timeout=10)
+    return s
+def get(s, path):
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path.encode())
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b: return data.decode()
+        data += b
+a, b = connect(), connect()
+time.sleep(0.3)  # both accepted
+c = connect()
+r = get(c, "/health")
+assert r.startswith("HTTP/1.1 503"), r[:80]
+assert "Retry-After: 1" in r and "too_many_connections" in r, r
+a.close()
+t0 = time.time()
+while True:
+    r = get(connect(), "/metrics")
+    if r.startswith("HTTP/1.1 200"): break
+    assert time.time() - t0 < 10, "a closed connection was never released"
+    time.sleep(0.1)
+refused = [l for l in r.splitlines() if l.startswith("tokchron_serve_refused_connections_total")]
+assert refused and int(refused[0].split()[-1]) >= 1, refused
+print("refused past the cap with 503 + Retry-After;", refused[0])
+b.close()
+time.sleep(0.2)
+assert get(connect(), "/health").startswith("HTTP/1.1 200")
+print("/health answers")
+PY
