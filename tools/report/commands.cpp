@@ -105,7 +105,7 @@ int run_summary_command(const arguments& args, std::ostream& out, std::ostream& 
   report_settings s = settings_from(args);
   const sla_settings sla = sla_settings_from(args);
   if (args.files.empty()) throw usage_error("no input file (use - for stdin)");
-  check_inputs(args.files);
+  const input_files files = readable_inputs(args.files, err);
   s.keep_requests = sla.goodput.has_value();
   // The objectives and the pictures need the requests after the summary: keep them.
   const bool keep = sla.any() || args.has("plot");
@@ -115,12 +115,15 @@ int run_summary_command(const arguments& args, std::ostream& out, std::ostream& 
   std::optional<loaded_inputs> kept;
   std::vector<tc::run_summary> summaries;
   if (keep) {
-    kept = load_inputs(args.files, ro);
+    kept = load_inputs(files.readable, ro);
     in = *kept;
     summaries = summarize_all(*kept, s);
   } else {
-    summaries = summarize_files(args.files, s.input, s, in);
+    summaries = summarize_files(files.readable, s.input, s, in);
   }
+  if (!files.unreadable.empty())  // counted in every format (a row, a CSV line, a JSON key)
+    for (auto& sum : summaries)
+      sum.extra.emplace_back("unreadable_files", static_cast<double>(files.unreadable.size()));
   if (in.requests == 0) {
     report_skipped(in, err, args.has("quiet"));
     throw input_error("no valid request in the input");
@@ -132,7 +135,8 @@ int run_summary_command(const arguments& args, std::ostream& out, std::ostream& 
   if (args.has("plot")) plot_report(*kept, s, sla, args, err);
   report_missing_rates(summaries, err);
   const int skipped = report_skipped(in, err, args.has("quiet"));
-  return code != exit_ok ? code : skipped;
+  if (code != exit_ok) return code;
+  return files.unreadable.empty() ? skipped : exit_unreadable_files;
 }
 
 const std::vector<command>& commands() {

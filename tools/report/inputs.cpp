@@ -19,17 +19,34 @@
 
 namespace tokchron_report {
 
-void check_inputs(const std::vector<std::string>& files) {
+std::optional<std::string> unreadable_reason(const std::string& f) {
+  if (f == "-") return std::nullopt;
+  std::error_code ec;
+  if (std::filesystem::is_directory(f, ec)) return "is a directory";
+  std::ifstream probe(f, std::ios::binary);
+  if (!probe) return std::string(std::strerror(errno));
+  return std::nullopt;
+}
+
+input_files readable_inputs(const std::vector<std::string>& files, std::ostream& err) {
+  input_files r;
+  std::string first;
   for (const std::string& f : files) {
-    if (f == "-") continue;
-    std::error_code ec;
-    if (std::filesystem::is_directory(f, ec))
-      throw input_error("cannot read " + f + ": is a directory (nothing was reported)");
-    std::ifstream probe(f, std::ios::binary);
-    if (!probe)
-      throw input_error("cannot open " + f + ": " + std::strerror(errno) +
-                        " (nothing was reported)");
+    if (const auto why = unreadable_reason(f)) {
+      if (first.empty()) first = "cannot open " + f + ": " + *why;
+      r.unreadable.push_back(f);
+      if (files.size() > 1)
+        err << "tokchron-report: cannot open " << f << ": " << *why
+            << " (left out; counted as unreadable_files)\n";
+    } else {
+      r.readable.push_back(f);
+    }
   }
+  if (r.readable.empty())
+    throw input_error(files.size() == 1 ? first + " (nothing was reported)"
+                                        : "none of the " + std::to_string(files.size()) +
+                                              " input files could be read (nothing was reported)");
+  return r;
 }
 
 namespace {

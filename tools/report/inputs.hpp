@@ -13,12 +13,15 @@
 ///  - a line longer than `max_line_bytes` stops the read with an input_error naming the file
 ///    and line (memory stays within the limit plus one read block); a vLLM result file is one
 ///    JSON document, so the limit bounds the whole file;
-///  - the commands call `check_inputs` before reading: a missing or unreadable file is an
-///    input_error naming it, and nothing is reported (no partial report of the other files).
-///    A file that fails later (an I/O error part-way) stops the read the same way.
+///  - the commands call `readable_inputs` before reading: a missing or unreadable file among
+///    several is named on stderr, left out and counted in the output (`unreadable_files`), the
+///    others are reported and the exit code is 1 (exit_unreadable_files); when no file can be
+///    read it is an input_error naming it, and nothing is reported. A file that fails later (an
+///    I/O error part-way) stops the read with an input_error.
 
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,9 +66,17 @@ struct read_options {
   read_options(const char* k) : kind(k) {}             // NOLINT
 };
 
-/// Checks that every file of `files` can be opened for reading (`-` is stdin), before any is
-/// read. Throws input_error naming the first that cannot (missing, unreadable, a directory).
-void check_inputs(const std::vector<std::string>& files);
+/// The files of a command split by whether they can be opened for reading (`-` is stdin).
+struct input_files {
+  std::vector<std::string> readable;    ///< in the order given
+  std::vector<std::string> unreadable;  ///< missing, unreadable or a directory
+};
+/// Checks every file before any is read: each that cannot be opened is named on `err` (when
+/// several were given) and left out. Throws input_error when none can be read.
+[[nodiscard]] input_files readable_inputs(const std::vector<std::string>& files,
+                                          std::ostream& err);
+/// Why `f` cannot be opened for reading, or empty when it can.
+[[nodiscard]] std::optional<std::string> unreadable_reason(const std::string& f);
 
 using timeline_sink = std::function<void(tc::trace_timeline&&)>;
 using timeline_peek = std::function<void(const tc::trace_timeline&)>;

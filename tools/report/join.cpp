@@ -190,6 +190,11 @@ void write_join_table(std::ostream& out, const join_result& r,
       << r.matched << " matched, " << r.client_only << " client only, " << r.server_only
       << " server only, " << r.duplicate_ids << " with a duplicate id; " << r.failed << " failed, "
       << r.no_first_token << " without a first token; " << r.requests.size() << " split\n";
+  if (!r.unreadable_files.empty()) {
+    out << "unreadable client files: " << r.unreadable_files.size() << " (left out):";
+    for (const auto& f : r.unreadable_files) out << ' ' << f;
+    out << '\n';
+  }
   std::ostringstream c;
   c << std::setprecision(12) << "clock: client time = server time " << std::showpos
     << r.clock.server_to_client << std::noshowpos << " s (" << r.clock.source << ")";
@@ -232,6 +237,7 @@ ojson join_json(const join_result& r) {
                    {"server_only", r.server_only}, {"duplicate_ids", r.duplicate_ids},
                    {"failed", r.failed},           {"no_first_token", r.no_first_token},
                    {"split", r.requests.size()}};
+  if (!r.unreadable_files.empty()) j["unreadable_files"] = r.unreadable_files;
   ojson c;
   c["server_to_client"] = r.clock.server_to_client;
   if (r.clock.error)
@@ -268,6 +274,8 @@ void write_join_csv(std::ostream& out, const join_result& r,
     for (double q : percentiles) out << ',' << num(p.d.at(q));
     out << ',' << num(p.d.max) << ',' << p.negative << ',' << p.beyond_error << '\n';
   }
+  if (!r.unreadable_files.empty())  // the count as a row of its own
+    out << "unreadable_files," << r.unreadable_files.size() << '\n';
 }
 
 }  // namespace
@@ -298,10 +306,12 @@ int run_join_command(const arguments& args, std::ostream& out, std::ostream& err
     if (!m) throw usage_error("--max-line-bytes must be an integer from 1 to 2^40");
     ro.max_line_bytes = static_cast<std::size_t>(*m);
   }
-  std::vector<std::string> all = args.files;
-  all.push_back(*server_file);
-  check_inputs(all);
-  const loaded_inputs client = load_inputs(args.files, ro);
+  // The server's trace is needed whole; a client file that cannot be read is left out, named
+  // and counted (several client files).
+  if (const auto why = unreadable_reason(*server_file))
+    throw input_error("cannot open " + *server_file + ": " + *why + " (nothing was reported)");
+  const input_files files = readable_inputs(args.files, err);
+  const loaded_inputs client = load_inputs(files.readable, ro);
   const loaded_inputs server = load_inputs({*server_file}, ro);
   const bool quiet = args.has("quiet");
   if (client.requests == 0 || server.requests == 0) {
@@ -310,7 +320,8 @@ int run_join_command(const arguments& args, std::ostream& out, std::ostream& err
     throw input_error(std::string("no valid request in the ") +
                       (client.requests == 0 ? "client" : "server") + " trace");
   }
-  const join_result r = join_traces(client, server, percentiles, offset);
+  join_result r = join_traces(client, server, percentiles, offset);
+  r.unreadable_files = files.unreadable;
   if (format == "json")
     out << join_json(r).dump(2) << '\n';
   else if (format == "csv")
@@ -352,7 +363,7 @@ int run_join_command(const arguments& args, std::ostream& out, std::ostream& err
   }
   const int a = report_skipped(client, err, quiet);
   const int b = report_skipped(server, err, quiet);
-  return std::max(a, b);
+  return std::max({a, b, files.unreadable.empty() ? int(exit_ok) : int(exit_unreadable_files)});
 }
 
 }  // namespace tokchron_report

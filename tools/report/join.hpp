@@ -72,6 +72,7 @@ struct join_result {
   std::size_t duplicate_ids = 0;   ///< requests left out because their id is not unique on a side
   std::size_t failed = 0;          ///< matched, but failed on either side (not split)
   std::size_t no_first_token = 0;  ///< matched and ok, but without a first token on a side
+  std::vector<std::string> unreadable_files;  ///< client files that could not be read (left out)
   join_clock clock;
   clock_alignment client_clocks;         ///< the client traces' own alignment (several hosts)
   std::vector<joined_request> requests;  ///< the split ones, in client order

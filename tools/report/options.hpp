@@ -27,6 +27,7 @@ namespace tc = tokchron;
 enum exit_code : int {
   exit_ok = 0,             ///< every input line was read and the report was written
   exit_skipped_lines = 1,  ///< the report was written, but malformed lines were skipped
+  exit_unreadable_files = 1,  ///< the report was written, but some input files could not be read
   exit_input = 1,          ///< an input could not be read or held no valid request (no report), or
                            ///< the --plot pictures could not be written (after the report)
   exit_usage = 2,          ///< bad command line (unknown option, bad value, no input)

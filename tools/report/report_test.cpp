@@ -232,17 +232,52 @@ TEST_CASE("TR4: each percentile has its own exact key") {
   CHECK(!contains(out.str(), "p-0"));
 }
 
-TEST_CASE("TR3: a missing file among good ones writes nothing and names it") {
+TEST_CASE("TR3: a missing or unreadable file among good ones is named, counted, left out") {
+  // issue 34: one missing file among several used to abort the whole report.
+  const std::string good = data + "separating.jsonl", missing = data + "missing.jsonl";
+  std::ostringstream ref, ref_err;
+  REQUIRE(tr::run({"--format", "json", good}, ref, ref_err) == tr::exit_ok);
+  for (const std::string format : {"table", "csv", "json"}) {
+    for (const bool slo : {false, true}) {  // the streamed and the kept path (--goodput)
+      std::ostringstream out, err;
+      std::vector<std::string> args{"--format", format};
+      if (slo) args.insert(args.end(), {"--goodput", "ttft:100s"});
+      args.insert(args.end(), {missing, good, data, good});
+      CAPTURE(format);
+      CAPTURE(slo);
+      CHECK(tr::run(args, out, err) == tr::exit_unreadable_files);
+      CHECK(contains(err.str(), "cannot open " + missing + ": "));
+      CHECK(contains(err.str(), "cannot open " + data + ": is a directory"));
+      if (format == "json") {
+        const auto j = nlohmann::json::parse(out.str());
+        CHECK(j["unreadable_files"] == 2);
+        CHECK(j["requests"] == 2 * nlohmann::json::parse(ref.str())["requests"].get<int>());
+      } else {
+        CHECK(contains(out.str(), format == "csv" ? "unreadable_files,2\n" : "unreadable_files"));
+      }
+    }
+  }
+  // none readable: nothing reported
   std::ostringstream out, err;
-  CHECK(tr::run({data + "separating.jsonl", data + "missing.jsonl"}, out, err) == tr::exit_input);
+  CHECK(tr::run({missing, data}, out, err) == tr::exit_input);
   CHECK(out.str().empty());
-  CHECK(contains(err.str(), "cannot open " + data + "missing.jsonl"));
-  CHECK(contains(err.str(), "nothing was reported"));
+  CHECK(contains(err.str(), "none of the 2 input files could be read (nothing was reported)"));
   err.str("");
-  CHECK(tr::run({"--slo", "p95(ttft) < 1s", data + "separating.jsonl", data}, out, err) ==
-        tr::exit_input);
+  CHECK(tr::run({missing}, out, err) == tr::exit_input);
   CHECK(out.str().empty());
-  CHECK(contains(err.str(), "is a directory"));
+  CHECK(contains(err.str(), "cannot open " + missing));
+  // audit: the readable claims files are audited, the missing one named and counted
+  const std::string claims = std::string(TOKCHRON_SOURCE_DIR) + "/tests/data/claims/consistent.json";
+  err.str("");
+  CHECK(tr::run({"audit", "--format", "json", claims, missing}, out, err) ==
+        tr::exit_unreadable_files);
+  const auto a = nlohmann::json::parse(out.str());
+  CHECK(a["consistent"] == true);
+  CHECK(a["unreadable_files"].size() == 1);
+  CHECK(contains(err.str(), "cannot open " + missing));
+  std::ostringstream t, terr;
+  CHECK(tr::run({"audit", claims, missing}, t, terr) == tr::exit_unreadable_files);
+  CHECK(contains(t.str(), "unreadable file: " + missing));
 }
 
 TEST_CASE("TR2: a line longer than --max-line-bytes stops the read, naming the line") {

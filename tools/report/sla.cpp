@@ -154,9 +154,9 @@ int run_audit_command(const arguments& args, std::ostream& out, std::ostream& er
   const std::string format = args.get("format").value_or("table");
   if (format != "table" && format != "json") throw usage_error("audit: --format table or json");
   if (args.files.empty()) throw usage_error("audit: no claims file");
-  check_inputs(args.files);
+  const input_files files = readable_inputs(args.files, err);
   std::vector<tc::audit_report> reports;
-  for (const std::string& f : args.files)
+  for (const std::string& f : files.readable)
     for (const tc::claims& c : read_claims(f, err)) {
       tc::audit_report r = tc::audit(c);
       r.name = c.name;
@@ -170,14 +170,17 @@ int run_audit_command(const arguments& args, std::ostream& out, std::ostream& er
     nlohmann::ordered_json j;
     j["consistent"] = consistent;
     j["reports"] = std::move(a);
+    if (!files.unreadable.empty()) j["unreadable_files"] = files.unreadable;
     out << j.dump(2) << '\n';
   } else {
     for (const auto& r : reports)
       out << r.name << ": " << (r.consistent() ? "consistent" : "INCONSISTENT") << '\n'
           << r.to_string() << '\n';
     out << (consistent ? "consistent\n" : "INCONSISTENT\n");
+    for (const std::string& f : files.unreadable) out << "unreadable file: " << f << '\n';
   }
-  return consistent ? exit_ok : exit_slo_fail;
+  if (!consistent) return exit_slo_fail;
+  return files.unreadable.empty() ? exit_ok : exit_unreadable_files;
 }
 
 }  // namespace tokchron_report

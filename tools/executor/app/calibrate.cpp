@@ -269,7 +269,8 @@ calib_trace load_calib_trace(const std::string& file, const std::string& kind,
   t.file = file;
   t.cfg = cfg;
   t.concurrency = concurrency;
-  tokchron_report::check_inputs({file});
+  if (const auto why = tokchron_report::unreadable_reason(file))  // X12: a trace is needed whole
+    throw tokchron_report::input_error("cannot open " + file + ": " + *why);
   tokchron_report::loaded_inputs in = tokchron_report::load_inputs({file}, kind);
   if (in.malformed)
     throw std::invalid_argument("trace '" + file + "': " + std::to_string(in.malformed) +

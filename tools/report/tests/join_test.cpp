@@ -139,6 +139,37 @@ TEST_CASE("join: ids, counts and the split of each request") {
   CHECK(std::filesystem::is_regular_file(dir + "/plot/index.html"));
 }
 
+TEST_CASE("TR3: join leaves out an unreadable client file, names and counts it") {
+  const std::string dir = tmp_dir("join_unreadable");
+  write_lines(dir + "/client.jsonl",
+              {line(client_anchor, R"("id":"1","send":1.0,"chunks":[[1.5,1],[2.0,3]],"end":2.0)")});
+  write_lines(
+      dir + "/server.jsonl",
+      {line(
+          server_anchor,
+          R"("id":"cmpl-1","send":4991.1,"scheduled":4991.2,"chunks":[[4991.4,1],[4991.9,3]],"end":4991.9)")});
+  const std::string missing = dir + "/missing.jsonl";
+  for (const std::string format : {"table", "csv", "json"}) {
+    CAPTURE(format);
+    const auto r = report({"join", "--format", format, "--server", dir + "/server.jsonl", missing,
+                           dir + "/client.jsonl"});
+    CHECK(r.rc == tr::exit_unreadable_files);
+    CHECK(r.err.find("cannot open " + missing) != std::string::npos);
+    if (format == "json") {
+      const auto j = nlohmann::json::parse(r.out);
+      CHECK(j["requests"]["matched"] == 1);
+      CHECK(j["unreadable_files"].size() == 1);
+    } else {
+      CHECK(r.out.find(format == "csv" ? "unreadable_files,1\n" : "unreadable client files: 1")
+            != std::string::npos);
+    }
+  }
+  // the server's trace is needed whole
+  const auto r = report({"join", "--server", missing, dir + "/client.jsonl"});
+  CHECK(r.rc == tr::exit_input);
+  CHECK(r.out.empty());
+}
+
 TEST_CASE("join: refusals") {
   const std::string dir = tmp_dir("join_refusals");
   write_lines(dir + "/plain.jsonl", {R"({"id":"1","send":1,"chunks":[[2,1]]})"});
