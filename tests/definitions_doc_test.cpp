@@ -32,7 +32,7 @@ std::string trim(std::string s) {
 /// The cells of the rows of docs/library/definitions.md's table between `<!-- NAME:begin -->` and
 /// `<!-- NAME:end -->` (rows starting with a code name).
 std::vector<std::vector<std::string>> table_rows(const std::string& name) {
-  std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/docs/definitions.md");
+  std::ifstream in(std::string(TOKCHRON_SOURCE_DIR) + "/docs/library/definitions.md");
   REQUIRE(in.good());
   std::vector<std::vector<std::string>> rows;
   bool inside = false;
