@@ -23,14 +23,14 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 // [doc:includes]
 #include <tokchron/io/trace_json_writer.hpp>       // the trace (needs nlohmann-json)
-#include <tokchron/live/recorder.hpp>              // live metrics: the recording calls
-#include <tokchron/timeline/request_timeline.hpp>  // the trace's timeline
+#include <tokchron/live/request_recorder.hpp>  // one recorder per request: live metrics + trace
 // [/doc:includes]
 
 #include "plan.hpp"
@@ -44,27 +44,30 @@ namespace tc = tokchron;
 // the queue, one worker), handed over under the queue's lock.
 struct request {
   request_plan plan;
-  tc::live_request live;          // what the live metrics track (O(1) memory)
-  tc::request_timeline timeline;  // the trace's record: every chunk kept
-  std::uint32_t tokens = 0;       // output tokens so far
+  tc::request_recorder rec;  // feeds the live metrics and, with a sink, the trace
+  std::uint32_t tokens = 0;  // output tokens so far
   bool preempted_once = false;
   bool needs_prefill = true;  // true after scheduling and after a preemption (recompute)
   std::mt19937_64 steps;      // chunk sizes
   std::string error;
-  explicit request(const request_plan& p) : plan(p), steps(p.step_seed) {}
+  request(const request_plan& p, tc::live_metrics& metrics, tc::trace_sink* trace)
+      : plan(p),
+        rec(trace ? tc::request_recorder(metrics, trace) : tc::request_recorder(metrics)),
+        steps(p.step_seed) {}
 };
 // [/doc:request]
 
-// Writes one JSON line per finished request (tokchron's trace format), from any thread.
-class trace_sink {
+// Writes one JSON line per finished request (tokchron's trace format), from any thread: the
+// recorders hand it each finished timeline.
+class trace_sink : public tc::trace_sink {
  public:
   trace_sink(const std::string& path, tc::request_timeline::time_point zero)
       : zero_(zero), out_(path) {}
   explicit operator bool() const { return static_cast<bool>(out_); }
   // [doc:trace]
-  void write(const request& r) {
+  void write(const tc::request_timeline& tl, std::uint64_t id, std::string_view error) override {
     const tc::trace_record rec =
-        tc::to_trace_record(r.timeline, zero_, "req-" + std::to_string(r.plan.id), r.error);
+        tc::to_trace_record(tl, zero_, "req-" + std::to_string(id), std::string(error));
     const std::string line = tc::to_json_line(rec);  // formatted outside the lock
     std::lock_guard<std::mutex> lock(mutex_);
     out_ << line << '\n';
@@ -122,7 +125,7 @@ class engine {
       next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(gap(rng)));
       std::this_thread::sleep_until(next);
-      accept(std::make_unique<request>(p));
+      accept(std::make_unique<request>(p, metrics_, trace_));
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -134,22 +137,21 @@ class engine {
   }
 
  private:
-  using reason = tc::finish_reason;
+  // [doc:reason]
+  using reason = tc::finish_reason;  // stop, length, aborted, error, timed_out, rejected
+  // [/doc:reason]
 
   // The HTTP handler: a request arrived and was tokenized.
   void accept(std::unique_ptr<request> r) {
     // [doc:accept]
     const auto t = std::chrono::steady_clock::now();  // the HTTP request was received
-    metrics_.arrive(r->live, t, {series_, r->plan.prompt_tokens, r->plan.max_tokens});
-    r->timeline.arrive(t);
-    r->timeline.set_prompt_tokens(r->plan.prompt_tokens);
+    r->rec.arrive(t, {series_, r->plan.prompt_tokens, r->plan.max_tokens}, r->plan.id);
     // [/doc:accept]
     if (r->plan.prompt_tokens > max_model_len) {  // refused before scheduling
       r->error = "prompt longer than the context";
       // [doc:reject]
       const auto now = std::chrono::steady_clock::now();
-      metrics_.reject(r->live, now);
-      r->timeline.finish(now, reason::rejected);
+      r->rec.finish(now, reason::rejected, r->error);  // or r->rec.reject(now, r->error)
       // [/doc:reject]
       finished(std::move(r), fate::rejected);
       return;
@@ -158,8 +160,7 @@ class engine {
       std::lock_guard<std::mutex> lock(mutex_);
       // [doc:enqueue]
       const auto now = std::chrono::steady_clock::now();
-      metrics_.queued(r->live, now);
-      r->timeline.queued(now);
+      r->rec.queued(now);
       waiting_.push_back(std::move(r));
       // [/doc:enqueue]
     }
@@ -188,8 +189,7 @@ class engine {
           }
           // [doc:schedule]
           const auto now = std::chrono::steady_clock::now();  // first time, or resumed
-          metrics_.scheduled(r->live, now);
-          r->timeline.scheduled(now);
+          r->rec.scheduled(now);
           // [/doc:schedule]
           running.push_back(std::move(r));
         }
@@ -198,8 +198,7 @@ class engine {
       for (auto& r : cancelled) {
         // [doc:abort_waiting]
         const auto now = std::chrono::steady_clock::now();
-        metrics_.abort(r->live, now);
-        r->timeline.finish(now, reason::aborted);
+        r->rec.finish(now, reason::aborted);
         // [/doc:abort_waiting]
         finished(std::move(r), fate::aborted_waiting);
       }
@@ -229,8 +228,7 @@ class engine {
       if (p.end == fate::failed && r->tokens >= p.event_at) {  // the worker fails it
         r->error = "worker fault";
         // [doc:fail]
-        metrics_.fail(r->live, now);
-        r->timeline.finish(now, reason::error);
+        r->rec.finish(now, reason::error, r->error);
         // [/doc:fail]
         finished(std::move(r), fate::failed);
         continue;
@@ -247,27 +245,23 @@ class engine {
       if (p.end == fate::preempted && !r->preempted_once) n = std::min(n, p.event_at - r->tokens);
       r->tokens += n;
       // [doc:delta]
-      metrics_.chunk(r->live, now, n);  // one detokenized delta of n tokens
-      r->timeline.chunk(now, n);
+      r->rec.chunk(now, n);  // one detokenized delta of n tokens
       // [/doc:delta]
       if (p.end == fate::aborted && r->tokens >= p.event_at) {  // the client disconnected
         // [doc:abort]
-        metrics_.abort(r->live, now);
-        r->timeline.finish(now, reason::aborted);
+        r->rec.finish(now, reason::aborted);
         // [/doc:abort]
         finished(std::move(r), fate::aborted);
       } else if (p.end != fate::aborted && p.end != fate::failed && r->tokens >= p.target) {
         const reason why = r->tokens >= p.max_tokens ? reason::length : reason::stop;
         // [doc:finish]
-        metrics_.finish(r->live, now, why);
-        r->timeline.finish(now, why);
+        r->rec.finish(now, why);
         // [/doc:finish]
         finished(std::move(r), p.end);
       } else if (p.end == fate::preempted && !r->preempted_once && r->tokens >= p.event_at) {
         // Out of KV-cache blocks: the request is preempted and goes back to the queue's front.
         // [doc:preempt]
-        metrics_.preempted(r->live, now);
-        r->timeline.preempted(now);
+        r->rec.preempted(now);
         // [/doc:preempt]
         r->preempted_once = true;
         r->needs_prefill = true;
@@ -286,8 +280,8 @@ class engine {
     return blocks;
   }
 
-  void finished(std::unique_ptr<request> r, fate f) {
-    if (trace_) trace_->write(*r);
+  // The recorder already wrote the trace line at the finish; the request is dropped here.
+  void finished(std::unique_ptr<request> /*done*/, fate f) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++counts_.by_fate[static_cast<int>(f)];
   }

@@ -23,9 +23,11 @@
 /// figures). There the live metrics' shared state is opaque (live/detail/core.hpp) and
 /// `live_options` is declared, not defined: the file that constructs a `live_metrics` includes
 /// `tokchron/live/presets.hpp` or `tokchron/live/options.hpp`. Other instantiations (another clock,
-/// store or allocator) are compiled where they are used, as without the macro. Without
-/// `record_instantiate.hpp` in the program, the link fails with undefined `tokchron::` members: an
-/// explicit instantiation must exist exactly once.
+/// store or allocator) are compiled where they are used, as without the macro. Linking the
+/// `tokchron::record` CMake target does both: it sets the macro for its users and compiles
+/// `record_instantiate.hpp`. Without the instantiations in the program, the link fails naming
+/// `separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp`
+/// (and the undefined `tokchron::` members): they must exist exactly once.
 ///
 /// Everything else (quantile estimators, SLA evaluation, exporters, traces) is in the umbrella
 /// header `tokchron/tokchron.hpp`, or its own header, for the files that report.
@@ -49,19 +51,41 @@
 #include "tokchron/timeline/request_timeline.hpp"
 #include "tokchron/timeline/store.hpp"
 
+/// \cond
+// The one list of explicit instantiations of separate mode: `X(declaration)` for each.
+// record.hpp declares them `extern` below; record_instantiate.hpp defines them (and so does
+// the tokchron::record library, which compiles record_instantiate.hpp).
+// (Hidden from Doxygen, which cannot match explicit instantiations to members.)
+#define TOKCHRON_RECORD_INSTANCES(X)                                        \
+  X(class full_store<>::bind<default_clock>)                                \
+  X(class basic_request_timeline<default_clock, full_store<>>)              \
+  X(class basic_request_timeline<default_clock, streaming_store<>>)         \
+  X(class basic_live_metrics<default_clock>)                                \
+  X(struct detail::live_core<>)                                             \
+  X(class detail::live_writer<>)                                            \
+  X(request_metrics canonical_metrics(const request_timeline&) noexcept)    \
+  X(request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept)
+/// \endcond
+
 #ifdef TOKCHRON_SEPARATE_INSTANTIATION
 TOKCHRON_BEGIN_NAMESPACE
-// Defined by record_instantiate.hpp; keep the two lists the same.
-// (Hidden from Doxygen, which cannot match explicit instantiations to members.)
 /// \cond
-extern template class full_store<>::bind<default_clock>;
-extern template class basic_request_timeline<default_clock, full_store<>>;
-extern template class basic_request_timeline<default_clock, streaming_store<>>;
-extern template class basic_live_metrics<default_clock>;
-extern template struct detail::live_core<>;
-extern template class detail::live_writer<>;
-extern template request_metrics canonical_metrics(const request_timeline&) noexcept;
-extern template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
+#define TOKCHRON_RECORD_EXTERN(...) extern template __VA_ARGS__;
+TOKCHRON_RECORD_INSTANCES(TOKCHRON_RECORD_EXTERN)
+#undef TOKCHRON_RECORD_EXTERN
+namespace detail {
+// Defined with the instantiations. Every file compiled in separate mode refers to it, so a
+// program without them fails to link naming this symbol, which says the fix.
+extern const char separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[];
+#if defined(__GNUC__)
+#define TOKCHRON_RECORD_USED __attribute__((used))
+#else
+#define TOKCHRON_RECORD_USED
+#endif
+[[maybe_unused]] TOKCHRON_RECORD_USED static const char* const record_instances_sentinel_ =
+    separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp;
+#undef TOKCHRON_RECORD_USED
+}  // namespace detail
 /// \endcond
 TOKCHRON_END_NAMESPACE
 #endif

@@ -11,24 +11,26 @@
 ///   #include <tokchron/record_instantiate.hpp>
 /// \endcode
 ///
-/// Two such files in one program instantiate the same definitions twice (ill-formed; GCC and
-/// Clang happen to merge them); none leaves the hot files' calls undefined at link time.
+/// Or link the `tokchron::record` CMake target, which compiles this file and sets the macro.
+/// Two such files in one program instantiate the same definitions twice (ill-formed; here the
+/// sentinel symbol is then defined twice, a link error); none leaves the hot files' calls
+/// undefined at link time, naming the sentinel
+/// `separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp`.
 
 #include "tokchron/live/detail/state.hpp"
 #include "tokchron/record.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
-// The same list as record.hpp's extern declarations.
-// (Hidden from Doxygen, which cannot match explicit instantiations to members.)
+// record.hpp's one list, defined here.
 /// \cond
-template class full_store<>::bind<default_clock>;
-template class basic_request_timeline<default_clock, full_store<>>;
-template class basic_request_timeline<default_clock, streaming_store<>>;
-template class basic_live_metrics<default_clock>;
-template struct detail::live_core<>;
-template class detail::live_writer<>;
-template request_metrics canonical_metrics(const request_timeline&) noexcept;
-template request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept;
+#define TOKCHRON_RECORD_DEFINE(...) template __VA_ARGS__;
+TOKCHRON_RECORD_INSTANCES(TOKCHRON_RECORD_DEFINE)
+#undef TOKCHRON_RECORD_DEFINE
+namespace detail {
+extern const char separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[];
+const char separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[] =
+    "tokchron: separate instantiation";
+}  // namespace detail
 /// \endcond
 TOKCHRON_END_NAMESPACE
 

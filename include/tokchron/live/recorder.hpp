@@ -158,8 +158,31 @@ class basic_live_metrics {
   /// to `overflow_value` (that is the overflow series' own label set). Any other value is
   /// fine, empty ones and those with quotes, backslashes or newlines included (the writers
   /// escape them). Thread-safe, noexcept.
-  [[nodiscard]] live_series series(std::initializer_list<std::string_view> values) noexcept {
-    return series(values.begin(), values.size());
+  [[nodiscard]] live_series series(
+      std::initializer_list<detail::live_label_value> values) noexcept {
+    constexpr std::size_t small = 16;
+    std::string_view local[small];
+    if (values.size() <= small) {
+      std::size_t i = 0;
+      for (const auto& v : values) local[i++] = v.value;
+      return series(local, values.size());
+    }
+    try {
+      std::vector<std::string_view> many;
+      many.reserve(values.size());
+      for (const auto& v : values) many.push_back(v.value);
+      return series(many.data(), many.size());
+    } catch (...) {  // out of memory: the overflow series, counted as misuse
+      return series(nullptr, 0 - std::size_t{1});
+    }
+  }
+  /// The series of a label set by name, in any order:
+  /// `series({{"model_name", "llama-3-8b"}, {"engine", "0"}})`. Every label name of the
+  /// options exactly once, else std::invalid_argument naming the label (unknown, missing or
+  /// given twice); the values then as the positional form takes them. Setup path (it
+  /// allocates): look a series up once and keep it.
+  [[nodiscard]] live_series series(std::initializer_list<live_label> labels) {
+    return live_series{detail::live_core<>::named_series(*state_, labels.begin(), labels.size())};
   }
   /// `series` for `n` values at `values`.
   [[nodiscard]] live_series series(const std::string_view* values, std::size_t n) noexcept {

@@ -14,13 +14,31 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokchron/config.hpp"
 #include "tokchron/live/options_fwd.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
+
+/// One label of a live series, by name: `{"model_name", "llama-3-8b"}` (live/recorder.hpp's
+/// `series` by name).
+struct live_label {
+  std::string_view name;   ///< one of the options' `label_names`
+  std::string_view value;  ///< its value
+};
+
 namespace detail {
+
+/// One label value of the positional `series({...})`: anything a `std::string_view` can be made
+/// from. (A type of its own, so that `series({{"name", "value"}, ...})` picks the by-name form,
+/// also under C++20, where a string_view can be made from two pointers.)
+struct live_label_value {
+  template <class T, class = decltype(std::string_view(std::declval<const T&>()))>
+  live_label_value(const T& v) noexcept : value(v) {}  // NOLINT(google-explicit-constructor)
+  std::string_view value;
+};
 
 struct live_state;
 struct live_shard;
@@ -96,6 +114,9 @@ struct live_core {
   /// The series of `n` label values (misuse and the overflow series for a bad set).
   static std::uint32_t series(live_state& s, const std::string_view* values,
                               std::size_t n) noexcept;
+  /// The series of `n` labels by name, in any order: every label name of the options exactly
+  /// once. Throws std::invalid_argument naming the label on a mismatch (setup path).
+  static std::uint32_t named_series(live_state& s, const live_label* labels, std::size_t n);
   static std::vector<std::string> label_values(const live_state& s, std::uint32_t series);
   static void set_kv_cache_usage(live_state& s, std::uint32_t series, double fraction) noexcept;
   static void add_prefix_cache(live_state& s, std::uint32_t series, std::uint64_t queries,

@@ -543,6 +543,35 @@ std::uint32_t live_core<I>::series(live_state& s, const std::string_view* values
 }
 
 template <int I>
+std::uint32_t live_core<I>::named_series(live_state& s, const live_label* labels, std::size_t n) {
+  const std::vector<std::string>& names = s.options.label_names;
+  auto listed = [&] {
+    std::string all;
+    for (const std::string& k : names) all += (all.empty() ? "" : ", ") + k;
+    return "(the options name: " + (all.empty() ? std::string("no labels") : all) + ")";
+  };
+  std::vector<std::string_view> values(names.size());
+  std::vector<bool> given(names.size(), false);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t k = 0;
+    while (k < names.size() && names[k] != labels[i].name) ++k;
+    if (k == names.size())
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: live series: unknown label '" +
+                                                std::string(labels[i].name) + "' " + listed());
+    if (given[k])
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: live series: label '" + names[k] +
+                                                "' given twice");
+    given[k] = true;
+    values[k] = labels[i].value;
+  }
+  for (std::size_t k = 0; k < names.size(); ++k)
+    if (!given[k])
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: live series: no value for label '" +
+                                                names[k] + "' " + listed());
+  return series(s, values.data(), values.size());
+}
+
+template <int I>
 std::vector<std::string> live_core<I>::label_values(const live_state& s, std::uint32_t series) {
   if (series >= s.overflow_index() || s.by_index[series].load(std::memory_order_acquire) == nullptr)
     return std::vector<std::string>(s.options.label_names.size(), s.options.overflow_value);
