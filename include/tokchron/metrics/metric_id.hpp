@@ -50,12 +50,26 @@ enum class metric_id : std::uint8_t {
 /// for `itl`, which has one value per request only under a profile's per-request ITL grain
 /// (canonically it is pooled, one sample per output token). `icl` and `fluidity` are not here:
 /// many samples per request, or deadlines.
-#define TOKCHRON_PER_REQUEST_METRICS(X)                                                          \
-  X(ttft, 1)                                                                                     \
-  X(ttft_from_send, 1) X(ttft_from_scheduled, 1) X(tpot, 1) X(itl, 0) X(e2e, 1) X(queue_time, 1) \
-      X(prefill_time, 1) X(decode_time, 1) X(normalized_latency, 1) X(output_rate, 1) X(ttfa, 1) \
-          X(reasoning_time, 1) X(ttst, 1) X(prefill_tps, 1) X(uncached_prefill_tps, 1)           \
-              X(spec_acceptance, 1)
+// clang-format off
+#define TOKCHRON_PER_REQUEST_METRICS(X) \
+  X(ttft, 1) \
+  X(ttft_from_send, 1) \
+  X(ttft_from_scheduled, 1) \
+  X(tpot, 1) \
+  X(itl, 0) \
+  X(e2e, 1) \
+  X(queue_time, 1) \
+  X(prefill_time, 1) \
+  X(decode_time, 1) \
+  X(normalized_latency, 1) \
+  X(output_rate, 1) \
+  X(ttfa, 1) \
+  X(reasoning_time, 1) \
+  X(ttst, 1) \
+  X(prefill_tps, 1) \
+  X(uncached_prefill_tps, 1) \
+  X(spec_acceptance, 1)
+// clang-format on
 
 TOKCHRON_END_NAMESPACE
 
