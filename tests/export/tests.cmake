@@ -25,3 +25,9 @@ target_compile_definitions(tokchron_export_json_tests PRIVATE
                            TOKCHRON_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 tokchron_target_warnings(tokchron_export_json_tests)
 add_test(NAME tokchron_export_json_tests COMMAND tokchron_export_json_tests)
+
+# tokchron_otlp_dump: the OTLP export of known samples, for CI stage 41 (.ci/stages/41-otlp.sh),
+# which decodes it with OpenTelemetry's own JavaScript packages.
+add_executable(tokchron_otlp_dump ${CMAKE_CURRENT_LIST_DIR}/otlp_dump.cpp)
+target_link_libraries(tokchron_otlp_dump PRIVATE tokchron::tokchron nlohmann_json::nlohmann_json)
+tokchron_target_warnings(tokchron_otlp_dump)

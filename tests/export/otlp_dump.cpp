@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// tokchron_otlp_dump OUT_OTLP_JSON OUT_SAMPLES_JSON: writes tokchron's OTLP/JSON export
+// (export/otlp.hpp) of log_histograms filled with known, seeded samples, and beside it the
+// samples and every field the export is meant to carry. CI stage 41 decodes the first file with
+// OpenTelemetry's own JavaScript packages and checks it against the second
+// (tests/export/otlp_node/otlp_check.js; docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tokchron/export/otlp.hpp"
+
+namespace {
+
+struct case_spec {
+  const char* name;
+  int scale;
+  double zero_threshold;
+  bool negatives;
+  std::size_t n;  // random samples besides the fixed ones
+};
+
+// Latency-like samples (log-normal around 0.2 s, from 10 us to minutes), exact powers of two
+// (the mapping's boundary case), zeros, values at and below the zero threshold, and, where asked,
+// negative values (the negative buckets).
+std::vector<double> samples_for(const case_spec& c, std::mt19937_64& rng) {
+  std::vector<double> xs;
+  std::normal_distribution<double> z(std::log(0.2), 1.5);
+  for (std::size_t i = 0; i < c.n; ++i) xs.push_back(std::exp(z(rng)));
+  for (int e = -12; e <= 8; ++e) xs.push_back(std::ldexp(1.0, e));
+  xs.push_back(0.0);
+  xs.push_back(1e-300);
+  if (c.zero_threshold > 0) {
+    xs.push_back(c.zero_threshold);
+    xs.push_back(c.zero_threshold / 2);
+    xs.push_back(-c.zero_threshold);
+  }
+  if (c.negatives)
+    for (std::size_t i = 0; i < c.n / 10; ++i) xs.push_back(-std::exp(z(rng)));
+  std::shuffle(xs.begin(), xs.end(), rng);
+  return xs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: tokchron_otlp_dump OUT_OTLP_JSON OUT_SAMPLES_JSON\n";
+    return 2;
+  }
+  // Scales on both of OpenTelemetry's mappings (exponent: scale <= 0; logarithm: scale > 0),
+  // tokchron's default (6, 1 % accuracy) and a fine one; one histogram stays empty.
+  const case_spec cases[] = {{"tokchron.test.scale_m3", -3, 0.0, false, 500},
+                             {"tokchron.test.scale_0", 0, 0.0, true, 500},
+                             {"tokchron.test.scale_3", 3, 1e-3, true, 2000},
+                             {"tokchron.test.scale_6", 6, 0.0, false, 5000},
+                             {"tokchron.test.scale_12", 12, 1e-6, true, 2000},
+                             {"tokchron.test.empty", 4, 0.0, false, 0}};
+  std::mt19937_64 rng(20261206);
+  const std::uint64_t start_ns = 1764979200000000000ULL;  // 2025-12-06T00:00:00Z
+  const std::uint64_t time_ns = start_ns + 60'000'000'123ULL;
+  const tokchron::label_set resource = {{"service.name", "tokchron-otlp-dump"},
+                                        {"service.instance.id", "replica-1"}};
+  std::vector<tokchron::otlp_histogram> hs;
+  nlohmann::ordered_json known;
+  known["resource"] = nlohmann::ordered_json::object();
+  for (const auto& a : resource) known["resource"][a.name] = a.value;
+  known["scope"] = {{"name", "tokchron"}, {"version", TOKCHRON_VERSION_STRING}};
+  known["startTimeUnixNano"] = std::to_string(start_ns);
+  known["timeUnixNano"] = std::to_string(time_ns);
+  known["aggregationTemporality"] = 2;
+  known["metrics"] = nlohmann::ordered_json::array();
+  for (const auto& c : cases) {
+    const bool empty = c.n == 0;
+    const std::vector<double> xs = empty ? std::vector<double>{} : samples_for(c, rng);
+    auto h = tokchron::log_histogram::with_scale(c.scale, c.zero_threshold);
+    for (const double x : xs)
+      if (!h.add(x)) {
+        std::cerr << "tokchron_otlp_dump: " << c.name << " rejected " << x << "\n";
+        return 1;
+      }
+    tokchron::otlp_histogram o;
+    o.name = c.name;
+    o.description = std::string("Known samples at scale ") + std::to_string(c.scale) + ".";
+    o.unit = "s";
+    o.data = tokchron::exponential_histogram(h);
+    o.attributes = {{"case", c.name}, {"model", "m\"1"}};
+    nlohmann::ordered_json k;
+    k["name"] = o.name;
+    k["description"] = o.description;
+    k["unit"] = o.unit;
+    k["scale"] = c.scale;
+    k["zeroThreshold"] = c.zero_threshold;
+    k["attributes"] = nlohmann::ordered_json::object();
+    for (const auto& a : o.attributes) k["attributes"][a.name] = a.value;
+    k["samples"] = xs;  // shortest round-trip decimal: the same doubles on the reader's side
+    known["metrics"].push_back(std::move(k));
+    hs.push_back(std::move(o));
+  }
+  const auto req = tokchron::otlp_metrics(hs, resource, start_ns, time_ns);
+  std::ofstream(argv[1]) << req.dump() << "\n";
+  std::ofstream(argv[2]) << known.dump() << "\n";
+  std::cout << "tokchron_otlp_dump: " << hs.size() << " histograms to " << argv[1] << "\n";
+  return 0;
+}
