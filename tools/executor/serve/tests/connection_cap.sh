@@ -5,14 +5,10 @@
 # refusal, and /health answers.
 #   connection_cap.sh BATCHING_EXECUTOR WORKDIR        (exit 77: skipped without python3)
 set -eu
-bx=$1 work=$2
-command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
-. "$(dirname "$0")/serve_url.sh"
-rm -rf "$work" && mkdir -p "$work"
-"$bx" serve --host 127.0.0.1 --port 0 --hw h200 --max-connections 2 >"$work/serve.log" 2>&1 &
-pid=$!
-trap 'kill "$pid" 2>/dev/null || true' EXIT
-url=$(serve_url "$work/serve.log")
+serve_test_dir=$(dirname "$0")
+. "$serve_test_dir/serve_test_lib.sh"
+serve_test_begin "$1" "$2"
+serve_test_start --hw h200 --max-connections 2
 python3 - "$url" <<'PY'
 import socket, sys, time, urllib.parse, urllib.request
 url = sys.argv[1]

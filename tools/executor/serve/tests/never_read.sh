@@ -5,15 +5,11 @@
 # abort in /metrics, and, after shutdown, in the trace; a well-behaved request beside it succeeds.
 #   never_read.sh BATCHING_EXECUTOR WORKDIR        (exit 77: skipped without python3)
 set -eu
-bx=$1 work=$2
-command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
-. "$(dirname "$0")/serve_url.sh"
-rm -rf "$work" && mkdir -p "$work"
-"$bx" serve --host 127.0.0.1 --port 0 --hw h200 --max-model-len 60000 --write-timeout 1 \
-  --max-buffered 8192 --trace-out "$work/trace.jsonl" >"$work/serve.log" 2>&1 &
-pid=$!
-trap 'kill "$pid" 2>/dev/null || true' EXIT
-url=$(serve_url "$work/serve.log")
+serve_test_dir=$(dirname "$0")
+. "$serve_test_dir/serve_test_lib.sh"
+serve_test_begin "$1" "$2"
+serve_test_start --hw h200 --max-model-len 60000 --write-timeout 1 --max-buffered 8192 \
+  --trace-out "$work/trace.jsonl"
 python3 - "$url" <<'PY'
 import json, socket, sys, time, urllib.parse, urllib.request
 url = sys.argv[1]

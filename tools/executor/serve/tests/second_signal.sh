@@ -5,14 +5,10 @@
 # JSON Lines (every line parses, one per request, each aborted); no .partial file is left.
 #   second_signal.sh BATCHING_EXECUTOR WORKDIR        (exit 77: skipped without python3)
 set -eu
-bx=$1 work=$2
-command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
-. "$(dirname "$0")/serve_url.sh"
-rm -rf "$work" && mkdir -p "$work"
-"$bx" serve --host 127.0.0.1 --port 0 --hw a10g --trace-out "$work/trace.jsonl" \
-  >"$work/serve.log" 2>&1 &
-pid=$!
-url=$(serve_url "$work/serve.log")
+serve_test_dir=$(dirname "$0")
+. "$serve_test_dir/serve_test_lib.sh"
+serve_test_begin "$1" "$2"
+serve_test_start --hw a10g --trace-out "$work/trace.jsonl"
 python3 - "$url" "$work/streams.ok" <<'PY' &
 import http.client, sys, threading, urllib.parse
 u = urllib.parse.urlparse(sys.argv[1])
