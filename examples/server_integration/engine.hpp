@@ -29,7 +29,7 @@
 #include <vector>
 
 // [doc:includes]
-#include <tokchron/io/trace_json_writer.hpp>       // the trace (needs nlohmann-json)
+#include <tokchron/io/trace_json_writer.hpp>   // the trace (needs nlohmann-json)
 #include <tokchron/live/request_recorder.hpp>  // one recorder per request: live metrics + trace
 // [/doc:includes]
 

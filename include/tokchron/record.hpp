@@ -56,14 +56,14 @@
 // record.hpp declares them `extern` below; record_instantiate.hpp defines them (and so does
 // the tokchron::record library, which compiles record_instantiate.hpp).
 // (Hidden from Doxygen, which cannot match explicit instantiations to members.)
-#define TOKCHRON_RECORD_INSTANCES(X)                                        \
-  X(class full_store<>::bind<default_clock>)                                \
-  X(class basic_request_timeline<default_clock, full_store<>>)              \
-  X(class basic_request_timeline<default_clock, streaming_store<>>)         \
-  X(class basic_live_metrics<default_clock>)                                \
-  X(struct detail::live_core<>)                                             \
-  X(class detail::live_writer<>)                                            \
-  X(request_metrics canonical_metrics(const request_timeline&) noexcept)    \
+#define TOKCHRON_RECORD_INSTANCES(X)                                     \
+  X(class full_store<>::bind<default_clock>)                             \
+  X(class basic_request_timeline<default_clock, full_store<>>)           \
+  X(class basic_request_timeline<default_clock, streaming_store<>>)      \
+  X(class basic_live_metrics<default_clock>)                             \
+  X(struct detail::live_core<>)                                          \
+  X(class detail::live_writer<>)                                         \
+  X(request_metrics canonical_metrics(const request_timeline&) noexcept) \
   X(request_metrics canonical_metrics(const streaming_request_timeline<>&) noexcept)
 /// \endcond
 
@@ -76,7 +76,8 @@ TOKCHRON_RECORD_INSTANCES(TOKCHRON_RECORD_EXTERN)
 namespace detail {
 // Defined with the instantiations. Every file compiled in separate mode refers to it, so a
 // program without them fails to link naming this symbol, which says the fix.
-extern const char separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[];
+extern const char
+    separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[];
 #if defined(__GNUC__)
 #define TOKCHRON_RECORD_USED __attribute__((used))
 #else

@@ -27,12 +27,14 @@ TOKCHRON_BEGIN_NAMESPACE
 TOKCHRON_RECORD_INSTANCES(TOKCHRON_RECORD_DEFINE)
 #undef TOKCHRON_RECORD_DEFINE
 namespace detail {
-extern const char separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[];
+extern const char
+    separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[];
 // Defined in the header on purpose: it is included in exactly one file, and a second one is
 // the link error that says so.
 // NOLINTNEXTLINE(misc-definitions-in-headers)
-const char separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[] =
-    "tokchron: separate instantiation";
+const char
+    separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[] =
+        "tokchron: separate instantiation";
 }  // namespace detail
 /// \endcond
 TOKCHRON_END_NAMESPACE

@@ -3,7 +3,8 @@
 // (export/otlp.hpp) of log_histograms filled with known, seeded samples, and beside it the
 // samples and every field the export is meant to carry. CI stage 41 decodes the first file with
 // OpenTelemetry's own JavaScript packages and checks it against the second
-// (tests/export/otlp_node/otlp_check.js; docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code).
+// (tests/export/otlp_node/otlp_check.js;
+// docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -31,7 +31,8 @@ TEST_CASE("live: series by label name, in any order, is the positional series") 
   metrics m(tokchron::vllm_live_options("m", 100));  // labels model_name, engine
   const std::string engine = "1";
   const tokchron::live_series by_pos = m.series({"llama-3-8b", engine});
-  const tokchron::live_series by_name = m.series({{"model_name", "llama-3-8b"}, {"engine", engine}});
+  const tokchron::live_series by_name =
+      m.series({{"model_name", "llama-3-8b"}, {"engine", engine}});
   const tokchron::live_series swapped = m.series({{"engine", "1"}, {"model_name", "llama-3-8b"}});
   CHECK(by_name.index == by_pos.index);
   CHECK(swapped.index == by_pos.index);
@@ -42,14 +43,12 @@ TEST_CASE("live: series by label name, in any order, is the positional series") 
 
 TEST_CASE("bad input L2: live: series by name refuses a label set that is not the options'") {
   metrics m(tokchron::vllm_live_options("m", 100));
-  const std::string unknown =
-      refusal([&] { return m.series({{"model", "x"}, {"engine", "0"}}); });
+  const std::string unknown = refusal([&] { return m.series({{"model", "x"}, {"engine", "0"}}); });
   CHECK(unknown.find("unknown label 'model'") != std::string::npos);
   CHECK(unknown.find("model_name, engine") != std::string::npos);  // says what to use
   const std::string missing = refusal([&] { return m.series({{"model_name", "x"}}); });
   CHECK(missing.find("no value for label 'engine'") != std::string::npos);
-  const std::string twice =
-      refusal([&] { return m.series({{"engine", "0"}, {"engine", "1"}}); });
+  const std::string twice = refusal([&] { return m.series({{"engine", "0"}, {"engine", "1"}}); });
   CHECK(twice.find("label 'engine' given twice") != std::string::npos);
   CHECK(refusal([&] { return m.series({{"model_name", "x"}, {"engine", "0"}}); }).empty());
   CHECK(m.misuse() == 0);  // a setup-path refusal, not hot-path misuse
@@ -64,8 +63,8 @@ TEST_CASE("live: the positional form beyond sixteen labels") {
     values.push_back(std::to_string(i));
   }
   metrics m(tokchron::tokchron_live_options(names, values));
-  const auto s = m.series({"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12",
-                           "13", "14", "15", "x"});
+  const auto s = m.series(
+      {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "x"});
   CHECK(m.label_values(s).back() == "x");
   CHECK(m.misuse() == 0);
 }

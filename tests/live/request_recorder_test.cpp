@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "tokchron/export/prometheus.hpp"
 #include "tokchron/live/options.hpp"
 #include "tokchron/live/request_recorder.hpp"
-#include "tokchron/export/prometheus.hpp"
 #include "tokchron/live/scrape.hpp"
 #include "tokchron/metrics/canonical.hpp"
 
@@ -71,7 +71,8 @@ TEST_CASE("request_recorder: one call per event gives the same metrics as two re
   b.finish(live, ms(100), finish_reason::length);
   tl.finish(ms(100), finish_reason::length);
 
-  CHECK(tokchron::to_prometheus(tokchron::scrape(a)) == tokchron::to_prometheus(tokchron::scrape(b)));
+  CHECK(tokchron::to_prometheus(tokchron::scrape(a)) ==
+        tokchron::to_prometheus(tokchron::scrape(b)));
   CHECK(tokchron::ttft(rec.timeline()) == tokchron::ttft(tl));
   CHECK(tokchron::e2e(rec.timeline()) == tokchron::e2e(tl));
   CHECK(rec.timeline().store().chunk_count() == 3);

@@ -73,8 +73,7 @@ struct input_files {
 };
 /// Checks every file before any is read: each that cannot be opened is named on `err` (when
 /// several were given) and left out. Throws input_error when none can be read.
-[[nodiscard]] input_files readable_inputs(const std::vector<std::string>& files,
-                                          std::ostream& err);
+[[nodiscard]] input_files readable_inputs(const std::vector<std::string>& files, std::ostream& err);
 /// Why `f` cannot be opened for reading, or empty when it can.
 [[nodiscard]] std::optional<std::string> unreadable_reason(const std::string& f);
 

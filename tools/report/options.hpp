@@ -25,8 +25,8 @@ namespace tc = tokchron;
 /// The tool's exit codes (`--help` prints this table). When several apply, the first of 3, 4,
 /// 1 wins (an objective that failed is reported over skipped lines).
 enum exit_code : int {
-  exit_ok = 0,             ///< every input line was read and the report was written
-  exit_skipped_lines = 1,  ///< the report was written, but malformed lines were skipped
+  exit_ok = 0,                ///< every input line was read and the report was written
+  exit_skipped_lines = 1,     ///< the report was written, but malformed lines were skipped
   exit_unreadable_files = 1,  ///< the report was written, but some input files could not be read
   exit_input = 1,          ///< an input could not be read or held no valid request (no report), or
                            ///< the --plot pictures could not be written (after the report)

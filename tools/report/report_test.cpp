@@ -267,7 +267,8 @@ TEST_CASE("TR3: a missing or unreadable file among good ones is named, counted, 
   CHECK(out.str().empty());
   CHECK(contains(err.str(), "cannot open " + missing));
   // audit: the readable claims files are audited, the missing one named and counted
-  const std::string claims = std::string(TOKCHRON_SOURCE_DIR) + "/tests/data/claims/consistent.json";
+  const std::string claims =
+      std::string(TOKCHRON_SOURCE_DIR) + "/tests/data/claims/consistent.json";
   err.str("");
   CHECK(tr::run({"audit", "--format", "json", claims, missing}, out, err) ==
         tr::exit_unreadable_files);

@@ -136,7 +136,8 @@ class basic_request_recorder {
   /// timeline and hands it to the sink.
   record_status finish(time_point t, finish_reason reason = finish_reason::stop,
                        std::string_view error = {}) noexcept {
-    const record_status s = both(m_->finish(live_, t, reason), [&] { return tl_.finish(t, reason); });
+    const record_status s =
+        both(m_->finish(live_, t, reason), [&] { return tl_.finish(t, reason); });
     if (s != record_status::ok || !keep_ || sink_ == nullptr) return s;
     try {
       sink_->write(tl_, id_, error);

@@ -302,9 +302,9 @@ class windowed {
   duration window_;
   duration slice_{};
   std::vector<slot> slots_;
-  std::int64_t newest_ = never;  // the newest slice recorded into
-  std::uint64_t future_ = 0;     // samples refused for being ahead of the clock
-  std::size_t current_ = 0;      // its slot
+  std::int64_t newest_ = never;     // the newest slice recorded into
+  std::uint64_t future_ = 0;        // samples refused for being ahead of the clock
+  std::size_t current_ = 0;         // its slot
   std::int64_t current_start_ = 1;  // its ticks [start, end); empty until the first add
   std::int64_t current_end_ = 0;
 };

@@ -329,7 +329,7 @@ std::optional<std::string> note_option(tokchron_cli::option_once& once, std::str
                                        std::string_view value) {
   const std::string n = canonical_name(name);
   if (n == "slo" || n == "sweep") return std::nullopt;  // lists (a --sweep axis: by its name)
-  if (n == "sim" || n == "compute") {  // KEY=VALUE lists: each key once
+  if (n == "sim" || n == "compute") {                   // KEY=VALUE lists: each key once
     const auto eq = value.find('=');
     if (eq == std::string_view::npos) return std::nullopt;  // refused by its setter
     return once.note(dashed(n) + " " + std::string(value.substr(0, eq)),

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "backend.hpp"
-#include "report/option_once.hpp"
 #include "loadgen.hpp"
+#include "report/option_once.hpp"
 #include "scheduler.hpp"
 #include "sim_backend.hpp"
 
@@ -55,8 +55,7 @@ void set_option(run_config& c, std::string_view name, std::string_view value);
 /// `--sim KEY=V` and `--compute KEY=V` are lists that take each KEY once. `name` in either
 /// spelling (dashes or underscores).
 [[nodiscard]] std::optional<std::string> note_option(tokchron_cli::option_once& once,
-                                                     std::string_view name,
-                                                     std::string_view value);
+                                                     std::string_view name, std::string_view value);
 
 /// A bad command line (exit code 2, printed with the usage).
 struct usage_error : std::invalid_argument {

@@ -145,9 +145,9 @@ void sim_config::validate() const {
   if (!(activation_reserve_bytes >= 0)) bad("activation_reserve must be >= 0");
   // The shortest step the model can give: one sequence decoding its first token (every other
   // step reads more bytes, does more FLOPs and has more overhead), at the lowest jitter factor.
-  const double roofline = std::max((model.weight_bytes + model.kv_bytes_per_token) /
-                                       (eta_bw * hw.bandwidth),
-                                   2.0 * model.params / (eta_compute * hw.flops));
+  const double roofline =
+      std::max((model.weight_bytes + model.kv_bytes_per_token) / (eta_bw * hw.bandwidth),
+               2.0 * model.params / (eta_compute * hw.flops));
   const double shortest = t_fixed_s + t_seq_s + roofline * (1.0 - 3.0 * jitter);
   if (!(shortest >= min_step_s))
     bad("the shortest step (one token of one sequence) would take " + std::to_string(shortest) +

@@ -419,10 +419,9 @@ TEST_CASE("X14: an option given twice is refused naming it and both values; list
   CHECK(contains(refused({"--sim", "t_fixed=0.01", "--sim", "t_fixed=0.02"}),
                  "--sim t_fixed is given twice ('0.01', then '0.02')"));
   // lists: --slo, --sweep of different options, --sim of different keys
-  const command_line cl = parse_command_line({"--slo", "p95(ttft)<1s", "--slo", "p99(e2e)<9s",
-                                              "--sweep", "rate=1,2", "--sweep",
-                                              "max_batch_size=4,8", "--sim", "t_fixed=0.01",
-                                              "--sim", "t_seq=0.0001"});
+  const command_line cl = parse_command_line(
+      {"--slo", "p95(ttft)<1s", "--slo", "p99(e2e)<9s", "--sweep", "rate=1,2", "--sweep",
+       "max_batch_size=4,8", "--sim", "t_fixed=0.01", "--sim", "t_seq=0.0001"});
   CHECK(cl.slos.size() == 2);
   CHECK(cl.sweeps.size() == 2);
   CHECK(cl.base.sim.t_fixed_s == 0.01);
@@ -436,5 +435,6 @@ TEST_CASE("X14: an option given twice is refused naming it and both values; list
   CHECK_FALSE(note_option(once, "slo", "a"));
   CHECK_FALSE(note_option(once, "slo", "a"));
   CHECK_FALSE(note_option(once, "think_time", "exp:1"));
-  CHECK(note_option(once, "think-time", "exp:2").value_or("").find("--think-time is given twice") == 0);
+  CHECK(note_option(once, "think-time", "exp:2").value_or("").find("--think-time is given twice") ==
+        0);
 }

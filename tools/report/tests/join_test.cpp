@@ -160,8 +160,8 @@ TEST_CASE("TR3: join leaves out an unreadable client file, names and counts it")
       CHECK(j["requests"]["matched"] == 1);
       CHECK(j["unreadable_files"].size() == 1);
     } else {
-      CHECK(r.out.find(format == "csv" ? "unreadable_files,1\n" : "unreadable client files: 1")
-            != std::string::npos);
+      CHECK(r.out.find(format == "csv" ? "unreadable_files,1\n" : "unreadable client files: 1") !=
+            std::string::npos);
     }
   }
   // the server's trace is needed whole

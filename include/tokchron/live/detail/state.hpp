@@ -559,15 +559,15 @@ std::uint32_t live_core<I>::named_series(live_state& s, const live_label* labels
       TOKCHRON_THROW(std::invalid_argument, "tokchron: live series: unknown label '" +
                                                 std::string(labels[i].name) + "' " + listed());
     if (given[k])
-      TOKCHRON_THROW(std::invalid_argument, "tokchron: live series: label '" + names[k] +
-                                                "' given twice");
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: live series: label '" + names[k] + "' given twice");
     given[k] = true;
     values[k] = labels[i].value;
   }
   for (std::size_t k = 0; k < names.size(); ++k)
     if (!given[k])
-      TOKCHRON_THROW(std::invalid_argument, "tokchron: live series: no value for label '" +
-                                                names[k] + "' " + listed());
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: live series: no value for label '" + names[k] + "' " + listed());
   return series(s, values.data(), values.size());
 }
 
