@@ -31,10 +31,11 @@ extern const char
     separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[];
 // Defined in the header on purpose: it is included in exactly one file, and a second one is
 // the link error that says so.
-// NOLINTNEXTLINE(misc-definitions-in-headers)
+// NOLINTBEGIN(misc-definitions-in-headers)
 const char
     separate_instantiation_needs_link_tokchron_record_or_record_instantiate_hpp_in_one_cpp[] =
         "tokchron: separate instantiation";
+// NOLINTEND(misc-definitions-in-headers)
 }  // namespace detail
 /// \endcond
 TOKCHRON_END_NAMESPACE
