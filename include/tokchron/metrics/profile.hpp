@@ -9,8 +9,9 @@
 /// computes any profile's per-request values (`request_metrics`) from a request timeline. The
 /// built-in profiles are in metrics/profiles.hpp.
 ///
-/// Adding a choice is adding an enum and a `profile` field, setting it in every built-in
-/// profile (each sets every field by name), and reading it in `evaluate`.
+/// Adding a choice is adding an enum and a `profile` field, setting tokchron's choice in
+/// `profiles::canonical` and the other choice in each built-in profile that differs (each starts
+/// from `canonical` and sets only what differs), and reading it in `evaluate`.
 ///
 /// Per-request values are in seconds; the engine is O(chunks) per request, allocates nothing and
 /// is `noexcept` (the ITL sink must be too). Thread safety: profiles are immutable constants.

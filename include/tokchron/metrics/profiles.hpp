@@ -7,14 +7,15 @@
 /// ITL, E2E, output tokens, duration, throughput, percentiles and goodput, stated as data; the
 /// engine that applies them (`evaluate`) and the choices are in metrics/profile.hpp.
 ///
-/// Each profile constant sets every field of `profile` by name, except a variant of another
-/// tool's profile (its description starts "As X, but"): that one starts from X and sets what
-/// differs. Adding a tool is adding one constant (and listing it in `profiles::all`), never editing
-/// the engine. The choices and their sources are in docs/library/definitions.md; each profile's
-/// `description` says, in one paragraph, what the tool does and where tokchron has to use a
-/// stand-in (tokchron has timestamps and token counts, not text: a tool that re-encodes the output
-/// text to count tokens gets the reported usage count when the timeline has one, else the sum of
-/// the chunks' token counts).
+/// Each profile constant starts from `canonical` and sets, by name, only the fields where the tool
+/// differs from tokchron's definitions, so a reviewer reads each tool's departures against its
+/// source; a variant of another tool's profile (its description starts "As X, but") starts from
+/// X instead and sets what differs from X. Adding a tool is adding one constant (and listing it in
+/// `profiles::all`), never editing the engine. The choices and their sources are in
+/// docs/library/definitions.md; each profile's `description` says, in one paragraph, what the tool
+/// does and where tokchron has to use a stand-in (tokchron has timestamps and token counts, not
+/// text: a tool that re-encodes the output text to count tokens gets the reported usage count when
+/// the timeline has one, else the sum of the chunks' token counts).
 ///
 /// Thread safety: profiles are immutable constants.
 
@@ -76,7 +77,7 @@ inline constexpr profile canonical = [] {
 
 /// `vllm bench serve` (vllm/benchmarks/serve.py, lib/endpoint_request_func.py).
 inline constexpr profile vllm = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "vllm";
   p.tool = "vLLM `vllm bench serve` (vllm/benchmarks/serve.py, lib/endpoint_request_func.py)";
   p.description =
@@ -90,32 +91,14 @@ inline constexpr profile vllm = [] {
       "lib/endpoint_request_func.py, vllm-project/vllm@02cfb534df56.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::choices;
-  p.zero_ttft_is_unset = false;
   p.needs_first_response = true;
   p.end = e2e_end::last_counted_chunk;
   p.output_tokens = token_source::usage_nonzero_else_chunks;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::per_chunk;
-  p.percentile_method = quantile_method::linear;
-  p.std_ddof = profile::population_std;
-  p.duration = duration_rule::origin_to_finish;
-  p.request_rate = rps_rule::completed;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::all_met_missing_zero;
   p.default_percentiles = "99";
-  p.requests_usage = true;
-  p.ttft_zero_without_response = false;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
-  p.arithmetic = tool_arithmetic::double_seconds;
-  p.ttft_needs_two_tokens = false;
-  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -162,7 +145,7 @@ inline constexpr profile vllm_legacy_chat = [] {
 /// SGLang `bench_serving` against an OpenAI-compatible endpoint (python/sglang/benchmark/), current
 /// version (backends/oai_chat_client.py, oai_client.py).
 inline constexpr profile sglang_openai = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "sglang_openai";
   p.tool = "SGLang bench_serving, OpenAI backends (python/sglang/benchmark/backends/, metrics.py)";
   p.description =
@@ -179,31 +162,14 @@ inline constexpr profile sglang_openai = [] {
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = true;
-  p.needs_first_response = false;
   p.end = e2e_end::last_chunk;
   p.output_tokens = token_source::usage_chunk_else_chunks;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::per_chunk;
-  p.percentile_method = quantile_method::linear;
-  p.std_ddof = profile::population_std;
-  p.duration = duration_rule::origin_to_finish;
-  p.request_rate = rps_rule::completed;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::none;
   p.default_percentiles = "99";
-  p.requests_usage = true;
   p.ttft_zero_without_response = true;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
-  p.arithmetic = tool_arithmetic::double_seconds;
-  p.ttft_needs_two_tokens = false;
-  p.guidellm_statistics = false;
   return p;
 }();
 
@@ -223,7 +189,7 @@ inline constexpr profile sglang_native = [] {
 
 /// NVIDIA GenAI-Perf (genai_perf/profile_data_parser/llm_profile_data_parser.py).
 inline constexpr profile genai_perf = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "genai_perf";
   p.tool = "GenAI-Perf (genai_perf/profile_data_parser/llm_profile_data_parser.py)";
   p.description =
@@ -239,38 +205,23 @@ inline constexpr profile genai_perf = [] {
       "perf_analyzer@f7f17bf3f654.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::nonempty_text;
-  p.zero_ttft_is_unset = false;
   p.needs_first_response = true;
   p.end = e2e_end::last_counted_chunk;
-  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
-  p.tpot_small_n = small_n_rule::excluded;
   p.tpot_rounding = ns_rounding::nearest_even;
   p.itl = itl_grain::per_request_tpot;
-  p.percentile_method = quantile_method::linear;
-  p.std_ddof = profile::population_std;
   p.duration = duration_rule::origin_to_e2e_end;
   p.request_rate = rps_rule::all_requests;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
-  p.goodput = goodput_rule::all_met_missing_ignored;
   p.default_percentiles = "1,5,10,25,50,75,90,95,99";
   p.requests_usage = false;
-  p.ttft_zero_without_response = false;
-  p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = true;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
-  p.arithmetic = tool_arithmetic::double_seconds;
-  p.ttft_needs_two_tokens = false;
-  p.guidellm_statistics = false;
   return p;
 }();
 
 /// NVIDIA AIPerf (aiperf/metrics/types/*).
 inline constexpr profile aiperf = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "aiperf";
   p.tool = "AIPerf (aiperf/metrics/types/*)";
   p.description =
@@ -293,39 +244,24 @@ inline constexpr profile aiperf = [] {
       "ai-dynamo/aiperf@6b702008c853.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::content_or_reasoning;
-  p.zero_ttft_is_unset = false;
   p.needs_first_response = true;
   p.end = e2e_end::last_counted_chunk;
-  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::per_request_tpot;
-  p.percentile_method = quantile_method::linear;
-  p.std_ddof = profile::population_std;
   p.duration = duration_rule::origin_to_e2e_end;
-  p.request_rate = rps_rule::completed;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::all_met_missing_fails;
   p.default_percentiles = "1,5,10,25,50,75,90,95,99";
   p.requests_usage = false;
-  p.ttft_zero_without_response = false;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = metric_bit(metric_id::ttfa) | metric_bit(metric_id::ttst) |
                     metric_bit(metric_id::icl) | metric_bit(metric_id::prefill_tps);
   p.ttst = ttst_rule::second_response;
   p.icl_needs_positive_gaps = true;
-  p.arithmetic = tool_arithmetic::double_seconds;
-  p.ttft_needs_two_tokens = false;
-  p.guidellm_statistics = false;
   return p;
 }();
 
 /// Anyscale llmperf (token_benchmark_ray.py, openai_chat_completions_client.py).
 inline constexpr profile llmperf = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "llmperf";
   p.tool = "llmperf (token_benchmark_ray.py, openai_chat_completions_client.py)";
   p.description =
@@ -342,37 +278,20 @@ inline constexpr profile llmperf = [] {
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = true;
-  p.needs_first_response = false;
-  p.end = e2e_end::finish;
-  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::none;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::per_request_including_ttft;
-  p.percentile_method = quantile_method::linear;
   p.std_ddof = profile::sample_std;
-  p.duration = duration_rule::origin_to_finish;
-  p.request_rate = rps_rule::completed;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::none;
   p.default_percentiles = "25,50,75,90,95,99";
   p.requests_usage = false;
   p.ttft_zero_without_response = true;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
-  p.arithmetic = tool_arithmetic::double_seconds;
-  p.ttft_needs_two_tokens = false;
-  p.guidellm_statistics = false;
   return p;
 }();
 
 /// NVIDIA trtllm-bench (tensorrt_llm/bench/dataclasses/statistics.py).
 inline constexpr profile trtllm_bench = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "trtllm_bench";
   p.tool = "trtllm-bench (tensorrt_llm/bench/dataclasses/statistics.py)";
   p.description =
@@ -391,39 +310,23 @@ inline constexpr profile trtllm_bench = [] {
       "asynchronous.py at NVIDIA/TensorRT-LLM@00c7a534e57e), "
       "tensorrt_llm/bench/dataclasses/reporting.py (NVIDIA/TensorRT-LLM@0249976575050).";
   p.origin = latency_origin::send;
-  p.token_chunks = chunk_rule::tokens;
-  p.zero_ttft_is_unset = false;
-  p.needs_first_response = false;
   p.end = e2e_end::last_token_chunk;
-  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.tpot_small_n = small_n_rule::zero;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::none;
   p.percentile_method = quantile_method::lower;
   p.std_ddof = profile::no_std;
   p.duration = duration_rule::completed_to_end;
-  p.request_rate = rps_rule::completed;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::none;
-  p.default_percentiles = "50,90,95,99";
   p.requests_usage = false;
   p.ttft_zero_without_response = true;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
-  p.arithmetic = tool_arithmetic::double_seconds;
-  p.ttft_needs_two_tokens = false;
-  p.guidellm_statistics = false;
   return p;
 }();
 
 /// TensorRT-LLM's C++ gptManagerBenchmark (benchmarks/cpp/gptManagerBenchmark.cpp).
 inline constexpr profile gpt_manager_benchmark = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "gpt_manager_benchmark";
   p.tool = "gptManagerBenchmark (benchmarks/cpp/gptManagerBenchmark.cpp)";
   p.description =
@@ -438,39 +341,23 @@ inline constexpr profile gpt_manager_benchmark = [] {
       "ITL; nearest-rank percentiles sorted[ceil(p n) - 1]; no std; user tokens/s = 1 / TPOT. "
       "benchmarks/cpp/gptManagerBenchmark.cpp (NVIDIA/TensorRT-LLM 0.10-0.16).";
   p.origin = latency_origin::send;
-  p.token_chunks = chunk_rule::tokens;
-  p.zero_ttft_is_unset = false;
-  p.needs_first_response = false;
   p.end = e2e_end::last_token_chunk;
-  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::none;
   p.percentile_method = quantile_method::nearest_rank;
   p.std_ddof = profile::no_std;
-  p.duration = duration_rule::origin_to_finish;
-  p.request_rate = rps_rule::completed;
   p.user_rate = user_rate_rule::inverse_tpot;
   p.goodput = goodput_rule::none;
   p.default_percentiles = "50,90,99";
   p.requests_usage = false;
-  p.ttft_zero_without_response = false;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::float_ms;
-  p.ttft_needs_two_tokens = false;
-  p.guidellm_statistics = false;
   return p;
 }();
 
 /// MLPerf Inference loadgen (loadgen/results.cc, logging.cc).
 inline constexpr profile mlperf = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "mlperf";
   p.tool = "MLPerf Inference loadgen (loadgen/results.cc, logging.cc)";
   p.description =
@@ -486,12 +373,7 @@ inline constexpr profile mlperf = [] {
       "iff P99 TTFT and P99 TPOT are within the model's limits. loadgen/logging.cc "
       "(RecordSampleCompletion), results.cc (ProcessTokenLatencies), loadgen.cc, "
       "mlcommons/inference@b66003e10e2d.";
-  p.origin = latency_origin::arrival;
-  p.token_chunks = chunk_rule::tokens;
-  p.zero_ttft_is_unset = false;
-  p.needs_first_response = false;
   p.end = e2e_end::last_token_chunk;
-  p.output_tokens = token_source::chunk_tokens;
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.tpot_small_n = small_n_rule::negative;
   p.tpot_rounding = ns_rounding::truncate;
@@ -500,27 +382,18 @@ inline constexpr profile mlperf = [] {
   p.std_ddof = profile::no_std;
   p.duration = duration_rule::last_issued_to_end;
   p.request_rate = rps_rule::completed_minus_one;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::percentile_limits;
   p.default_percentiles = "50,90,95,97,99,99.9";
   p.requests_usage = false;
-  p.ttft_zero_without_response = false;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
   p.arithmetic = tool_arithmetic::int64_ns;
-  p.ttft_needs_two_tokens = false;
-  p.guidellm_statistics = false;
   return p;
 }();
 
 /// vLLM project's GuideLLM (src/guidellm/schemas/request_stats.py, backends/openai/http.py,
 /// schemas/statistics.py, benchmark/schemas/metrics.py).
 inline constexpr profile guidellm = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "guidellm";
   p.tool = "GuideLLM (src/guidellm/schemas/request_stats.py, backends/openai/http.py)";
   p.description =
@@ -551,31 +424,16 @@ inline constexpr profile guidellm = [] {
       "ee7a77457ba6.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::content_or_reasoning;
-  p.zero_ttft_is_unset = false;
-  p.needs_first_response = false;  // guidellm_statistics: content, or usage above 0
   p.end = e2e_end::done_chunk;
   p.output_tokens = token_source::usage_else_counted_chunks;
   p.tpot_numerator = tpot_span::origin_to_last_over_n;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::per_request_span;
   p.percentile_method = quantile_method::nearest_rank;  // the closest; guidellm_statistics rules
-  p.std_ddof = profile::population_std;
-  p.duration = duration_rule::origin_to_finish;
   p.request_rate = rps_rule::all_requests;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::none;
   p.default_percentiles = "50,95";
-  p.requests_usage = true;
   p.ttft_zero_without_response = true;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = metric_bit(metric_id::ttfa);  // TTFOT, time_to_first_output_token_ms
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
-  p.arithmetic = tool_arithmetic::double_seconds;
-  p.ttft_needs_two_tokens = false;
   p.guidellm_statistics = true;
   return p;
 }();
@@ -583,7 +441,7 @@ inline constexpr profile guidellm = [] {
 /// Kubernetes serving working group's inference-perf (inference_perf/reportgen/base.py,
 /// apis/streaming_parser.py).
 inline constexpr profile inference_perf = [] {
-  profile p{};
+  profile p = canonical;  // the fields not set below are canonical's
   p.name = "inference_perf";
   p.tool = "inference-perf (inference_perf/reportgen/base.py, apis/streaming_parser.py)";
   p.description =
@@ -606,32 +464,15 @@ inline constexpr profile inference_perf = [] {
       "config/reportgen/config.py, kubernetes-sigs/inference-perf@7de5ef2ed6f7.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::text_tokens;
-  p.zero_ttft_is_unset = false;
-  p.needs_first_response = false;
   p.end = e2e_end::done_chunk;
   p.output_tokens = token_source::counted_tokens;
-  p.tpot_numerator = tpot_span::token_span;
-  p.tpot_small_n = small_n_rule::excluded;
-  p.tpot_rounding = ns_rounding::none;
   p.itl = itl_grain::per_token_gap_zeros;
-  p.percentile_method = quantile_method::linear;
   p.std_ddof = profile::no_std;
   p.duration = duration_rule::all_origin_to_end;
-  p.request_rate = rps_rule::completed;
-  p.user_rate = user_rate_rule::tokens_over_e2e;
   p.goodput = goodput_rule::all_met_missing_fails;
   p.default_percentiles = "0.1,1,5,10,25,50,75,90,95,99,99.9";
-  p.requests_usage = true;
-  p.ttft_zero_without_response = false;
-  p.gap_from_any_chunk = false;
-  p.tpot_needs_two_responses = false;
-  p.swaps_mean_median_e2e = false;
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
-  p.ttst = ttst_rule::second_token;
-  p.icl_needs_positive_gaps = false;
-  p.arithmetic = tool_arithmetic::double_seconds;
   p.ttft_needs_two_tokens = true;
-  p.guidellm_statistics = false;
   return p;
 }();
 
