@@ -45,6 +45,20 @@
 
 TOKCHRON_BEGIN_NAMESPACE
 
+namespace detail {
+/// The old `summary_options::threads` (removed: tokchron starts no thread), kept for one release
+/// so that code setting it still compiles, with a deprecation warning naming the replacement.
+/// The value is ignored: the summary is the same whoever runs its computations.
+struct removed_threads_option {
+  [[deprecated(
+      "tokchron starts no thread: set summary_options::executor to run the "
+      "computations on a pool you own")]] removed_threads_option&
+  operator=(unsigned) noexcept {
+    return *this;
+  }
+};
+}  // namespace detail
+
 /// What to summarise and how.
 struct summary_options {
   /// Percentiles in percent (each in [0, 100]); empty: the profile's defaults.
@@ -60,6 +74,8 @@ struct summary_options {
   /// built: a pool the caller owns, to spread them over its threads. Empty: one after another on
   /// the calling thread. tokchron starts no thread; the summary does not depend on it.
   task_executor executor;
+  /// Deprecated, ignored (kept for one release): use `executor`.
+  detail::removed_threads_option threads;
 };
 
 /// One warning of a run summary: a quirk of the profile's tool, or a decision where the tool would
