@@ -53,7 +53,7 @@ tc_scratch_cleanup() {
 }
 
 # tc_serve_url LOG: the http://127.0.0.1:PORT that `batching-executor serve` printed to LOG
-# ("listening on ..."), waiting up to 10 s for it; prints LOG and fails when it never came.
+# ("listening on ..."), waiting up to 30 s for it; prints LOG and fails when it never came.
 # shellcheck source=../tools/executor/serve/tests/serve_url.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../tools/executor/serve/tests/serve_url.sh"
 tc_serve_url() { serve_url "$1"; }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tokchron/io/trace.hpp"
@@ -23,15 +24,26 @@ namespace tc = tokchron;
 using K = tc::chunk_kind;
 
 namespace {
+/// A record with its id, send time and chunks; the rest as trace_record's defaults.
+tc::trace_record record(const char* id, double send, std::vector<tc::trace_chunk> chunks) {
+  tc::trace_record r;
+  r.id = id;
+  r.send = send;
+  r.chunks = std::move(chunks);
+  return r;
+}
 /// Reasoning (4 tokens in 3 chunks) then the answer (4 tokens in 2 chunks), role, usage and
 /// [DONE] chunks around them; 100 prompt tokens of which 40 cached; 20 drafted, 15 accepted.
 tc::trace_record reasoning_then_answer() {
-  tc::trace_record r;
-  r.id = "a";
-  r.send = 0.0;
-  r.chunks = {{0.05, 0, K::empty},     {0.20, 1, K::reasoning}, {0.25, 2, K::reasoning},
-              {0.30, 1, K::reasoning}, {0.50, 1, K::text},      {0.55, 3, K::text},
-              {0.56, 0, K::usage},     {0.57, 0, K::done}};
+  tc::trace_record r = record("a", 0.0,
+                              {{0.05, 0, K::empty},
+                               {0.20, 1, K::reasoning},
+                               {0.25, 2, K::reasoning},
+                               {0.30, 1, K::reasoning},
+                               {0.50, 1, K::text},
+                               {0.55, 3, K::text},
+                               {0.56, 0, K::usage},
+                               {0.57, 0, K::done}});
   r.end = 0.58;
   r.prompt_tokens = 100;
   r.cached_prompt_tokens = 40;
@@ -43,29 +55,20 @@ tc::trace_record reasoning_then_answer() {
 }
 /// An answer with no reasoning: 2 tokens in the first chunk, then 1.
 tc::trace_record answer_only() {
-  tc::trace_record r;
-  r.id = "b";
-  r.send = 1.0;
-  r.chunks = {{1.10, 2, K::text}, {1.30, 1, K::text}};
+  tc::trace_record r = record("b", 1.0, {{1.10, 2, K::text}, {1.30, 1, K::text}});
   r.prompt_tokens = 10;
   r.cached_prompt_tokens = 0;
   return r;
 }
 /// Reasoning with no answer: the length limit ran out while thinking.
 tc::trace_record reasoning_only() {
-  tc::trace_record r;
-  r.id = "c";
-  r.send = 2.0;
-  r.chunks = {{2.40, 1, K::reasoning}, {2.60, 1, K::reasoning}};
+  tc::trace_record r = record("c", 2.0, {{2.40, 1, K::reasoning}, {2.60, 1, K::reasoning}});
   r.reason = tc::finish_reason::length;
   return r;
 }
 /// A failure mid-reasoning.
 tc::trace_record failed_mid_reasoning() {
-  tc::trace_record r;
-  r.id = "d";
-  r.send = 3.0;
-  r.chunks = {{3.50, 1, K::reasoning}, {3.60, 1, K::reasoning}};
+  tc::trace_record r = record("d", 3.0, {{3.50, 1, K::reasoning}, {3.60, 1, K::reasoning}});
   r.end = 3.70;
   r.ok = false;
   r.reason = tc::finish_reason::error;
@@ -74,19 +77,14 @@ tc::trace_record failed_mid_reasoning() {
 }
 /// A 1-token answer after 1 token of reasoning.
 tc::trace_record one_token_answer() {
-  tc::trace_record r;
-  r.id = "e";
-  r.send = 4.0;
-  r.chunks = {{4.20, 1, K::reasoning}, {4.30, 1, K::text}};
+  tc::trace_record r = record("e", 4.0, {{4.20, 1, K::reasoning}, {4.30, 1, K::text}});
   r.prompt_tokens = 30;
   return r;
 }
 /// Two responses at the same instant (a zero gap).
 tc::trace_record zero_gap() {
-  tc::trace_record r;
-  r.id = "f";
-  r.send = 5.0;
-  r.chunks = {{5.10, 1, K::text}, {5.10, 1, K::text}, {5.20, 1, K::text}};
+  tc::trace_record r =
+      record("f", 5.0, {{5.10, 1, K::text}, {5.10, 1, K::text}, {5.20, 1, K::text}});
   r.prompt_tokens = 20;
   return r;
 }

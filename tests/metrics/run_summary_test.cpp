@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -20,22 +21,21 @@ namespace tc = tokchron;
 using tl_t = tc::testing::scripted_timeline;
 
 namespace {
+/// A request sent at `send` with one-token and `second`-token chunks at `c1` and `c2`.
+tl_t request(std::chrono::milliseconds send, std::chrono::milliseconds c1,
+             std::chrono::milliseconds c2, std::uint32_t second, std::uint64_t prompt) {
+  return tc::testing::script()
+      .send(send)
+      .chunk(c1, 1)
+      .chunk(c2, second)
+      .finish()
+      .prompt_tokens(prompt)
+      .timeline();
+}
 std::vector<tl_t> two_requests() {
   std::vector<tl_t> tls;
-  tls.push_back(tc::testing::script()
-                    .send(0ms)
-                    .chunk(100ms, 1)
-                    .chunk(200ms, 1)
-                    .finish()
-                    .prompt_tokens(10)
-                    .timeline());
-  tls.push_back(tc::testing::script()
-                    .send(100ms)
-                    .chunk(300ms, 1)
-                    .chunk(400ms, 3)
-                    .finish()
-                    .prompt_tokens(20)
-                    .timeline());
+  tls.push_back(request(0ms, 100ms, 200ms, 1, 10));
+  tls.push_back(request(100ms, 300ms, 400ms, 3, 20));
   return tls;
 }
 }  // namespace

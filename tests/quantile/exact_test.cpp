@@ -75,17 +75,22 @@ TEST_CASE("n = 2 by hand") {
   }
 }
 
+namespace {
+/// The three methods' answers at `p`: linear within 1e-12 relative (its interpolation rounds),
+/// lower and nearest rank exactly (they pick a sample).
+void three(const exact_quantiles<>& e, double p, double linear, double lower, double nearest) {
+  CAPTURE(p);
+  CHECK(q(e, p, lin) == doctest::Approx(linear).epsilon(1e-12));
+  CHECK(q(e, p, low) == lower);
+  CHECK(q(e, p, nr) == nearest);
+}
+}  // namespace
+
 TEST_CASE("n = 100 at P99: the three methods disagree, as the tools do") {
   const auto e = one_to(100);
-  CHECK(q(e, 0.99, lin) == doctest::Approx(99.01));  // h = 98.01
-  CHECK(q(e, 0.99, low) == 100.0);                   // floor(99.0) = 99 -> x[99]
-  CHECK(q(e, 0.99, nr) == 99.0);                     // ceil(99.0) - 1 = 98 -> x[98]
-  CHECK(q(e, 0.95, lin) == doctest::Approx(95.05));
-  CHECK(q(e, 0.95, low) == 96.0);
-  CHECK(q(e, 0.95, nr) == 95.0);
-  CHECK(q(e, 0.5, lin) == 50.5);
-  CHECK(q(e, 0.5, low) == 51.0);
-  CHECK(q(e, 0.5, nr) == 50.0);
+  three(e, 0.99, 99.01, 100.0, 99.0);  // h = 98.01; floor(99.0) = 99 -> x[99]; ceil - 1 = 98
+  three(e, 0.95, 95.05, 96.0, 95.0);
+  three(e, 0.5, 50.5, 51.0, 50.0);
   // 100 * 0.29 is 28.999999999999996 in binary floating point: Python's int(n * p) gives 28,
   // and so must we (trtllm-bench's method is reproduced, not idealised).
   CHECK(q(e, 0.29, low) == 29.0);
@@ -94,15 +99,9 @@ TEST_CASE("n = 100 at P99: the three methods disagree, as the tools do") {
 
 TEST_CASE("n = 101 by hand") {
   const auto e = one_to(101);
-  CHECK(q(e, 0.99, lin) == 100.0);  // h = 99 exactly
-  CHECK(q(e, 0.99, low) == 100.0);  // floor(99.99) = 99
-  CHECK(q(e, 0.99, nr) == 100.0);   // ceil(99.99) - 1 = 99
-  CHECK(q(e, 0.999, lin) == doctest::Approx(100.9));
-  CHECK(q(e, 0.999, low) == 101.0);
-  CHECK(q(e, 0.999, nr) == 101.0);
-  CHECK(q(e, 0.5, lin) == 51.0);
-  CHECK(q(e, 0.5, low) == 51.0);
-  CHECK(q(e, 0.5, nr) == 51.0);
+  three(e, 0.99, 100.0, 100.0, 100.0);  // h = 99 exactly; floor(99.99) = 99; ceil(99.99) - 1 = 99
+  three(e, 0.999, 100.9, 101.0, 101.0);
+  three(e, 0.5, 51.0, 51.0, 51.0);
 }
 
 TEST_CASE("mean, std with ddof 0 and 1, min, max, rank, cdf") {
