@@ -31,3 +31,19 @@ add_test(NAME tokchron_export_json_tests COMMAND tokchron_export_json_tests)
 add_executable(tokchron_otlp_dump ${CMAKE_CURRENT_LIST_DIR}/otlp_dump.cpp)
 target_link_libraries(tokchron_otlp_dump PRIVATE tokchron::tokchron nlohmann_json::nlohmann_json)
 tokchron_target_warnings(tokchron_otlp_dump)
+
+# The protobuf exposition with native histograms (export/prometheus_protobuf.hpp), when CMake
+# found protobuf (Debian libprotobuf-dev, protobuf-compiler): decoded by protobuf's own parser.
+if(TARGET tokchron::prometheus_protobuf)
+  add_executable(tokchron_prometheus_protobuf_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp
+                 ${CMAKE_CURRENT_LIST_DIR}/prometheus_protobuf_test.cpp)
+  target_link_libraries(tokchron_prometheus_protobuf_tests PRIVATE tokchron::prometheus_protobuf
+                        doctest::doctest)
+  target_include_directories(tokchron_prometheus_protobuf_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
+  target_compile_definitions(tokchron_prometheus_protobuf_tests PRIVATE
+                             TOKCHRON_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  tokchron_target_warnings(tokchron_prometheus_protobuf_tests)
+  add_test(NAME tokchron_prometheus_protobuf_tests COMMAND tokchron_prometheus_protobuf_tests)
+else()
+  message(STATUS "tokchron: protobuf not found; skipping tokchron_prometheus_protobuf_tests")
+endif()
