@@ -77,6 +77,28 @@ void add_side(std::int32_t otel_offset, const std::vector<std::uint64_t>& counts
   }
 }
 
+// The zero threshold to write. Prometheus 2.42 reads a protobuf histogram as native only when
+// it has a bucket, a zero count or a zero threshold above 0 (isNativeHistogram in
+// model/textparse/protobufparse.go; later versions also accept a no-op span), so an empty
+// histogram with threshold 0 would be stored as classic until its first sample, and its first
+// native sample would already hold the burst that rate() should see. A threshold of 0 becomes
+// 2^-128 (client_golang's default, DefNativeHistogramZeroThreshold) when no bucket lies below
+// it, which changes no count: the zero bucket still holds exactly the zeros.
+double native_zero_threshold(const exponential_histogram_data& e) {
+  constexpr double floor = 0x1p-128;
+  if (e.zero_threshold != 0) return e.zero_threshold;
+  const auto layout = log_histogram::with_scale(e.scale);
+  for (const auto* side : {&e.positive_counts, &e.negative_counts}) {
+    const auto offset = side == &e.positive_counts ? e.positive_offset : e.negative_offset;
+    for (std::size_t k = 0; k < side->size(); ++k)
+      if ((*side)[k] != 0) {
+        if (layout.bucket_lower(offset + static_cast<std::int32_t>(k)) < floor) return 0;
+        break;
+      }
+  }
+  return floor;
+}
+
 void add_native(pb::Histogram& h, const exponential_histogram_data& e, const std::string& family) {
   if (e.scale < prometheus_native_min_schema || e.scale > prometheus_native_max_schema)
     refuse("native schema " + std::to_string(e.scale) + " is outside -4..8", family);
@@ -92,7 +114,7 @@ void add_native(pb::Histogram& h, const exponential_histogram_data& e, const std
   if (overflow || total != e.count)
     refuse("the native buckets do not add up to the histogram's count", family);
   h.set_schema(e.scale);
-  h.set_zero_threshold(e.zero_threshold);
+  h.set_zero_threshold(native_zero_threshold(e));
   h.set_zero_count(e.zero_count);
   add_side(
       e.positive_offset, e.positive_counts,
@@ -110,13 +132,6 @@ void add_native(pb::Histogram& h, const exponential_histogram_data& e, const std
         s->set_length(len);
       },
       [&](std::int64_t d) { h.add_negative_delta(d); }, family);
-  // Prometheus' client_model: a native histogram with no bucket and a zero threshold of 0
-  // carries a no-op span, or it would read as a classic one.
-  if (h.positive_span_size() == 0 && h.negative_span_size() == 0 && e.zero_threshold == 0) {
-    auto* s = h.add_positive_span();
-    s->set_offset(0);
-    s->set_length(0);
-  }
 }
 
 }  // namespace

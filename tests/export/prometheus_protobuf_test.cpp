@@ -88,7 +88,15 @@ void check_histogram(const pb::Histogram& h, const histogram_data& classic,
   const log_histogram native = src.scale() > 8 ? src.downscaled(8) : src;
   REQUIRE(h.has_schema());
   CHECK(h.schema() == native.scale());
-  CHECK(h.zero_threshold() == native.zero_threshold());
+  // A threshold of 0 is written as 2^-128 unless a bucket lies below it (the encoder's
+  // native_zero_threshold): Prometheus 2.42 reads an empty histogram as native only so.
+  double threshold = native.zero_threshold();
+  if (threshold == 0) {
+    threshold = 0x1p-128;
+    for (const auto& r : {native.positive_buckets(), native.negative_buckets()})
+      if (!r.empty() && native.bucket_lower(r.first_index()) < 0x1p-128) threshold = 0;
+  }
+  CHECK(h.zero_threshold() == threshold);
   CHECK(h.zero_count() == native.zero_count());
   CHECK(side(h.positive_span(), h.positive_delta()) == side(native.positive_buckets()));
   CHECK(side(h.negative_span(), h.negative_delta()) == side(native.negative_buckets()));
@@ -182,7 +190,9 @@ TEST_CASE("prometheus protobuf: negative, zero and sparse buckets; finer scales 
   }
 }
 
-TEST_CASE("prometheus protobuf: an empty native histogram carries the no-op span") {
+TEST_CASE("prometheus protobuf: a native histogram reads as native before its first sample") {
+  // Prometheus 2.42 takes a protobuf histogram for native only with a bucket, a zero count or a
+  // zero threshold above 0: an empty one is written with the threshold 2^-128.
   metrics_snapshot s;
   const auto h = log_histogram::with_scale(5);
   s.family("e_seconds", "e", metric_kind::histogram, "seconds").add(classic_histogram(h, {0.1, 1}));
@@ -190,14 +200,23 @@ TEST_CASE("prometheus protobuf: an empty native histogram carries the no-op span
       decode(to_prometheus_protobuf(s, {{"e_seconds", {}, prometheus_native_data(h)}}));
   const auto& hist = fams.at(0).metric(0).histogram();
   CHECK(hist.schema() == 5);
-  REQUIRE(hist.positive_span_size() == 1);
-  CHECK(hist.positive_span(0).offset() == 0);
-  CHECK(hist.positive_span(0).length() == 0);
+  CHECK(hist.zero_threshold() == 0x1p-128);
+  CHECK(hist.zero_count() == 0);
+  CHECK(hist.positive_span_size() == 0);
   CHECK(hist.positive_delta_size() == 0);
   // Without native data the same family is classic only (no schema field).
   const auto classic_only = decode(to_prometheus_protobuf(s));
   CHECK_FALSE(classic_only.at(0).metric(0).histogram().has_schema());
-  CHECK(classic_only.at(0).metric(0).histogram().positive_span_size() == 0);
+  CHECK_FALSE(classic_only.at(0).metric(0).histogram().has_zero_threshold());
+  // A sample below 2^-128 keeps the threshold at 0 (the zero bucket must not swallow it).
+  auto tiny = log_histogram::with_scale(0);
+  REQUIRE(tiny.add(1e-40));
+  metrics_snapshot t;
+  t.family("t_seconds", "t", metric_kind::histogram, "seconds").add(classic_histogram(tiny, {1}));
+  const auto tf =
+      decode(to_prometheus_protobuf(t, {{"t_seconds", {}, prometheus_native_data(tiny)}}));
+  check_histogram(tf.at(0).metric(0).histogram(), classic_histogram(tiny, {1}), tiny);
+  CHECK(tf.at(0).metric(0).histogram().zero_threshold() == 0);
 }
 
 TEST_CASE("prometheus protobuf: gauges and counters") {

@@ -232,7 +232,11 @@ struct native_histogram_point {
 /// order. Counters are named with `_total` (the series name the text format writes), gauges
 /// and histograms as they are; histograms carry their classic buckets (+Inf included) and,
 /// where `native` has a point of the same family and labels, its native histogram (schema,
-/// zero bucket, spans and deltas). `o.const_labels` go first on every point;
+/// zero bucket, spans and deltas; Prometheus numbers a bucket by its upper edge, so each index
+/// is the OpenTelemetry one plus 1). A zero threshold of 0 is written as 2^-128
+/// (client_golang's default) unless a bucket lies below that: Prometheus 2.42 reads an empty
+/// histogram as native only with a threshold above 0, and the zero bucket then still holds
+/// exactly the zeros. `o.const_labels` go first on every point;
 /// `o.openmetrics` is ignored. Validates like `write_prometheus` (names, labels, buckets) and
 /// also refuses a native point without its classic point, one whose count differs from the
 /// classic one or whose buckets do not add up to it, a schema outside -4..8 or a count above
