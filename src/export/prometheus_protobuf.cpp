@@ -40,9 +40,9 @@ void add_labels(pb::Metric& m, const label_set& consts, const label_set& labels)
 // empty buckets start a new span (an empty bucket inside a span costs one byte, a new span at least
 // two); empty buckets at either end are dropped. Deltas continue across spans (each is the
 // difference to the previous bucket written).
-template <class SpanAdder, class DeltaAdder>
 void add_side(std::int32_t otel_offset, const std::vector<std::uint64_t>& counts,
-              SpanAdder add_span, DeltaAdder add_delta, const std::string& family) {
+              google::protobuf::RepeatedPtrField<pb::BucketSpan>& spans,
+              google::protobuf::RepeatedField<std::int64_t>& deltas, const std::string& family) {
   constexpr std::uint64_t max_count =
       static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   const std::int64_t offset = static_cast<std::int64_t>(otel_offset) + 1;
@@ -64,11 +64,13 @@ void add_side(std::int32_t otel_offset, const std::vector<std::uint64_t>& counts
     if (gap < std::numeric_limits<std::int32_t>::min() ||
         gap > std::numeric_limits<std::int32_t>::max())
       refuse("a bucket index is out of range", family);
-    add_span(static_cast<std::int32_t>(gap), static_cast<std::uint32_t>(end - i));
+    pb::BucketSpan* span = spans.Add();
+    span->set_offset(static_cast<std::int32_t>(gap));
+    span->set_length(static_cast<std::uint32_t>(end - i));
     for (std::size_t k = i; k < end; ++k) {
       if (counts[k] > max_count) refuse("a bucket count is above 2^63 - 1", family);
       const auto c = static_cast<std::int64_t>(counts[k]);
-      add_delta(c - previous);
+      deltas.Add(c - previous);
       previous = c;
     }
     next_index = offset + static_cast<std::int64_t>(end);
@@ -116,22 +118,10 @@ void add_native(pb::Histogram& h, const exponential_histogram_data& e, const std
   h.set_schema(e.scale);
   h.set_zero_threshold(native_zero_threshold(e));
   h.set_zero_count(e.zero_count);
-  add_side(
-      e.positive_offset, e.positive_counts,
-      [&](std::int32_t off, std::uint32_t len) {
-        auto* s = h.add_positive_span();
-        s->set_offset(off);
-        s->set_length(len);
-      },
-      [&](std::int64_t d) { h.add_positive_delta(d); }, family);
-  add_side(
-      e.negative_offset, e.negative_counts,
-      [&](std::int32_t off, std::uint32_t len) {
-        auto* s = h.add_negative_span();
-        s->set_offset(off);
-        s->set_length(len);
-      },
-      [&](std::int64_t d) { h.add_negative_delta(d); }, family);
+  add_side(e.positive_offset, e.positive_counts, *h.mutable_positive_span(),
+           *h.mutable_positive_delta(), family);
+  add_side(e.negative_offset, e.negative_counts, *h.mutable_negative_span(),
+           *h.mutable_negative_delta(), family);
 }
 
 }  // namespace
