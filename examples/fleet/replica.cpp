@@ -6,7 +6,7 @@
 // until it has been scraped a few times, then serves a burst of synthetic requests (latencies
 // drawn from a seeded lognormal) and records each finished request, and writes its TTFT
 // histogram (log_histogram's serialisation) to --dump so a checker can merge the fleet's true
-// numbers, and with --samples every request's TTFT (raw little-endian doubles) for the exact
+// numbers, and with --samples every request's TTFT (raw doubles, native byte order) for the exact
 // quantiles.
 //
 // --cluster-s X --cluster-share F: a share F of the requests get a TTFT drawn uniformly from

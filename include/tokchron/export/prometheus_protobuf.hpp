@@ -102,13 +102,15 @@ inline constexpr int prometheus_native_max_schema = 8;
   return exponential_histogram(h);
 }
 
-/// The native-histogram data of a classic histogram whose bounds are consecutive edges
-/// base^i of one native schema (as `bucket_layout::exponential(scale, lo, hi)` writes them):
-/// the buckets between two bounds are that schema's buckets, and everything <= the first bound
-/// goes to the zero bucket (zero_threshold = the first bound). Empty when the bounds are not
-/// such edges (vLLM's lists), there are fewer than two, or some sample lies above the last
-/// bound (no native bucket can hold it without inventing its place). PromQL's answer from it
-/// errs no more and no less than from the classic buckets (same edges); the series is one
+/// The native-histogram data of a classic histogram of non-negative values (latencies) whose
+/// bounds are consecutive edges base^i of one native schema (as
+/// `bucket_layout::exponential(scale, lo, hi)` writes them): the buckets between two bounds are
+/// that schema's buckets, and everything <= the first bound goes to the zero bucket
+/// (zero_threshold = the first bound; classic buckets cannot tell a negative value from a small
+/// one, so a histogram that may hold values below -first bound must not be converted). Empty when
+/// the bounds are not such edges (vLLM's lists), there are fewer than two, or some sample lies
+/// above the last bound (no native bucket can hold it without inventing its place). PromQL's answer
+/// from it errs no more and no less than from the classic buckets (same edges); the series is one
 /// instead of one per bound.
 [[nodiscard]] inline std::optional<exponential_histogram_data> prometheus_native_from_classic(
     const histogram_data& c) {
