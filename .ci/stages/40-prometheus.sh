@@ -4,7 +4,8 @@
 # OpenMetrics) and a real Prometheus server, all on 127.0.0.1 with a temporary config and data
 # dir, and examples/fleet's checker compares PromQL's histogram_quantile with tokchron's merged
 # P95. Everything started here is stopped on exit, failure included.
-tc_need_pkgs prometheus prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
+tc_need_pkgs prometheus prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libprotobuf-dev \
+  protobuf-compiler
 tc_scratch  # $work, and $pids: stopped on exit
 dir=$(tc_dir prometheus)
 # Stage 10 ran the exporter tests and checked the golden files; this stage builds only what
@@ -37,38 +38,12 @@ for f in "$golden"/*.openmetrics; do
 done
 
 echo "--- fleet: three replicas and a real Prometheus server on 127.0.0.1"
+source "$TOKCHRON_ROOT/examples/fleet/fleet.sh"
 ex=$dir/examples/fleet
-servers=(prometheus-cpp prometheus-cpp httplib)
-medians=(150 250 400)   # different TTFT distributions, so the merge matters
-targets=""
-spec=""
-for i in 0 1 2; do
-  n=r$((i + 1))
-  "$ex/fleet_replica" --name "$n" --server "${servers[$i]}" --seed $((i + 11)) \
-    --median-ms "${medians[$i]}" --requests 4000 --wait-scrapes 40 \
-    --port-file "$work/$n.port" --dump "$work/$n.dump" >"$work/$n.log" 2>&1 &
-  pids+=($!)
-done
-for i in 1 2 3; do
-  for _ in $(seq 100); do [ -s "$work/r$i.port" ] && break; sleep 0.1; done
-  [ -s "$work/r$i.port" ] || { cat "$work/r$i.log"; exit 1; }
-  targets+="${targets:+, }'127.0.0.1:$(cat "$work/r$i.port")'"
-  spec+="${spec:+,}r$i=$work/r$i.dump"
-done
-prom_port=$("$ex/fleet_check" --free-port)
-cat >"$work/prometheus.yml" <<YAML
-global:
-  scrape_interval: 250ms
-  scrape_timeout: 250ms
-scrape_configs:
-  - job_name: fleet
-    static_configs:
-      - targets: [$targets]
-YAML
-prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
-pids+=($!)
-if ! "$ex/fleet_check" --prometheus "127.0.0.1:$prom_port" --replicas "$spec" --q 0.95 \
+# Different TTFT distributions, so the merge matters.
+fleet_start "$ex" "prometheus-cpp prometheus-cpp httplib" "150 250 400"
+fleet_prometheus "$ex" prometheus
+if ! "$ex/fleet_check" --prometheus "$fleet_address" --replicas "$fleet_dumps" --q 0.95 \
     --timeout 120; then
   echo "--- fleet check failed; logs:"
   tail -n 20 "$work"/*.log

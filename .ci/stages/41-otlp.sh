@@ -1,13 +1,14 @@
 # The OTLP export checked by OpenTelemetry's own code: tests/export/otlp_dump.cpp writes
-# tokchron's OTLP/JSON ExponentialHistogram export (export/otlp.hpp) of known samples, and
-# tests/export/otlp_node/otlp_check.js decodes it with the opentelemetry-proto messages that
+# tokchron's OTLP/JSON ExponentialHistogram export (export/otlp.hpp) of known samples and the
+# same request as OTLP/HTTP protobuf (export/otlp_protobuf.hpp), and
+# tests/export/otlp_node/otlp_check.js decodes both with the opentelemetry-proto messages that
 # @opentelemetry/otlp-transformer ships and checks every field, every bucket against
 # @opentelemetry/sdk-metrics' own index mapping and aggregation, and the sum within its derived
 # bound (docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code). The npm packages are
 # pinned by package-lock.json and installed by `npm ci` once into the CI build tree, reused while
 # the lock file is unchanged.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || tc_need_pkgs nodejs npm
-tc_need_pkgs nlohmann-json3-dev
+tc_need_pkgs nlohmann-json3-dev libprotobuf-dev protobuf-compiler
 tc_scratch  # $work: removed on exit
 
 src=$TOKCHRON_ROOT/tests/export/otlp_node
@@ -25,5 +26,5 @@ cp "$src/otlp_check.js" "$npmdir/otlp_check.js"
 dir=$(tc_dir prometheus)
 tc_build prometheus tokchron_otlp_dump
 echo "--- tokchron's OTLP export of known samples, decoded by OpenTelemetry's packages"
-"$dir/tests/tokchron_otlp_dump" "$work/request.json" "$work/known.json"
-node "$npmdir/otlp_check.js" "$work/request.json" "$work/known.json"
+"$dir/tests/tokchron_otlp_dump" "$work/request.json" "$work/known.json" "$work/request.pb"
+node "$npmdir/otlp_check.js" "$work/request.json" "$work/known.json" "$work/request.pb"

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// tokchron_otlp_dump OUT_OTLP_JSON OUT_SAMPLES_JSON: writes tokchron's OTLP/JSON export
-// (export/otlp.hpp) of log_histograms filled with known, seeded samples, and beside it the
-// samples and every field the export is meant to carry. CI stage 41 decodes the first file with
-// OpenTelemetry's own JavaScript packages and checks it against the second
+// tokchron_otlp_dump OUT_OTLP_JSON OUT_SAMPLES_JSON [OUT_OTLP_PROTOBUF]: writes tokchron's
+// OTLP/JSON export (export/otlp.hpp) of log_histograms filled with known, seeded samples, beside
+// it the samples and every field the export is meant to carry, and the same request as OTLP/HTTP
+// protobuf (export/otlp_protobuf.hpp; only when built with tokchron::otlp_protobuf). CI stage 41
+// decodes the first and third files with OpenTelemetry's own JavaScript packages and checks them
+// against the second
 // (tests/export/otlp_node/otlp_check.js;
 // docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code).
 #include <algorithm>
@@ -18,6 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tokchron/export/otlp.hpp"
+#ifdef TOKCHRON_OTLP_PROTOBUF
+#include "tokchron/export/otlp_protobuf.hpp"
+#endif
 
 namespace {
 
@@ -53,10 +58,16 @@ std::vector<double> samples_for(const case_spec& c, std::mt19937_64& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: tokchron_otlp_dump OUT_OTLP_JSON OUT_SAMPLES_JSON\n";
+  if (argc != 3 && argc != 4) {
+    std::cerr << "usage: tokchron_otlp_dump OUT_OTLP_JSON OUT_SAMPLES_JSON [OUT_OTLP_PROTOBUF]\n";
     return 2;
   }
+#ifndef TOKCHRON_OTLP_PROTOBUF
+  if (argc == 4) {
+    std::cerr << "tokchron_otlp_dump: built without protobuf (tokchron::otlp_protobuf)\n";
+    return 2;
+  }
+#endif
   // Scales on both of OpenTelemetry's mappings (exponent: scale <= 0; logarithm: scale > 0),
   // tokchron's default (6, 1 % accuracy) and a fine one; one histogram stays empty.
   const case_spec cases[] = {{"tokchron.test.scale_m3", -3, 0.0, false, 500},
@@ -109,6 +120,13 @@ int main(int argc, char** argv) {
   const auto req = tokchron::otlp_metrics(hs, resource, start_ns, time_ns);
   std::ofstream(argv[1]) << req.dump() << "\n";
   std::ofstream(argv[2]) << known.dump() << "\n";
+#ifdef TOKCHRON_OTLP_PROTOBUF
+  if (argc == 4) {
+    std::ofstream(argv[3], std::ios::binary)
+        << tokchron::otlp_metrics_protobuf(hs, resource, start_ns, time_ns);
+    std::cout << "tokchron_otlp_dump: the same request as protobuf to " << argv[3] << "\n";
+  }
+#endif
   std::cout << "tokchron_otlp_dump: " << hs.size() << " histograms to " << argv[1] << "\n";
   return 0;
 }

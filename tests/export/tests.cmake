@@ -26,8 +26,31 @@ target_compile_definitions(tokchron_export_json_tests PRIVATE
 tokchron_target_warnings(tokchron_export_json_tests)
 add_test(NAME tokchron_export_json_tests COMMAND tokchron_export_json_tests)
 
+# The protobuf adaptors, when CMake found protobuf (Debian libprotobuf-dev, protobuf-compiler):
+# the Prometheus exposition with native histograms (export/prometheus_protobuf.hpp) and OTLP/HTTP
+# protobuf (export/otlp_protobuf.hpp), decoded by protobuf's own parsers.
+if(TARGET tokchron::prometheus_protobuf AND TARGET tokchron::otlp_protobuf)
+  add_executable(tokchron_export_protobuf_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp
+                 ${CMAKE_CURRENT_LIST_DIR}/prometheus_protobuf_test.cpp
+                 ${CMAKE_CURRENT_LIST_DIR}/otlp_protobuf_test.cpp)
+  target_link_libraries(tokchron_export_protobuf_tests PRIVATE tokchron::prometheus_protobuf
+                        tokchron::otlp_protobuf doctest::doctest)
+  target_include_directories(tokchron_export_protobuf_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
+  target_compile_definitions(tokchron_export_protobuf_tests PRIVATE
+                             TOKCHRON_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  tokchron_target_warnings(tokchron_export_protobuf_tests)
+  add_test(NAME tokchron_export_protobuf_tests COMMAND tokchron_export_protobuf_tests)
+else()
+  message(STATUS "tokchron: protobuf not found; skipping tokchron_export_protobuf_tests")
+endif()
+
 # tokchron_otlp_dump: the OTLP export of known samples, for CI stage 41 (.ci/stages/41-otlp.sh),
-# which decodes it with OpenTelemetry's own JavaScript packages.
+# which decodes it with OpenTelemetry's own JavaScript packages: OTLP/JSON, and OTLP/HTTP
+# protobuf when tokchron::otlp_protobuf is there.
 add_executable(tokchron_otlp_dump ${CMAKE_CURRENT_LIST_DIR}/otlp_dump.cpp)
 target_link_libraries(tokchron_otlp_dump PRIVATE tokchron::tokchron nlohmann_json::nlohmann_json)
+if(TARGET tokchron::otlp_protobuf)
+  target_link_libraries(tokchron_otlp_dump PRIVATE tokchron::otlp_protobuf)
+  target_compile_definitions(tokchron_otlp_dump PRIVATE TOKCHRON_OTLP_PROTOBUF)
+endif()
 tokchron_target_warnings(tokchron_otlp_dump)

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
-// node otlp_check.js OTLP_JSON KNOWN_JSON: tokchron's OTLP/JSON export (tests/export/otlp_dump.cpp)
-// checked by OpenTelemetry's own JavaScript code (versions pinned in package-lock.json):
+// node otlp_check.js OTLP_JSON KNOWN_JSON [OTLP_PROTOBUF]: tokchron's OTLP/JSON export
+// (tests/export/otlp_dump.cpp), and its OTLP/HTTP protobuf export of the same request when
+// given, checked by OpenTelemetry's own JavaScript code (versions pinned in package-lock.json):
+//  0. the protobuf bytes decoded by the opentelemetry-proto messages: every field, defaults
+//     included and optional fields' presence, equal to the JSON request decoded by the same
+//     messages (so everything below, checked on the JSON, holds for the protobuf too);
 //  1. decoded by the opentelemetry-proto messages that @opentelemetry/otlp-transformer ships
 //     (its generated protobufjs module), and written back: every field of the input must come
 //     back unchanged (an unknown field, a wrong type or a 64-bit integer not written as a string
@@ -25,9 +29,9 @@ const { getMapping } = require(path.join(sdkDir, 'build/src/aggregator/exponenti
 const { ExponentialHistogramAccumulation } = require(path.join(sdkDir, 'build/src/aggregator/ExponentialHistogram'));
 
 const Request = opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
-const [otlpPath, knownPath] = process.argv.slice(2);
+const [otlpPath, knownPath, protobufPath] = process.argv.slice(2);
 if (!otlpPath || !knownPath) {
-  console.error('usage: node otlp_check.js OTLP_JSON KNOWN_JSON');
+  console.error('usage: node otlp_check.js OTLP_JSON KNOWN_JSON [OTLP_PROTOBUF]');
   process.exit(2);
 }
 const input = JSON.parse(fs.readFileSync(otlpPath, 'utf8'));
@@ -69,6 +73,23 @@ const withDefaults = { longs: String, enums: Number, json: true, defaults: true 
 const d2 = diff(Request.toObject(message, withDefaults), Request.toObject(decoded, withDefaults), 'request');
 if (d2) fail('protobuf wire round trip', d2);
 console.log(`otlp_check: the request decodes and round-trips (JSON ${JSON.stringify(input).length} bytes, protobuf ${wire.length} bytes)`);
+
+// 0. tokchron's own protobuf encoding of the same request: decoded by the official messages,
+// every field equal to the JSON's. Defaults are written out on both sides (proto3 leaves a 0
+// scale or zero count off the wire, where the JSON spells it), and the optional fields (sum,
+// min, max) compare by presence too.
+if (protobufPath) {
+  const bytes = fs.readFileSync(protobufPath);
+  let fromPb;
+  try {
+    fromPb = Request.decode(bytes);
+  } catch (e) {
+    fail('OTLP/HTTP protobuf decode', e.message);
+  }
+  const d0 = diff(Request.toObject(message, withDefaults), Request.toObject(fromPb, withDefaults), 'request');
+  if (d0) fail('OTLP/HTTP protobuf against the JSON request', d0);
+  console.log(`otlp_check: tokchron's protobuf request (${bytes.length} bytes) decodes to every field of the JSON request`);
+}
 
 // 2. Structure and metadata, read from the decoded message (as written back).
 const kv = (attrs) => Object.fromEntries((attrs || []).map((a) => [a.key, a.value.stringValue]));

@@ -22,6 +22,9 @@
 #include "live_engine.hpp"
 #include "openai.hpp"
 #include "tokchron/export/prometheus.hpp"
+#ifdef TOKCHRON_SERVE_PROTOBUF
+#include "tokchron/export/prometheus_protobuf.hpp"
+#endif
 #include "tokchron/io/clock_anchor.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/live/presets.hpp"
@@ -326,6 +329,35 @@ class session : public std::enable_shared_from_this<session> {
     }
     if (target == "/metrics") {
       if (m != http::verb::get) return wrong_method("GET");
+#ifdef TOKCHRON_SERVE_PROTOBUF
+      // A scraper that asks for the protobuf exposition (Prometheus with native histograms
+      // enabled) gets it: every histogram's classic buckets, and a native histogram where the
+      // buckets are a native schema's edges (the tokchron names' exponential layout); the text
+      // format otherwise. serve's own connection families are the ones connection_metrics()
+      // writes as text.
+      if (const auto accept = req.find(http::field::accept);
+          accept != req.end() &&
+          tokchron::negotiate_exposition({accept->value().data(), accept->value().size()}) ==
+              tokchron::exposition_format::protobuf) {
+        tokchron::metrics_snapshot s = tokchron::scrape(srv_.metrics);
+        s.family("tokchron_serve_open_connections", "Connections open now.",
+                 tokchron::metric_kind::gauge)
+            .add(static_cast<double>(srv_.open_connections.load()));
+        s.family("tokchron_serve_refused_connections",
+                 "Connections refused past --max-connections (503).",
+                 tokchron::metric_kind::counter)
+            .add(static_cast<double>(srv_.refused_connections.load()));
+        std::string body;
+        try {
+          body = tokchron::to_prometheus_protobuf(s, tokchron::prometheus_native_from_classic(s));
+        } catch (const std::exception& e) {  // nothing throws through the request path
+          return send_plain(500, "text/plain", std::string("serve: /metrics: ") + e.what() + "\n",
+                            keep_alive_);
+        }
+        return send_plain(200, std::string(tokchron::prometheus_protobuf_content_type),
+                          std::move(body), keep_alive_);
+      }
+#endif
       return send_plain(
           200, std::string(tokchron::prometheus_content_type),
           tokchron::to_prometheus(tokchron::scrape(srv_.metrics)) + srv_.connection_metrics(),

@@ -25,6 +25,15 @@
 
 #include "openai.hpp"
 #include "server.hpp"
+#ifdef TOKCHRON_SERVE_PROTOBUF
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/delimited_message_util.h>
+
+#include <map>
+
+#include "io/prometheus/client/metrics.pb.h"
+#include "tokchron/export/prometheus_protobuf.hpp"
+#endif
 
 namespace {
 
@@ -82,16 +91,18 @@ struct running_server {
 struct reply {
   unsigned status = 0;
   std::string body;
+  std::string content_type;
 };
 
 reply call_http(std::uint16_t port, http::verb method, const std::string& target,
-                const std::string& body = {}) {
+                const std::string& body = {}, const std::string& accept = {}) {
   net::io_context ioc;
   tcp::socket s(ioc);
   s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
   http::request<http::string_body> req(method, target, 11);
   req.set(http::field::host, "127.0.0.1");
   req.set(http::field::content_type, "application/json");
+  if (!accept.empty()) req.set(http::field::accept, accept);
   req.body() = body;
   if (method == http::verb::post || !body.empty()) req.prepare_payload();
   http::write(s, req);
@@ -99,7 +110,7 @@ reply call_http(std::uint16_t port, http::verb method, const std::string& target
   http::response_parser<http::string_body> p;
   p.body_limit(1u << 26);
   http::read(s, buf, p);
-  return {p.get().result_int(), p.get().body()};
+  return {p.get().result_int(), p.get().body(), std::string(p.get()[http::field::content_type])};
 }
 
 reply post(std::uint16_t port, const std::string& target, const json& body) {
@@ -611,3 +622,48 @@ TEST_CASE(
   CHECK(std::holds_alternative<generation_request>(
       parse_request(endpoint::completions, R"({"model":"m","prompt":[0,4294967295]})", lim)));
 }
+
+#ifdef TOKCHRON_SERVE_PROTOBUF
+TEST_CASE(
+    "serve: /metrics answers protobuf when Accept asks for it, native histograms for tokchron's "
+    "names") {
+  running_server s({"--names", "tokchron"});
+  REQUIRE(post(s.port(), "/v1/chat/completions", chat_body(4, false, false)).status == 200);
+  // Prometheus 2.42 with --enable-feature=native-histograms.
+  const reply r = call_http(s.port(), http::verb::get, "/metrics", {},
+                            "application/vnd.google.protobuf;proto=io.prometheus.client."
+                            "MetricFamily;encoding=delimited;q=0.8,text/plain;version=0.0.4;q=0.5");
+  REQUIRE(r.status == 200);
+  CHECK(r.content_type == tokchron::prometheus_protobuf_content_type);
+  std::map<std::string, io::prometheus::client::MetricFamily> families;
+  google::protobuf::io::ArrayInputStream in(r.body.data(), static_cast<int>(r.body.size()));
+  for (;;) {
+    io::prometheus::client::MetricFamily f;
+    bool eof = false;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&f, &in, &eof)) {
+      REQUIRE(eof);
+      break;
+    }
+    families[f.name()] = f;
+  }
+  // TTFT: classic buckets and, on the same schema-4 edges, a native histogram of one request.
+  REQUIRE(families.count("tokchron_ttft_seconds") == 1);
+  const auto& ttft = families["tokchron_ttft_seconds"];
+  CHECK(ttft.type() == io::prometheus::client::HISTOGRAM);
+  REQUIRE(ttft.metric_size() == 1);
+  const auto& h = ttft.metric(0).histogram();
+  CHECK(h.sample_count() == 1);
+  CHECK(h.bucket_size() > 2);
+  CHECK(h.schema() == 4);
+  std::int64_t native = static_cast<std::int64_t>(h.zero_count()), running = 0;
+  for (const auto d : h.positive_delta()) native += running += d;
+  CHECK(native == 1);
+  // serve's own families, as the text format has them.
+  CHECK(families.count("tokchron_serve_open_connections") == 1);
+  CHECK(families.count("tokchron_serve_refused_connections_total") == 1);
+  // Any other scraper gets the text format.
+  const reply text = call_http(s.port(), http::verb::get, "/metrics");
+  CHECK(text.content_type == tokchron::prometheus_content_type);
+  CHECK(text.body.find("tokchron_ttft_seconds_bucket") != std::string::npos);
+}
+#endif

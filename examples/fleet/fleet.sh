@@ -1,0 +1,55 @@
+# The fleet's processes, for the CI stages that run it (.ci/stages/40-prometheus.sh,
+# .ci/stages/42-native-histograms.sh). Sourced after tc_scratch (.ci/lib.sh): everything
+# started here goes to $pids and is stopped on exit; files go to $work. Everything listens on
+# 127.0.0.1 only.
+
+# fleet_start EX "SERVER..." "MEDIAN_MS..." [REPLICA_ARG...]: starts replicas r1, r2, ... (one
+# per server, examples/fleet/replica.cpp; 4000 requests each after 40 scrapes, seeds 11, 12,
+# ...), waits for their ports, and sets fleet_targets (the scrape targets, YAML list items),
+# fleet_dumps and fleet_samples (NAME=FILE,... for fleet_check).
+fleet_start() {
+  local ex=$1 i n
+  local -a servers medians
+  read -r -a servers <<<"$2"
+  read -r -a medians <<<"$3"
+  shift 3
+  fleet_targets="" fleet_dumps="" fleet_samples=""
+  for i in "${!servers[@]}"; do
+    n=r$((i + 1))
+    "$ex/fleet_replica" --name "$n" --server "${servers[$i]}" --seed $((i + 11)) \
+      --median-ms "${medians[$i]}" --requests 4000 --wait-scrapes 40 \
+      --port-file "$work/$n.port" --dump "$work/$n.dump" --samples "$work/$n.samples" "$@" \
+      >"$work/$n.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!servers[@]}"; do
+    n=r$((i + 1))
+    for _ in $(seq 100); do [ -s "$work/$n.port" ] && break; sleep 0.1; done
+    [ -s "$work/$n.port" ] || { cat "$work/$n.log"; return 1; }
+    fleet_targets+="${fleet_targets:+, }'127.0.0.1:$(cat "$work/$n.port")'"
+    fleet_dumps+="${fleet_dumps:+,}$n=$work/$n.dump"
+    fleet_samples+="${fleet_samples:+,}$n=$work/$n.samples"
+  done
+}
+
+# fleet_prometheus EX NAME [PROMETHEUS_FLAG...]: a real Prometheus scraping fleet_targets every
+# 250 ms (temporary configuration and data directory under $work, named NAME), on a free port;
+# sets fleet_address to its host:port.
+fleet_prometheus() {
+  local ex=$1 name=$2 port
+  shift 2
+  port=$("$ex/fleet_check" --free-port)
+  cat >"$work/$name.yml" <<YAML
+global:
+  scrape_interval: 250ms
+  scrape_timeout: 250ms
+scrape_configs:
+  - job_name: fleet
+    static_configs:
+      - targets: [$fleet_targets]
+YAML
+  prometheus --config.file="$work/$name.yml" --storage.tsdb.path="$work/$name-data" \
+    --web.listen-address="127.0.0.1:$port" "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  fleet_address=127.0.0.1:$port
+}
