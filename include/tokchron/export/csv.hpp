@@ -15,6 +15,7 @@
 ///   for (auto& [id, tl] : finished) tokchron::append_request_csv(csv, id, tl);
 /// \endcode
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,8 +42,14 @@ inline void append_csv_text(std::string& out, std::string_view s) {
   }
   out += '"';
 }
+/// `v` in the shortest form that reads back exactly, an integer below 2^53 in full (`1000000`,
+/// not `1e+06`); nothing when empty.
 inline void append_csv_number(std::string& out, const std::optional<double>& v) {
-  if (v) out += shortest_number(*v);
+  if (!v) return;
+  if (*v == std::floor(*v) && std::fabs(*v) < 9007199254740992.0)
+    out += std::to_string(static_cast<long long>(*v));
+  else
+    out += shortest_number(*v);
 }
 }  // namespace detail
 
