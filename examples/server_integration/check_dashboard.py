@@ -509,9 +509,10 @@ def run_checks(c, prom, args, w, window_ms):
         res = prom.query(f"sum({family}{{{sel}}})")
         return float(res[0]["value"][1]) if res else 0.0
 
-    # prometheus-cpp's text serializer writes a sum with std::fixed at the stream's default
-    # precision, 6 decimals (core/src/text_serializer.cc, jupp0r/prometheus-cpp@0152d14): half a
-    # unit of the sixth decimal; Prometheus keeps the double it parsed.
+    # prometheus-cpp's text serializer writes a sum with std::fixed at the stream's precision,
+    # 6 decimals by default (core/src/text_serializer.cc, jupp0r/prometheus-cpp@0152d14): at
+    # most half a unit of the sixth decimal (a release that sets a higher precision prints
+    # closer); Prometheus keeps the double it parsed.
     check_report_equals(c, value, rep, args.names, printed_abs=5e-7)
 
     # What only the engine knows: max_tokens (its own tally), the KV cache (its block count).
