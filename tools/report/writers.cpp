@@ -2,13 +2,13 @@
 #include "writers.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <ostream>
 
+#include "tokchron/export/csv.hpp"
 #include "tokchron/export/json.hpp"
 
 namespace tokchron_report {
@@ -96,10 +96,7 @@ std::vector<row> rows_of(const std::vector<tc::run_summary>& all) {
 /// below 2^53 in full, with no exponent (`400`, not `4e+02`).
 std::string format_number(double v, int significant = 6) {
   char buf[64];
-  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-    return buf;
-  }
+  if (const auto i = tc::detail::integer_text(v)) return *i;
   if (significant > 0) {
     std::snprintf(buf, sizeof buf, "%.*g", significant, v);
     return buf;
