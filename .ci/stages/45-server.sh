@@ -4,8 +4,11 @@
 # Exposer on 127.0.0.1 while a real Prometheus (temporary config and data dir, 200 ms scrapes)
 # scrapes it, and check_dashboard.py runs every query of vLLM's example Grafana dashboard
 # (tests/data/vllm_dashboard/) and compares the answers with tokchron-report on the run's
-# trace. Once with --names vllm (the whole dashboard), once, smaller, with --names tokchron.
-# Everything started here is stopped on exit, failure included.
+# trace, and checks that `tokchron-report --inclusion X` on the trace equals /metrics (every
+# histogram's count and sum, token counters, requests by finish reason). Once per inclusion
+# policy: --names vllm under the default (scheduled; the whole dashboard), --names tokchron under
+# all, and --names vllm under completed (smaller runs). Everything started here is stopped on
+# exit, failure included.
 tc_need_pkgs prometheus prometheus-cpp-dev nlohmann-json3-dev python3
 tc_scratch  # $work, and $pids: stopped on exit
 ex=$TOKCHRON_ROOT/examples/server_integration
@@ -30,14 +33,17 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# run_case NAMES THREADS ARGS...: the server (--names NAMES, THREADS workers of 16 requests,
-# ARGS), a Prometheus scraping it, then the checker.
+# run_case NAMES INCLUSION THREADS ARGS...: the server (--names NAMES, --inclusion INCLUSION
+# unless it is "default", THREADS workers of 16 requests, ARGS), a Prometheus scraping it, then
+# the checker.
 run_case() {
-  local names=$1 threads=$2; shift 2
-  local d=$work/$names
+  local names=$1 inclusion=$2 threads=$3; shift 3
+  local d=$work/$names-$inclusion
   mkdir -p "$d"
-  echo "--- server-integration --names $names --threads $threads $* and Prometheus"
-  "$server" --port 0 --port-file "$d/port" --names "$names" --model "tokchron/$names" \
+  local given=()
+  [ "$inclusion" = default ] || given=(--inclusion "$inclusion")
+  echo "--- server-integration --names $names ${given[*]} --threads $threads $* and Prometheus"
+  "$server" --port 0 --port-file "$d/port" --names "$names" --model "tokchron/$names" "${given[@]}" \
     --threads "$threads" --max-batch 16 --seed 7 --wait-scrapes 5 --linger 600 \
     --trace-out "$d/trace.jsonl" "$@" >"$d/server.log" 2>&1 &
   pids+=($!)
@@ -60,7 +66,8 @@ YAML
   pids+=($!)
   local ppid=$!
   if ! python3 "$ex/check_dashboard.py" --prometheus "127.0.0.1:$prom_port" --names "$names" \
-      --model "tokchron/$names" --trace "$d/trace.jsonl" --report "$report" \
+      --model "tokchron/$names" --inclusion "${inclusion/default/scheduled}" \
+      --trace "$d/trace.jsonl" --report "$report" \
       --server-log "$d/server.log" --queries "$TOKCHRON_ROOT/tests/data/vllm_dashboard/queries.jsonl" \
       --timeout 180 --capacity $((threads * 16)); then
     echo "--- --names $names failed; logs:"
@@ -73,6 +80,8 @@ YAML
 }
 
 # vLLM's names: 1500 requests, 10 ms steps (inter-token latencies across vLLM's ITL buckets, which
-# start at 10 ms), 8 workers: about 10 s of serving. tokchron's names: a smaller run.
-run_case vllm 8 --requests 1500 --step-ms 10
-run_case tokchron 4 --requests 600 --step-ms 2
+# start at 10 ms), 8 workers: about 10 s of serving. tokchron's names and the completed policy:
+# smaller runs.
+run_case vllm default 8 --requests 1500 --step-ms 10
+run_case tokchron all 4 --requests 600 --step-ms 2
+run_case vllm completed 4 --requests 400 --step-ms 2

@@ -4,8 +4,8 @@
 reports of the same run's trace.
 
   check_dashboard.py --prometheus HOST:PORT --trace TRACE.jsonl --report PATH/tokchron-report
-                     --names vllm|tokchron --model NAME [--queries QUERIES.jsonl]
-                     [--server-log LOG] [--timeout S] [--capacity N]
+                     --names vllm|tokchron --model NAME [--inclusion completed|scheduled|all]
+                     [--queries QUERIES.jsonl] [--server-log LOG] [--timeout S] [--capacity N]
 
 It waits until the server's log says "run done" (the server has then been scraped after its
 last request), finds the first and the last successful scrape of the job in Prometheus, and
@@ -27,9 +27,14 @@ Checks (each printed with its figures):
       means (relative 1e-9: the same samples summed in another order); each histogram_quantile
       lies within the bucket bound of tokchron-report's percentile (see `quantile_bound`).
 
-Which requests each family counts follows the server's inclusion policy: the expected values
-come from tokchron-report run on the trace restricted to those requests (`selection`).
-Exit status 0 when every check passes, 1 when one fails, 2 on a usage or setup error.
+  (c) `tokchron-report --inclusion X` on the trace equals /metrics (`check_report_equals`):
+      every histogram's _count and every counter (tokens, requests by finish reason)
+      exactly, every histogram's _sum within `sum_bound`.
+
+Which requests each family counts follows the server's inclusion policy (--inclusion, the
+server's own): tokchron-report applies the same rule (metrics/inclusion.hpp) with
+`--inclusion X`. Exit status 0 when every check passes, 1 when one fails, 2 on a usage or
+setup error.
 """
 import argparse
 import json
@@ -38,7 +43,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -94,27 +98,91 @@ def reason_of(r):
     return r.get("finish_reason") or ("stop" if r.get("ok", True) else "error")
 
 
-def as_completed(r):
-    """The record with its outcome made a success, so tokchron-report summarises it."""
-    r = dict(r)
-    r["ok"] = True
-    r.pop("finish_reason", None)
-    r.pop("error", None)
-    return r
-
-
-def report(binary, records, workdir, name):
-    """tokchron-report's summary (profiles vllm and canonical) of `records`, by profile."""
-    path = os.path.join(workdir, name + ".jsonl")
-    with open(path, "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
-    out = subprocess.run([binary, "--profile", "vllm,canonical", "--format", "json",
-                          "--percentiles", "50,90,95,99", "--quiet", path],
+def report(binary, trace, inclusion):
+    """`tokchron-report --inclusion INCLUSION` (profiles vllm and canonical) of the trace, by
+    profile."""
+    out = subprocess.run([binary, "--profile", "vllm,canonical", "--inclusion", inclusion,
+                          "--format", "json", "--percentiles", "50,90,95,99", "--quiet", trace],
                          capture_output=True, text=True)
     if out.returncode != 0:
-        raise Failure(f"tokchron-report on {name}: exit {out.returncode}: {out.stderr}")
+        raise Failure(f"tokchron-report on {trace}: exit {out.returncode}: {out.stderr}")
     return {p["profile"]: p for p in json.loads(out.stdout)}
+
+
+def members(records, inclusion):
+    """The records whose lengths the length histograms count under `inclusion`: the test's own
+    reading of docs/library/live-metrics.md's table, an oracle beside the library's rule."""
+    if inclusion == "completed":
+        return [r for r in records if reason_of(r) in ("stop", "length")]
+    if inclusion == "scheduled":
+        return [r for r in records if "scheduled" in r or any(ch[1] > 0 for ch in r["chunks"])]
+    return list(records)
+
+
+# The exposition's family names, by --names: the histograms (with the report's value of each)
+# and the counters.
+HISTOGRAMS = {  # key: (vllm name, tokchron name)
+    "e2e": ("vllm:e2e_request_latency_seconds", "tokchron_e2e_seconds"),
+    "ttft": ("vllm:time_to_first_token_seconds", "tokchron_ttft_seconds"),
+    "itl": ("vllm:inter_token_latency_seconds", "tokchron_itl_seconds"),
+    "tpot": ("vllm:request_time_per_output_token_seconds", "tokchron_tpot_seconds"),
+    "queue_time": ("vllm:request_queue_time_seconds", "tokchron_queue_seconds"),
+    "prefill_time": ("vllm:request_prefill_time_seconds", "tokchron_prefill_seconds"),
+    "decode_time": ("vllm:request_decode_time_seconds", "tokchron_decode_seconds"),
+    "prompt": ("vllm:request_prompt_tokens", "tokchron_request_prompt_tokens"),
+    "output": ("vllm:request_generation_tokens", "tokchron_request_output_tokens"),
+}
+
+
+def sum_bound(n, want, printed_rel, printed_abs):
+    """How far a histogram's _sum may lie from the report's mean x count: the same n samples
+    (each the same double: both sides convert the same nanosecond differences) summed in another
+    order, each sum within (n - 1) units of rounding (2^-53) of the exact one, mean x count two
+    more, a quotient (vLLM's TPOT) computed in another order two more per sample: (2 n + 4) 2^-53
+    relative; plus how the exposition printed the sum (`printed_rel`, `printed_abs`)."""
+    return ((2 * n + 4) * 2.0 ** -53 + printed_rel) * abs(want) + printed_abs
+
+
+def check_report_equals(c, value, rep, names, printed_rel=0.0, printed_abs=0.0):
+    """(c) The families /metrics exports against `tokchron-report --inclusion X`: `value(name,
+    **labels)` is the scraped total of a family over the model's series. Counts and counters
+    exactly; sums within `sum_bound`."""
+    canon, vprof = rep["canonical"], rep["vllm"]
+    vllm = names == "vllm"
+    none = {"count": 0, "mean": None}
+    for key, (vname, tname) in HISTOGRAMS.items():
+        fam = vname if vllm else tname
+        if key in ("prompt", "output"):
+            d = canon["lengths"][key]
+        elif key == "itl" and vllm:
+            d = vprof["metrics"]["itl"]  # vLLM's ITL: one sample per chunk
+        else:
+            d = canon["metrics"].get(key, none)
+        count, total = d["count"], (d["mean"] or 0.0) * d["count"]
+        if key == "tpot" and vllm:  # vLLM's per-request TPOT: 0 for N <= 1, every request
+            count = canon["metrics"]["e2e"]["count"]
+        c.equal(value(fam + "_count"), count, f"{fam}_count = tokchron-report {key} count")
+        got = value(fam + "_sum")
+        bound = sum_bound(count, total, printed_rel, printed_abs)
+        c.ok(abs(got - total) <= bound, f"{fam}_sum: {got!r} = tokchron-report's {total!r} "
+                                        f"(within {bound:.3g})")
+    prompt, output = ("vllm:prompt_tokens_total", "vllm:generation_tokens_total") if vllm else \
+        ("tokchron_prompt_tokens_total", "tokchron_output_tokens_total")
+    c.equal(value(prompt), canon["input_tokens"], f"{prompt} = tokchron-report input_tokens")
+    c.equal(value(output), canon["output_tokens"], f"{output} = tokchron-report output_tokens")
+    by = canon["requests_by_reason"]
+    if vllm:
+        want = {"stop": by["stop"], "length": by["length"], "error": by["error"],
+                "abort": by["aborted"] + by["timed_out"], "repetition": 0}
+        for k, n in want.items():
+            c.equal(value("vllm:request_success_total", finished_reason=k), n,
+                    f"vllm:request_success_total{{finished_reason=\"{k}\"}} = tokchron-report")
+        c.equal(value("tokchron_rejected_requests_total"), by["rejected"],
+                "tokchron_rejected_requests_total = tokchron-report requests_by_reason.rejected")
+    else:
+        for k, n in by.items():
+            c.equal(value("tokchron_requests_total", outcome=k), n,
+                    f"tokchron_requests_total{{outcome=\"{k}\"}} = tokchron-report")
 
 
 # ----------------------------------------------------------------------------- checking
@@ -218,6 +286,8 @@ def main():
     ap.add_argument("--report", required=True, help="the tokchron-report binary")
     ap.add_argument("--names", choices=["vllm", "tokchron"], default="vllm")
     ap.add_argument("--model", required=True)
+    ap.add_argument("--inclusion", choices=["completed", "scheduled", "all"], default="scheduled",
+                    help="the server's inclusion policy (default: the live metrics' default)")
     ap.add_argument("--queries", help="the dashboard's queries (JSON Lines)")
     ap.add_argument("--server-log", help="wait for 'run done' in this file")
     ap.add_argument("--job", default="server")
@@ -307,17 +377,13 @@ def run_checks(c, prom, args, w, window_ms):
     tag = f'model_name="{args.model}"'
     name = lambda vllm_name: translate(vllm_name, args.names)
     vllm = args.names == "vllm"
-    # The requests each family counts, under the default inclusion policy (scheduled): every
-    # request that reached the scheduler, whatever its outcome; prompt tokens from the first
-    # token on (when vLLM counts them, at the end of prefill).
-    scheduled = [as_completed(r) for r in records if "scheduled" in r]
-    first_token = [r for r in scheduled if any(ch[1] > 0 for ch in r["chunks"])]
-    with tempfile.TemporaryDirectory() as tmp:
-        sched = report(args.report, scheduled, tmp, "scheduled")
-        firsts = report(args.report, first_token, tmp, "first_token")
-    canon, vprof = sched["canonical"], sched["vllm"]
-    print(f"trace: {len(records)} requests, {len(scheduled)} scheduled, "
-          f"{len(first_token)} with a first token")
+    # The requests each family counts, under the server's inclusion policy: tokchron-report
+    # applies the same rule with --inclusion.
+    rep = report(args.report, args.trace, args.inclusion)
+    canon, vprof = rep["canonical"], rep["vllm"]
+    included = members(records, args.inclusion)
+    print(f"trace: {len(records)} requests, {len(included)} included under --inclusion "
+          f"{args.inclusion}")
 
     # (a) every query returns data.
     queries = [json.loads(line) for line in open(args.queries, encoding="utf-8") if line.strip()]
@@ -355,7 +421,7 @@ def run_checks(c, prom, args, w, window_ms):
     itl_want = vprof["metrics"]["itl"] if vllm else canon["metrics"]["itl"]
     for family, want, panel in [
         ("vllm:e2e_request_latency_seconds", canon["metrics"]["e2e"], True),
-        ("vllm:time_to_first_token_seconds", vprof["metrics"]["ttft"], True),
+        ("vllm:time_to_first_token_seconds", canon["metrics"]["ttft"], True),
         ("vllm:time_per_output_token_seconds", itl_want, True),
         ("vllm:request_queue_time_seconds", canon["metrics"]["queue_time"], False),
         ("vllm:request_prefill_time_seconds", canon["metrics"]["prefill_time"], False),
@@ -388,7 +454,7 @@ def run_checks(c, prom, args, w, window_ms):
         check_histogram(c, prom, None, "tokchron_tpot_seconds", canon["metrics"]["tpot"], tag)
 
     # Token counters: exactly, and the dashboard's rates times the range.
-    for family, want in [("vllm:prompt_tokens_total", firsts["canonical"]["input_tokens"]),
+    for family, want in [("vllm:prompt_tokens_total", canon["input_tokens"]),
                          ("vllm:generation_tokens_total", canon["output_tokens"])]:
         c.equal(prom.scalar(f"sum({name(family)}{{{tag}}})"), want, name(family))
         c.close(answer(f"rate({family}") * w, want, f"dashboard rate({name(family)}) x range")
@@ -402,7 +468,7 @@ def run_checks(c, prom, args, w, window_ms):
         c.close(prom.scalar(f"sum({fam}_sum{{{tag}}})"), want["mean"] * want["count"], f"{fam}_sum")
         res = next(answers[d["expr"]] for d in queries if family + "_bucket" in d["expr"])
         lengths = [r.get("prompt_tokens") if key == "prompt"
-                   else sum(ch[1] for ch in r["chunks"]) for r in scheduled]
+                   else sum(ch[1] for ch in r["chunks"]) for r in included]
         bad = []
         for r in res:
             le = float(r["metric"]["le"])
@@ -436,8 +502,21 @@ def run_checks(c, prom, args, w, window_ms):
     c.equal(prom.scalar(f'sum({"vllm:num_preemptions_total" if vllm else "tokchron_preemptions_total"}{{{tag}}})'),
             sum(len(r.get("preempted", [])) for r in records), "preemptions")
 
+    print(f"--- (c) tokchron-report --inclusion {args.inclusion} equals /metrics")
+
+    def value(family, **labels):
+        sel = ",".join([tag] + [f'{k}="{v}"' for k, v in labels.items()])
+        res = prom.query(f"sum({family}{{{sel}}})")
+        return float(res[0]["value"][1]) if res else 0.0
+
+    # prometheus-cpp's text serializer writes a sum with std::fixed at the stream's precision,
+    # 6 decimals by default (core/src/text_serializer.cc, jupp0r/prometheus-cpp@0152d14): at
+    # most half a unit of the sixth decimal (a release that sets a higher precision prints
+    # closer); Prometheus keeps the double it parsed.
+    check_report_equals(c, value, rep, args.names, printed_abs=5e-7)
+
     # What only the engine knows: max_tokens (its own tally), the KV cache (its block count).
-    if args.server_log:
+    if args.server_log and args.inclusion == "scheduled":  # the engine tallies scheduled ones
         tally_sum, tally_count = server_tally(open(args.server_log, encoding="utf-8").read())
         fam = name("vllm:request_max_num_generation_tokens")
         c.equal(prom.scalar(f"sum({fam}_count{{{tag}}})"), tally_count, f"{fam}_count (engine tally)")

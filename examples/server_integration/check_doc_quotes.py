@@ -8,7 +8,9 @@ A quoting block is a fenced code block directly preceded by a line
 and the quoted region is the lines between `// [doc:NAME]` and `// [/doc:NAME]` in that file.
 Block and region must be equal after removing their common indentation. Also checked: every
 marker is paired, names are unique per file, and every region of the quoted files is quoted at
-least once (so the page covers each recording call the example marks).
+least once (so the page covers each recording call the example marks), and every alias a page's
+code defines (`using reason = tc::finish_reason;`) is defined before a code block first uses it
+(`reason::stop`): a reader meets the definition first.
 
     check_doc_quotes.py [--root DIR] [--update] PAGE.md...
 Exit status 0 when everything agrees, 1 otherwise (each problem printed with file and line).
@@ -99,6 +101,29 @@ def update(page, root):
         f.write("".join(out))
 
 
+USING = re.compile(r"\busing\s+(\w+)\s*=")
+FENCE = re.compile(r"^\s*```")
+
+
+def aliases_before_use(page, problems):
+    """Every `using NAME = ...` in the page's code blocks comes before the first `NAME::`."""
+    with open(page, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    code, inside = [], False
+    for n, line in enumerate(lines, 1):
+        if FENCE.match(line):
+            inside = not inside
+        elif inside:
+            code.append((n, line))
+    for n, line in code:
+        for m in USING.finditer(line):
+            name = m.group(1)
+            use = re.compile(r"(?<![\w:])" + name + r"::")
+            first = next((k for k, l in code if use.search(l)), None)
+            if first is not None and first < n:
+                problems.append(f"{page}:{first}: {name}:: is used before line {n} defines it")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=".", help="the repository root (paths are relative to it)")
@@ -128,6 +153,8 @@ def main():
                 problems.append(f"{page}:{n}: the block quoting {path}#{name} differs from "
                                 f"lines {start + 1}.. of {path}:\n--- doc\n{text}--- source\n"
                                 f"{region}---")
+    for page in args.pages:
+        aliases_before_use(os.path.join(args.root, page), problems)
     for path, regs in files.items():
         for name, (start, _) in regs.items():
             if (path, name) not in used:

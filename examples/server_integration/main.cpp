@@ -7,7 +7,8 @@
 //
 //   server-integration [--port 0] [--threads 4] [--max-batch 16] [--requests 2000]
 //                      [--linger 0] [--seed 1] [--rate 800] [--step-ms 1] [--names vllm|tokchron]
-//                      [--model NAME] [--trace-out FILE] [--port-file FILE]
+//                      [--inclusion completed|scheduled|all] [--model NAME] [--trace-out FILE]
+//                      [--port-file FILE]
 //                      [--wait-scrapes K] [--dump-metrics FILE]
 //
 // --port 0 picks a free port and prints it (and writes it to --port-file). --wait-scrapes K
@@ -15,7 +16,9 @@
 // scraper has seen the final values) before it prints "run done" and lingers --linger seconds.
 // --step-ms is one engine step's duration with an empty batch (a full batch takes 1.25 times
 // as long); --rate the mean arrival rate (Poisson arrivals). --dump-metrics FILE writes the final
-// metrics in the Prometheus text format (no HTTP).
+// metrics in the Prometheus text format (no HTTP). --inclusion sets live_options::inclusion
+// (default: the presets', scheduled); `tokchron-report --inclusion X` on the trace counts what
+// /metrics counts under X. The trace records the server's start (`benchmark_start`, time 0).
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -23,6 +26,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -52,7 +56,8 @@ void on_signal(int) { stop_requested = true; }
                "server-integration: %s\n"
                "usage: server-integration [--port P] [--threads T] [--max-batch B]\n"
                "         [--requests N] [--linger S] [--seed N] [--rate R] [--step-ms MS]\n"
-               "         [--names vllm|tokchron] [--model NAME] [--trace-out FILE]\n"
+               "         [--names vllm|tokchron] [--inclusion completed|scheduled|all]\n"
+               "         [--model NAME] [--trace-out FILE]\n"
                "         [--port-file FILE] [--wait-scrapes K] [--dump-metrics FILE]\n",
                msg.c_str());
   std::exit(2);
@@ -68,6 +73,7 @@ struct options {
   double rate = 800;
   double step_ms = 1;
   std::string names = "vllm";
+  std::optional<tc::live_inclusion> inclusion;  // empty: the presets' default
   std::string model = "tokchron-fake-model";
   std::string trace_out, port_file, dump_metrics;
   int wait_scrapes = 0;
@@ -120,6 +126,9 @@ options parse(int argc, char** argv) {
     else if (a == "--names") {
       if (v != "vllm" && v != "tokchron") usage("--names: must be vllm or tokchron");
       o.names = v;
+    } else if (a == "--inclusion") {
+      o.inclusion = tc::parse_inclusion(v);
+      if (!o.inclusion) usage("--inclusion: must be completed, scheduled or all");
     } else if (a == "--model")
       o.model = v;
     else if (a == "--trace-out")
@@ -161,9 +170,13 @@ int serve(const options& o) {
   // [doc:setup]
   // One metrics object for the server's life, which is also the Exposer's Collectable: vLLM's
   // names and semantics (labels model_name and engine), or tokchron's (label model_name).
-  auto metrics = std::make_shared<tc::prometheus_live_metrics>(
-      o.names == "vllm" ? tc::vllm_live_options(o.model, si::max_model_len)
-                        : tc::tokchron_live_options({"model_name"}, {o.model}));
+  tc::live_options options = o.names == "vllm"
+                                 ? tc::vllm_live_options(o.model, si::max_model_len)
+                                 : tc::tokchron_live_options({"model_name"}, {o.model});
+  // Which requests the histograms and token counters count (default: scheduled); a report of
+  // the trace counts the same with `tokchron-report --inclusion <the same policy>`.
+  if (o.inclusion) options.inclusion = *o.inclusion;
+  auto metrics = std::make_shared<tc::prometheus_live_metrics>(std::move(options));
   const tc::live_series series{};  // the default series: the labels given in the options
   prometheus::Exposer exposer("127.0.0.1:" + std::to_string(o.port));
   // [/doc:setup]
@@ -172,8 +185,11 @@ int serve(const options& o) {
   auto counted = std::make_shared<counting_collectable>(metrics);
   exposer.RegisterCollectable(counted);
   const int port = exposer.GetListeningPorts().at(0);
-  std::printf("server-integration serving http://127.0.0.1:%d/metrics (--names %s, model %s)\n",
-              port, o.names.c_str(), o.model.c_str());
+  std::printf(
+      "server-integration serving http://127.0.0.1:%d/metrics (--names %s, model %s, "
+      "inclusion %s)\n",
+      port, o.names.c_str(), o.model.c_str(),
+      std::string(tc::to_string(metrics->options().inclusion)).c_str());
   std::fflush(stdout);
   if (!o.port_file.empty()) {
     const std::string tmp = o.port_file + ".tmp";

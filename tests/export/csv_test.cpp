@@ -53,3 +53,13 @@ TEST_CASE("CSV: one row per verdict") {
   CHECK(csv.find("p50(ttft) < 200ms,ttft,pass,0.2,0.0595,") != std::string::npos);
   CHECK(csv.find("mean(tpot) < 1ms,tpot,fail,0.001,0.00500000000000000") != std::string::npos);
 }
+
+TEST_CASE("CSV: integers in full, other numbers in the shortest exact form") {
+  std::string out;
+  for (const double v : {400.0, 1e6, 123456789012.0, 0.25, 1.5e-7, -3.0}) {
+    tokchron::detail::append_csv_number(out, v);
+    out += ',';
+  }
+  tokchron::detail::append_csv_number(out, std::nullopt);
+  CHECK(out == "400,1000000,123456789012,0.25,1.5e-07,-3,");
+}

@@ -42,7 +42,8 @@ TEST_CASE("json: a summary of the docs/library/definitions.md timeline, key for 
   s.extra.emplace_back("goodput", 0.5);
   s.extra.emplace_back("attainment", std::nullopt);
   const auto j = tokchron::summary_json(s);
-  CHECK(keys(j) == words("profile completed failed duration request_throughput output_throughput "
+  CHECK(keys(j) == words("profile completed failed requests_by_reason inclusion duration "
+                         "request_throughput output_throughput "
                          "total_token_throughput metrics requests input_tokens output_tokens "
                          "mean_concurrency time_weighted_concurrency peak_concurrency gpus "
                          "request_throughput_per_gpu output_throughput_per_gpu "

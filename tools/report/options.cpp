@@ -43,6 +43,15 @@ const std::vector<option_spec>& options() {
        "LIST",
        "percentiles in percent, e.g. 50,90,95,99,99.9 (default 50,90,95,99)",
        {"summary", "join"}},
+      {"inclusion",
+       true,
+       "completed|scheduled|all",
+       "which requests the statistics and token totals count, family by family, as a server's "
+       "live metrics under the same live_options::inclusion count them: completed (stop, "
+       "length), scheduled (reached the engine or produced a token, whatever the outcome), all; "
+       "default: scheduled for canonical (the live metrics' default), and for a tool's profile "
+       "the requests its tool counts as completed",
+       {"summary"}},
       {"gpus", true, "N", "GPUs that served the run: adds per-GPU throughputs", {"summary"}},
       {"format",
        true,
@@ -251,6 +260,10 @@ report_settings settings_from(const arguments& args) {
   report_settings s;
   if (auto v = args.get("profile")) s.profiles = select_profiles(*v);
   if (auto v = args.get("percentiles")) s.percentiles = parse_report_percentiles(*v);
+  if (auto v = args.get("inclusion")) {
+    s.inclusion = tc::parse_inclusion(*v);
+    if (!s.inclusion) throw usage_error("--inclusion must be completed, scheduled or all");
+  }
   if (auto v = args.get("gpus")) {
     const auto g = detail::integer_in(*v, 1, 1000000);
     if (!g) throw usage_error("--gpus must be a positive integer");

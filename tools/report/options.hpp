@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tokchron/metrics/inclusion.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 
@@ -102,6 +103,9 @@ inline constexpr std::size_t default_max_line_bytes = std::size_t{16} << 20;
 struct report_settings {
   std::vector<const tc::profile*> profiles{&tc::profiles::canonical};
   std::vector<double> percentiles{50, 90, 95, 99};
+  /// --inclusion: the population of every profile's statistics; empty: `inclusion_for`'s
+  /// default.
+  std::optional<tc::inclusion_policy> inclusion;
   std::optional<unsigned> gpus;
   std::optional<double> duration;
   std::string format = "table";
@@ -112,6 +116,16 @@ struct report_settings {
   std::string input = "auto";                           ///< auto, trace or vllm
 
   [[nodiscard]] static unsigned default_threads();
+
+  /// The population of profile `p`'s statistics: --inclusion when given; else `scheduled` for
+  /// the canonical profile (what a server's live metrics count by default,
+  /// `live_options::inclusion`), and for a tool's profile empty: the requests its tool counts
+  /// as completed, so that its numbers stay the tool's.
+  [[nodiscard]] std::optional<tc::inclusion_policy> inclusion_for(const tc::profile& p) const {
+    if (inclusion) return inclusion;
+    if (&p == &tc::profiles::canonical) return tc::inclusion_policy::scheduled;
+    return std::nullopt;
+  }
 };
 
 /// Reads the summary options out of `args`. Throws usage_error.

@@ -17,7 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../tests/live/helpers.hpp"  // a scraped family's point by name and labels
 #include "report.hpp"
+#include "tokchron/live/presets.hpp"
+#include "tokchron/live/scrape.hpp"
 
 namespace tr = tokchron_report;
 
@@ -55,6 +58,8 @@ TEST_CASE("report: JSON keys follow the documented schema, in order") {
   const std::vector<std::string> head{"profile",
                                       "completed",
                                       "failed",
+                                      "requests_by_reason",
+                                      "inclusion",
                                       "duration",
                                       "request_throughput",
                                       "output_throughput",
@@ -459,4 +464,121 @@ TEST_CASE("TR9: requests with zero E2E are counted where tokens/s leaves them") 
   CHECK(tr::run({path}, out, err) == tr::exit_ok);
   CHECK(contains(out.str(), "output_rate.invalid"));
   std::remove(path.c_str());
+}
+
+TEST_CASE("report: --inclusion counts, family by family, what live_metrics counts") {
+  // Every outcome: completed (stop, length), failed and timed out after tokens, aborted after
+  // scheduling without a token, abandoned and rejected while queued, a server that never
+  // reports scheduling.
+  const std::string path = std::string(TOKCHRON_BINARY_DIR) + "/inclusion_outcomes.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"id":"stop","arrival":0,"send":0,"queued":0.01,"scheduled":0.02,"prompt_tokens":10,"chunks":[[0.05,2],[0.07,1],[0.1,3]],"end":0.1,"ok":true})"
+         "\n"
+      << R"({"id":"length","arrival":0.01,"send":0.01,"scheduled":0.03,"prompt_tokens":7,"chunks":[[0.06,1],[0.09,1]],"end":0.09,"finish_reason":"length","ok":true})"
+         "\n"
+      << R"({"id":"unreported","arrival":0.02,"send":0.02,"prompt_tokens":5,"chunks":[[0.08,1]],"end":0.08,"ok":true})"
+         "\n"
+      << R"({"id":"error","arrival":0.03,"send":0.03,"scheduled":0.04,"prompt_tokens":9,"chunks":[[0.07,1],[0.11,2]],"end":0.12,"ok":false,"error":"boom"})"
+         "\n"
+      << R"({"id":"timeout","arrival":0.04,"send":0.04,"scheduled":0.05,"prompt_tokens":3,"chunks":[[0.2,1]],"end":0.3,"finish_reason":"timed_out","ok":false})"
+         "\n"
+      << R"({"id":"abort-running","arrival":0.05,"send":0.05,"scheduled":0.06,"prompt_tokens":11,"chunks":[],"end":0.09,"finish_reason":"aborted","ok":false})"
+         "\n"
+      << R"({"id":"abort-queued","arrival":0.06,"send":0.06,"prompt_tokens":13,"chunks":[],"end":0.07,"finish_reason":"aborted","ok":false})"
+         "\n"
+      << R"({"id":"rejected","arrival":0.07,"send":0.07,"prompt_tokens":17,"chunks":[],"end":0.07,"finish_reason":"rejected","ok":false})"
+         "\n";
+  }
+  const auto in = tr::load_inputs({path});
+  REQUIRE(in.timelines.size() == 8);
+  for (const auto policy :
+       {tokchron::inclusion_policy::completed, tokchron::inclusion_policy::scheduled,
+        tokchron::inclusion_policy::all}) {
+    CAPTURE(tokchron::to_string(policy));
+    tokchron::live_options o = tokchron::tokchron_live_options();
+    o.inclusion = policy;
+    tokchron::live_metrics live(std::move(o));
+    for (const auto& tl : in.timelines) REQUIRE(live.record(tl) == tokchron::record_status::ok);
+    const tokchron::metrics_snapshot text = tokchron::scrape(live);
+    tr::report_settings s;
+    s.profiles = tr::select_profiles("canonical");
+    s.inclusion = policy;
+    const auto sum = tr::summarize_all(in, s).at(0);
+    REQUIRE(sum.inclusion == policy);
+    const std::pair<const char*, const tokchron::distribution*> families[] = {
+        {"tokchron_ttft_seconds", &sum.ttft},
+        {"tokchron_itl_seconds", &sum.itl},
+        {"tokchron_tpot_seconds", &sum.tpot},
+        {"tokchron_e2e_seconds", &sum.e2e},
+        {"tokchron_queue_seconds", &sum.queue_time},
+        {"tokchron_prefill_seconds", &sum.prefill_time},
+        {"tokchron_decode_seconds", &sum.decode_time},
+        {"tokchron_request_prompt_tokens", &sum.prompt_lengths},
+        {"tokchron_request_output_tokens", &sum.output_lengths}};
+    for (const auto& [name, d] : families) {
+      CAPTURE(name);
+      const tokchron::histogram_data& h = live_test::hist(text, name);
+      CHECK(h.count == d->count);
+      const double want = d->count ? *d->mean * static_cast<double>(d->count) : 0.0;
+      // The same samples summed in another order, and mean x count: within (2 n + 4) units of
+      // rounding.
+      CHECK(std::fabs(h.sum - want) <=
+            static_cast<double>(2 * d->count + 4) * 0x1p-53 * std::fabs(want));
+    }
+    CHECK(live_test::value(text, "tokchron_prompt_tokens") ==
+          static_cast<double>(sum.input_tokens));
+    CHECK(live_test::value(text, "tokchron_output_tokens") ==
+          static_cast<double>(sum.output_tokens));
+    for (std::size_t r = 0; r < tokchron::finish_reason_count; ++r) {
+      const std::string reason(tokchron::to_string(static_cast<tokchron::finish_reason>(r)));
+      CAPTURE(reason);
+      CHECK(sum.requests_by_reason[r] ==
+            1 + (reason == "stop" ? 1 : 0) + (reason == "aborted" ? 1 : 0));
+      CHECK(live_test::value(text, "tokchron_requests", {{"outcome", reason}}) ==
+            static_cast<double>(sum.requests_by_reason[r]));
+    }
+  }
+  // The populations differ as documented: TTFT of every request with a token under
+  // scheduled, of the completed ones under completed; prompt tokens of the never-scheduled.
+  tr::report_settings s;
+  s.profiles = tr::select_profiles("canonical");
+  auto run = [&](tokchron::inclusion_policy p) {
+    s.inclusion = p;
+    return tr::summarize_all(in, s).at(0);
+  };
+  CHECK(run(tokchron::inclusion_policy::completed).ttft.count == 3);
+  CHECK(run(tokchron::inclusion_policy::completed).itl.count == 8);  // every request's chunks
+  CHECK(run(tokchron::inclusion_policy::scheduled).ttft.count == 5);
+  CHECK(run(tokchron::inclusion_policy::scheduled).e2e.count == 6);
+  CHECK(run(tokchron::inclusion_policy::scheduled).input_tokens == 10 + 7 + 5 + 9 + 3);
+  CHECK(run(tokchron::inclusion_policy::all).e2e.count == 8);
+  CHECK(run(tokchron::inclusion_policy::all).input_tokens == 75);
+  // The default: scheduled for canonical, the tool's completed requests for a tool's profile.
+  s.inclusion.reset();
+  s.profiles = tr::select_profiles("canonical,vllm");
+  const auto both = tr::summarize_all(in, s);
+  CHECK(both.at(0).inclusion == tokchron::inclusion_policy::scheduled);
+  CHECK_FALSE(both.at(1).inclusion.has_value());
+  CHECK(both.at(1).e2e.count == 3);
+  CHECK(tr::settings_from(tr::parse_arguments({"--inclusion", "all", "x"})).inclusion ==
+        tokchron::inclusion_policy::all);
+  CHECK_THROWS_AS((void)tr::settings_from(tr::parse_arguments({"--inclusion", "some", "x"})),
+                  tr::usage_error);
+}
+
+TEST_CASE("report: CSV and table print integers as integers") {
+  tokchron::run_summary s;
+  s.profile = "canonical";
+  s.requests = 400;
+  s.completed = 1234567;
+  s.duration = 2.5;
+  std::ostringstream csv, table;
+  tr::write_csv(csv, {s});
+  tr::write_table(table, {s});
+  CHECK(csv.str().find("\nrequests,400\n") != std::string::npos);
+  CHECK(csv.str().find("\ncompleted,1234567\n") != std::string::npos);
+  CHECK(csv.str().find("\nduration_s,2.5\n") != std::string::npos);
+  CHECK(csv.str().find("e+") == std::string::npos);
+  CHECK(table.str().find("1234567") != std::string::npos);
 }

@@ -44,7 +44,10 @@ std::vector<summarizer> make_summarizers(const report_settings& s) {
   o.executor = thread_executor(s.threads);
   std::vector<summarizer> sums;
   sums.reserve(s.profiles.size());
-  for (const tc::profile* p : s.profiles) sums.emplace_back(*p, o);
+  for (const tc::profile* p : s.profiles) {
+    o.inclusion = s.inclusion_for(*p);
+    sums.emplace_back(*p, o);
+  }
   std::vector<const summarizer*> earlier;
   for (auto& sum : sums) {  // profiles that pool the same ITL samples store them once
     sum.share_itl_with(earlier);

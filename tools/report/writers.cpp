@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 
+#include "tokchron/export/csv.hpp"
 #include "tokchron/export/json.hpp"
 
 namespace tokchron_report {
@@ -32,6 +33,9 @@ std::vector<row> rows_of(const std::vector<tc::run_summary>& all) {
   add("requests", false, [&](const S& s) { return u(s.requests); });
   add("completed", false, [&](const S& s) { return u(s.completed); });
   add("failed", false, [&](const S& s) { return u(s.failed); });
+  for (std::size_t r = 0; r < tc::finish_reason_count; ++r)  // every reason, as /metrics counts
+    add("requests." + std::string(tc::to_string(static_cast<tc::finish_reason>(r))), false,
+        [&](const S& s) { return u(s.requests_by_reason[r]); });
   add("duration_s", false, [](const S& s) { return s.duration; });
   add("request_throughput", false, [](const S& s) { return s.request_throughput; });
   add("output_throughput", false, [](const S& s) { return s.output_throughput; });
@@ -88,9 +92,11 @@ std::vector<row> rows_of(const std::vector<tc::run_summary>& all) {
   return rows;
 }
 
-/// `v` with `significant` digits, or (0) the shortest form that reads back exactly.
+/// `v` with `significant` digits, or (0) the shortest form that reads back exactly; an integer
+/// below 2^53 in full, with no exponent (`400`, not `4e+02`).
 std::string format_number(double v, int significant = 6) {
   char buf[64];
+  if (const auto i = tc::detail::integer_text(v)) return *i;
   if (significant > 0) {
     std::snprintf(buf, sizeof buf, "%.*g", significant, v);
     return buf;
@@ -100,6 +106,14 @@ std::string format_number(double v, int significant = 6) {
     if (std::strtod(buf, nullptr) == v) break;
   }
   return buf;
+}
+
+/// The population of each summary's statistics, as the table and the CSV name it.
+std::vector<std::string> inclusion_row(const std::vector<tc::run_summary>& all) {
+  std::vector<std::string> out{"inclusion"};
+  for (const auto& s : all)
+    out.emplace_back(s.inclusion ? std::string(tc::to_string(*s.inclusion)) : "profile");
+  return out;
 }
 
 }  // namespace
@@ -132,6 +146,7 @@ void write_table(std::ostream& out, const std::vector<tc::run_summary>& all) {
   std::vector<std::string> head{"metric"};
   for (const auto& s : all) head.push_back(s.profile);
   cells.push_back(head);
+  cells.push_back(inclusion_row(all));
   for (const auto& r : rows) {
     std::vector<std::string> line{r.latency ? r.name + " (ms)" : r.name};
     for (const auto& v : r.values)
@@ -154,6 +169,9 @@ void write_table(std::ostream& out, const std::vector<tc::run_summary>& all) {
 void write_csv(std::ostream& out, const std::vector<tc::run_summary>& all) {
   out << "metric";
   for (const auto& s : all) out << ',' << s.profile;
+  out << '\n';
+  const auto inclusion = inclusion_row(all);
+  for (std::size_t c = 0; c < inclusion.size(); ++c) out << (c ? "," : "") << inclusion[c];
   out << '\n';
   for (const auto& r : rows_of(all)) {
     out << r.name;

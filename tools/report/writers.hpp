@@ -25,7 +25,10 @@ using ojson = nlohmann::ordered_json;
 /// (`tokchron::profile_warnings`), as `{"quirk", "count", "message"}` objects.
 [[nodiscard]] ojson to_json(const std::vector<tc::run_summary>& all);
 
-/// A table: one row per value, one column per profile; latencies in milliseconds. The rows of
+/// A table: one row per value, one column per profile; latencies in milliseconds. The first
+/// row names each profile's population (`inclusion`: completed, scheduled, all, or `profile`
+/// for the requests its tool counts as completed); after failed, the requests by finish
+/// reason (`requests.stop` ... `requests.rejected`). The rows of
 /// the metric table's names follow the JSON (`tokchron::summary_json`): queue, prefill and
 /// decode only when some request recorded them; the metrics of
 /// `run_summary::kept_when_measured` (ttfa, reasoning_time, ttst, icl, prefill_tps,
@@ -33,8 +36,9 @@ using ojson = nlohmann::ordered_json;
 /// them (a profile that does not shows count 0 and empty values).
 void write_table(std::ostream& out, const std::vector<tc::run_summary>& all);
 
-/// CSV: a header `metric,<profile>...` then one row per value (seconds; the shortest form that
-/// reads back exactly; an empty cell when undefined).
+/// CSV: a header `metric,<profile>...`, the `inclusion` row, then one row per value as the
+/// table's (seconds; integers in full, other values in the shortest form that reads back
+/// exactly; an empty cell when undefined).
 void write_csv(std::ostream& out, const std::vector<tc::run_summary>& all);
 
 /// Writes `all` in `format` (table, json or csv) with each profile's warnings

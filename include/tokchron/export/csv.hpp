@@ -15,6 +15,7 @@
 ///   for (auto& [id, tl] : finished) tokchron::append_request_csv(csv, id, tl);
 /// \endcode
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,8 +42,21 @@ inline void append_csv_text(std::string& out, std::string_view s) {
   }
   out += '"';
 }
+/// `v` written in full when it is an integer below 2^53 in magnitude (`1000000`, not `1e+06`;
+/// every such double is exactly that integer), else empty. The rule of every CSV and table
+/// tokchron writes (tokchron-report's too).
+[[nodiscard]] inline std::optional<std::string> integer_text(double v) {
+  if (!(v == std::floor(v) && std::fabs(v) < 9007199254740992.0)) return std::nullopt;
+  return std::to_string(static_cast<long long>(v));
+}
+/// `v` as `integer_text` writes it, else in the shortest form that reads back exactly; nothing
+/// when empty.
 inline void append_csv_number(std::string& out, const std::optional<double>& v) {
-  if (v) out += shortest_number(*v);
+  if (!v) return;
+  if (const auto i = integer_text(*v))
+    out += *i;
+  else
+    out += shortest_number(*v);
 }
 }  // namespace detail
 

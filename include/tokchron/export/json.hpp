@@ -13,7 +13,10 @@
 /// |---------------------|-------------------------------------------------------------------|
 /// | `distribution_json` | count, mean, median, std, min, max, one `pN` key per percentile   |
 /// |                     | (`percentile_key`), `invalid` when the profile refused requests   |
-/// | `summary_json`      | profile, completed, failed, duration, the three throughputs,      |
+/// | `summary_json`      | profile, completed, failed, requests_by_reason {stop, length,     |
+/// |                     | aborted, error, timed_out, rejected}, inclusion (the population:  |
+/// |                     | completed, scheduled, all; null: the profile's completed          |
+/// |                     | requests), duration, the three throughputs,                       |
 /// |                     | metrics {ttft, tpot, itl, e2e, queue_time?, prefill_time?,        |
 /// |                     | decode_time?, output_rate}, requests, input_tokens, output_tokens, |
 /// |                     | concurrencies, per-GPU throughputs when `gpus` is set, lengths    |
@@ -26,6 +29,7 @@
 /// | `audit_json`        | name, consistent, findings [finding_json...]                      |
 
 #include <cmath>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -71,6 +75,12 @@ namespace detail {
   j["profile"] = s.profile;
   j["completed"] = s.completed;
   j["failed"] = s.failed;
+  nlohmann::ordered_json reasons;
+  for (std::size_t r = 0; r < finish_reason_count; ++r)
+    reasons[std::string(to_string(static_cast<finish_reason>(r)))] = s.requests_by_reason[r];
+  j["requests_by_reason"] = std::move(reasons);
+  j["inclusion"] = s.inclusion ? nlohmann::ordered_json(std::string(to_string(*s.inclusion)))
+                               : nlohmann::ordered_json(nullptr);
   j["duration"] = json_number(s.duration);
   j["request_throughput"] = json_number(s.request_throughput);
   j["output_throughput"] = json_number(s.output_throughput);

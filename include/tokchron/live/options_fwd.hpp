@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/inclusion.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
@@ -30,25 +31,10 @@ enum class live_semantics : std::uint8_t {
   vllm,
 };
 
-/// Which finished requests enter the per-request histograms (TTFT, E2E, queue, prefill,
-/// decode, inference, TPOT, prompt and generation lengths) and the token counters. Requests of
-/// every outcome are always counted in the requests counter, by finish reason.
-enum class live_inclusion : std::uint8_t {
-  /// Only requests that completed (stop, length). TTFT and token counters move when the
-  /// request finishes instead of as its chunks arrive. Per-step ITL still streams (a sample,
-  /// once exported, cannot be taken back).
-  completed,
-  /// The default: every request that was scheduled (reached the engine; a request that
-  /// produced tokens counts as scheduled even if the server never reported it), whatever its
-  /// outcome: completed, and aborted, failed or timed out after scheduling. A request rejected
-  /// or abandoned while queued enters no latency histogram and no token counter. TTFT, ITL and
-  /// the token counters move as chunks arrive (prompt tokens with the first token, as vLLM
-  /// counts them at the end of prefill).
-  scheduled,
-  /// Every finished request whose interval is defined, also those never scheduled (their E2E
-  /// and queue time, and their prompt tokens at finish).
-  all,
-};
+/// Which finished requests enter the per-request histograms and the token counters: the one
+/// inclusion rule of metrics/inclusion.hpp (`completed`, `scheduled` (the default), `all`),
+/// which run summaries and `tokchron-report --inclusion` apply too.
+using live_inclusion = inclusion_policy;
 
 /// The histograms a `live_metrics` object keeps per series.
 enum class live_histogram : std::uint8_t {

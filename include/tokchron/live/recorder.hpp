@@ -424,18 +424,18 @@ class basic_live_metrics {
     const finish_reason reason = *tl.reason();
     d.count(s, detail::lc_requests + static_cast<std::uint32_t>(reason), 1);
     const live_inclusion inc = hot_.inclusion;
-    const bool included = inc == live_inclusion::completed   ? is_success(reason)
-                          : inc == live_inclusion::scheduled ? tl.first_scheduled().has_value() ||
-                                                                   tl.first_token_time().has_value()
-                                                             : true;
-    if (!included) return;
+    // The rule of metrics/inclusion.hpp, which run summaries (tokchron-report) apply too. The
+    // chunk path streams what it counts before the finish (ITL always; TTFT, tokens unless
+    // `completed`): under `scheduled` a request with a token is a member, so the end is the same.
+    if (!includes(inc, inclusion_family::per_request, tl)) return;
     const bool vllm = hot_.semantics == live_semantics::vllm;
     const std::uint64_t n = tl.output_tokens();
     if (inc == live_inclusion::completed) {
       if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
       count_generation(d, s, n, tl.reasoning_tokens());
     }
-    if (!counted_prompt && inc != live_inclusion::scheduled) count_prompt(d, s, tl);
+    if (!counted_prompt && includes(inc, inclusion_family::prompt_tokens, tl))
+      count_prompt(d, s, tl);
     if (const auto v = e2e(tl)) d.observe(s, live_histogram::e2e, seconds(*v));
     if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
     if (const auto v = prefill_time(tl)) d.observe(s, live_histogram::prefill_time, seconds(*v));

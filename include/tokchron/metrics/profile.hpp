@@ -361,11 +361,13 @@ template <class Duration>
   return divide_ns(d, static_cast<std::uint64_t>(k), p.tpot_rounding);
 }
 
-/// `evaluate`, also giving the time the profile's E2E ends at (`end_out`, when not null).
+/// `evaluate`, also giving the time the profile's E2E ends at (`end_out`, when not null);
+/// with `pool_any`, the pooled ITL samples of a request that did not succeed too (an
+/// inclusion policy's `itl` family, metrics/inclusion.hpp).
 template <class Timeline, class Sink>
 [[nodiscard]] request_metrics evaluate_with_end(
     const profile& p, const Timeline& tl, Sink&& itl_sink,
-    std::optional<typename Timeline::time_point>* end_out) noexcept {
+    std::optional<typename Timeline::time_point>* end_out, bool pool_any = false) noexcept {
   static_assert(Timeline::store_type::keeps_chunks,
                 "profiles replay every chunk: the timeline needs a full_store");
   using time_point = typename Timeline::time_point;
@@ -375,7 +377,7 @@ template <class Timeline, class Sink>
 
   request_metrics r;
   const auto origin = origin_of(p, tl);
-  const bool pooled = tl.succeeded() && pools_samples(p.itl);
+  const bool pooled = (pool_any || tl.succeeded()) && pools_samples(p.itl);
 
   // One pass: the first and last counted chunks, the pooled ITL samples, the last chunk of any
   // kind, the last chunk carrying tokens, the [DONE] chunk, the number of non-[DONE] chunks and

@@ -16,13 +16,16 @@
 /// building the summary does not sort: the order statistics it reads (percentiles, median, min,
 /// max) are found by a radix selection (`detail::select_ranks`, O(n)), and means are summed in
 /// the order the samples were added. Only completed requests (by the
-/// profile's rule) enter the latency statistics and token totals; every request counts for the
-/// duration and the in-flight concurrency. Thread safety: a summarizer has one writer.
+/// profile's rule) enter the latency statistics and token totals, unless
+/// `summary_options::inclusion` names another population (metrics/inclusion.hpp: the one a
+/// server's live metrics count); every request counts for the duration and the in-flight
+/// concurrency, and in `requests_by_reason`. Thread safety: a summarizer has one writer.
 ///
 /// Goodput and SLA fields are added by `sla/` (into `run_summary::extra`), from the per-request
 /// values kept when `summary_options::keep_requests` is set.
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -40,6 +43,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/distribution.hpp"
+#include "tokchron/metrics/inclusion.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/quantile/exact.hpp"
 
@@ -70,6 +74,14 @@ struct summary_options {
   std::optional<double> duration;
   /// Keep every request's `request_metrics` in `run_summary::requests` (for goodput and SLAs).
   bool keep_requests = false;
+  /// Which requests enter the statistics and token totals, family by family, as a server's
+  /// live metrics under the same `live_options::inclusion` count them (metrics/inclusion.hpp):
+  /// `completed` (stop, length), `scheduled`, `all`. Empty: the profile's own rule (the
+  /// requests its tool counts as completed), which is how a tool's numbers are reproduced.
+  /// With a policy, the latency statistics, lengths and output tokens count the requests of
+  /// `inclusion_family::per_request`, the input tokens those of `prompt_tokens`, and the pooled
+  /// ITL samples every request's (`itl`), each value still by the profile's definitions.
+  std::optional<inclusion_policy> inclusion;
   /// Runs the distributions' computations (one task per distinct sample set) when the summary is
   /// built: a pool the caller owns, to spread them over its threads. Empty: one after another on
   /// the calling thread. tokchron starts no thread; the summary does not depend on it.
@@ -89,13 +101,19 @@ struct profile_warning {
 /// A run as one profile reports it. Throughputs are per second of `duration`; every value that
 /// needs a positive duration is empty without one.
 struct run_summary {
-  std::string profile;                           ///< the profile's name
-  std::uint64_t requests = 0;                    ///< every request summarised
-  std::uint64_t completed = 0;                   ///< completed by the profile's rule
-  std::uint64_t failed = 0;                      ///< requests - completed
-  std::uint64_t input_tokens = 0;                ///< sum of prompt tokens over completed requests
-  std::uint64_t output_tokens = 0;               ///< sum of N over completed requests
-  std::optional<double> duration;                ///< seconds
+  std::string profile;          ///< the profile's name
+  std::uint64_t requests = 0;   ///< every request summarised
+  std::uint64_t completed = 0;  ///< completed by the profile's rule
+  std::uint64_t failed = 0;     ///< requests - completed
+  /// Requests by finish reason (indexed by `finish_reason`: stop, length, aborted, error,
+  /// timed_out, rejected); requests - their sum never finished.
+  std::array<std::uint64_t, finish_reason_count> requests_by_reason{};
+  /// The population of the statistics: `summary_options::inclusion` (empty: the profile's
+  /// completed requests).
+  std::optional<inclusion_policy> inclusion;
+  std::uint64_t input_tokens = 0;   ///< sum of prompt tokens over completed (included) requests
+  std::uint64_t output_tokens = 0;  ///< sum of N over completed (included) requests
+  std::optional<double> duration;   ///< seconds
   std::optional<double> request_throughput;      ///< requests/s by the profile's rps rule
   std::optional<double> output_throughput;       ///< output tokens/s
   std::optional<double> total_token_throughput;  ///< (input + output) tokens/s
@@ -223,7 +241,10 @@ struct run_summary {
     out.push_back(profile_warning{"no_benchmark_start", 1,
                                   s.profile +
                                       ": the trace records no benchmark start: the duration "
-                                      "starts at the earliest intended arrival"});
+                                      "starts at the earliest intended arrival (a server "
+                                      "records its own: benchmark_start on every line, e.g. "
+                                      "trace_record::benchmark_start = 0 when the trace's time "
+                                      "0 is its start)"});
   std::string means;
   std::uint64_t n_means = 0;
   for (const metric_id m : {metric_id::ttft, metric_id::tpot, metric_id::itl, metric_id::e2e})
@@ -352,12 +373,17 @@ class run_summarizer {
     }
     if (o_.keep_requests) requests_detail_.push_back(r);
     if (p_->guidellm_statistics) token_window(tl, r, e2e_end_tp ? e2e_end_tp : end);
-    if (!r.completed) return;
-    ++completed_;
+    if (const auto why = tl.reason()) ++by_reason_[static_cast<std::size_t>(*why)];
+    if (r.completed) ++completed_;
+    if (o_.inclusion && r.prompt_tokens &&
+        includes(*o_.inclusion, inclusion_family::prompt_tokens, tl))
+      input_tokens_ += *r.prompt_tokens;
+    if (!(o_.inclusion ? includes(*o_.inclusion, inclusion_family::per_request, tl) : r.completed))
+      return;
     output_tokens_ += r.output_tokens;
     output_len_.push_back(static_cast<double>(r.output_tokens));
     if (r.prompt_tokens) {
-      input_tokens_ += *r.prompt_tokens;
+      if (!o_.inclusion) input_tokens_ += *r.prompt_tokens;
       prompt_len_.push_back(static_cast<double>(*r.prompt_tokens));
     }
     push(ttft_, r.ttft);
@@ -427,6 +453,8 @@ class run_summarizer {
     s.requests = requests_;
     s.completed = completed_;
     s.failed = requests_ - completed_;
+    s.requests_by_reason = by_reason_;
+    s.inclusion = o_.inclusion;
     s.input_tokens = input_tokens_;
     s.output_tokens = output_tokens_;
     s.quirks = quirks_;
@@ -582,7 +610,7 @@ class run_summarizer {
       runs_begin_ = itl_runs_.size();
       target_ = &itl_;
       target_runs_ = &itl_runs_;
-      const request_metrics r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp);
+      const request_metrics r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp, pool_all(tl));
       if (itl_failed_) {  // out of memory part-way: forget this request's samples
         itl_failed_ = false;
         itl_.resize(begin_);
@@ -595,7 +623,7 @@ class run_summarizer {
     scratch_runs_.clear();
     target_ = &scratch_;
     target_runs_ = &scratch_runs_;
-    const request_metrics r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp);
+    const request_metrics r = detail::evaluate_with_end(*p_, tl, sink, &e2e_end_tp, pool_all(tl));
     if (itl_failed_) {
       itl_failed_ = false;
       detail::throw_bad_alloc();
@@ -629,6 +657,11 @@ class run_summarizer {
       runs_begin_ = candidates_.front()->runs_begin_;
     }
     return r;
+  }
+  /// True when `tl`'s pooled ITL samples count whatever its outcome (an inclusion policy's
+  /// `itl` family), not only because it completed.
+  [[nodiscard]] bool pool_all(const Timeline& tl) const noexcept {
+    return o_.inclusion && includes(*o_.inclusion, inclusion_family::itl, tl);
   }
   static void push(std::vector<double>& v, const std::optional<double>& x) {
     if (x) v.push_back(*x);
@@ -695,6 +728,7 @@ class run_summarizer {
   summary_options o_;
   std::uint64_t requests_ = 0, completed_ = 0, input_tokens_ = 0, output_tokens_ = 0,
                 tpot_invalid_ = 0, rate_invalid_ = 0;
+  std::array<std::uint64_t, finish_reason_count> by_reason_{};
   double e2el_sum_ = 0;
   bool itl_failed_ = false;
   std::optional<time_point> start_, end_, benchmark_start_, first_request_, last_response_,

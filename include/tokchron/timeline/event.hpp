@@ -5,6 +5,7 @@
 /// \file
 /// The vocabulary of a request's life: chunk kinds, finish reasons and recording statuses.
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -33,6 +34,9 @@ enum class finish_reason : std::uint8_t {
   timed_out,  ///< an allotted time ran out
   rejected,   ///< refused before being scheduled (queue full, queue timeout)
 };
+
+/// The number of `finish_reason`s.
+inline constexpr std::size_t finish_reason_count = 6;
 
 /// True when a request that ended for `r` counts as completed (stop or length).
 [[nodiscard]] constexpr bool is_success(finish_reason r) noexcept {
