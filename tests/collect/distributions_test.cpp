@@ -161,13 +161,8 @@ void check_same_exact(const A& a, const B& b) {
 }
 
 void check_same_counts(const tokchron::request_counts& a, const tokchron::request_counts& b) {
-  CHECK(a.by_reason == b.by_reason);
-  CHECK(a.succeeded == b.succeeded);
-  CHECK(a.failed == b.failed);
-  CHECK(a.unfinished == b.unfinished);
-  CHECK(a.output_tokens == b.output_tokens);
-  CHECK(a.prompt_tokens == b.prompt_tokens);
-  CHECK(a.preemptions == b.preemptions);
+  CHECK(a == b);
+  CHECK_FALSE(a != b);
 }
 
 const tokchron::fluidity_deadlines deadlines{0.05, 0.004};
@@ -284,6 +279,8 @@ TEST_CASE("distributions: merge equals recording into one; clear empties") {
   CHECK(a.empty());
   CHECK(a.count() == 0);
   CHECK(a.counts().failed == 0);
+  CHECK(a.counts() != both.counts());
+  CHECK(a.counts() == tokchron::request_counts{});
 }
 
 TEST_CASE("distributions: sharded mode gives the single-writer mode's distributions") {

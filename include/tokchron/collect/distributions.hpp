@@ -127,13 +127,17 @@ struct request_counts {
     prompt_tokens += o.prompt_tokens;
     preemptions += o.preemptions;
   }
-  /// True when nothing was counted.
-  [[nodiscard]] bool empty() const noexcept {
-    for (auto n : by_reason)
-      if (n != 0) return false;
-    return succeeded == 0 && failed == 0 && unfinished == 0 && output_tokens == 0 &&
-           prompt_tokens == 0 && preemptions == 0;
+  /// Whether every count is equal.
+  friend bool operator==(const request_counts& a, const request_counts& b) noexcept {
+    return a.by_reason == b.by_reason && a.succeeded == b.succeeded && a.failed == b.failed &&
+           a.unfinished == b.unfinished && a.output_tokens == b.output_tokens &&
+           a.prompt_tokens == b.prompt_tokens && a.preemptions == b.preemptions;
   }
+  friend bool operator!=(const request_counts& a, const request_counts& b) noexcept {
+    return !(a == b);
+  }
+  /// True when nothing was counted.
+  [[nodiscard]] bool empty() const noexcept { return *this == request_counts{}; }
 };
 
 /// Distributions of per-request metrics over many requests, single writer: one `Estimator`
