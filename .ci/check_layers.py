@@ -27,6 +27,7 @@ LAYERS = [
     ["exposition/"],  # the exposition format: snapshot data, bucket layouts
     ["live/"],  # a running server's live metrics
     ["export/"],  # writers and adaptors: Prometheus text, prometheus-cpp, OTLP, JSON, CSV
+    ["distributions.hpp"],  # the aggregation model's entry point: every mode by name
     ["record.hpp", "record_instantiate.hpp"],  # the one-include recording front end
     ["testing.hpp"],  # scripted timelines for tests
     ["testing/"],  # doctest and Catch2 adaptors

@@ -10,6 +10,7 @@
 #include "tokchron/clock.hpp"
 #include "tokchron/collect/collector.hpp"
 #include "tokchron/config.hpp"
+#include "tokchron/distributions.hpp"
 #include "tokchron/export/conversions.hpp"
 #include "tokchron/export/csv.hpp"
 #include "tokchron/export/prometheus.hpp"

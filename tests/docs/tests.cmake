@@ -5,7 +5,8 @@ find_package(Python3 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
   add_test(NAME tokchron_doc_snippets
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compile_snippets.py
-                   --cxx ${CMAKE_CXX_COMPILER} --include ${PROJECT_SOURCE_DIR}/include --require 3
+                   --cxx ${CMAKE_CXX_COMPILER} --include ${PROJECT_SOURCE_DIR}/include --require 4
                    README.md docs/library/server-integration.md docs/library/live-metrics.md
+                   docs/library/concurrency.md
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endif()

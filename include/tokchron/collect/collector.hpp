@@ -7,6 +7,11 @@
 /// snapshots return exactly the samples recorded since the previous snapshot while the writers
 /// keep recording.
 ///
+/// It is also the sharded many-writer mode of the aggregation model: a collector of
+/// `basic_distributions<E>` (collect/distributions.hpp; `distributions<sharded, E>` in
+/// tokchron/distributions.hpp) gives each writer a shard of per-metric distributions, recorded a
+/// request at a time (`writer::record(timeline)`), and its snapshots are `basic_distributions<E>`.
+///
 /// Design (HdrHistogram's interval recorder, made per-thread): each `writer` owns a shard of two
 /// estimators, an active one it records into and an inactive one. A snapshot flips every shard's
 /// active side, waits until no writer is still inside a recording call on the old side, merges
@@ -26,6 +31,11 @@
 ///   // on the metrics thread, every interval:
 ///   auto interval = ttft.snapshot();    // the samples since the previous snapshot
 ///   auto total = ttft.cumulative();     // every sample since construction
+///
+///   tokchron::distributions<tokchron::sharded> d;   // every metric of every request
+///   auto dw = d.make_writer();
+///   dw.record(timeline);                // a finished request's metrics, noexcept
+///   tokchron::basic_distributions<> interval_metrics = d.snapshot();
 /// \endcode
 
 #include <atomic>
@@ -40,6 +50,7 @@
 
 #include "tokchron/collect/detail/asymmetric_barrier.hpp"
 #include "tokchron/collect/detail/shard.hpp"
+#include "tokchron/collect/distributions.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
@@ -62,13 +73,36 @@ template <class E>
 struct has_nothrow_clear<E, std::void_t<decltype(std::declval<E&>().clear())>>
     : std::bool_constant<noexcept(std::declval<E&>().clear())> {};
 
+template <class E, class = void>
+struct has_merge : std::false_type {};
+template <class E>
+struct has_merge<E, std::void_t<decltype(std::declval<E&>().merge(std::declval<const E&>()))>>
+    : std::true_type {};
+
+template <class E, class = void>
+struct has_empty : std::false_type {};
+template <class E>
+struct has_empty<E, std::void_t<decltype(bool(std::declval<const E&>().empty()))>>
+    : std::true_type {};
+
+/// True when `e` holds nothing to hand over: `empty()` where the type says (distributions also
+/// hold request counters), else no samples and none refused.
+template <class E>
+[[nodiscard]] bool holds_nothing(const E& e) noexcept {
+  if constexpr (has_empty<E>::value)
+    return e.empty();
+  else
+    return e.count() == 0 && e.rejected() == 0;
+}
+
 }  // namespace detail
 
 /// Many threads record samples into one distribution; interval snapshots return exactly the
 /// samples recorded since the previous snapshot (none lost, none counted twice) while writers
 /// keep recording.
 ///
-/// `Estimator` is any mergeable quantile estimator (`is_mergeable_estimator_v`) that is copy
+/// `Estimator` is any mergeable quantile estimator (`is_mergeable_estimator_v`), or
+/// `basic_distributions` of one (the sharded mode of the aggregation model), that is copy
 /// constructible and has a noexcept `clear()`; each shard starts as a copy of the prototype given
 /// at construction (its configuration, e.g. a histogram's scale), cleared. Memory: two
 /// estimators per writer alive at the same time (shards of destroyed writers are reused), plus
@@ -80,8 +114,9 @@ struct has_nothrow_clear<E, std::void_t<decltype(std::declval<E&>().clear())>>
 /// each `writer` is used by one thread at a time.
 template <class Estimator = log_histogram>
 class basic_collector {
-  static_assert(is_mergeable_estimator_v<Estimator>,
-                "a collector needs a mergeable estimator (see tokchron/quantile/estimator.hpp)");
+  static_assert(detail::has_merge<Estimator>::value,
+                "a collector needs a mergeable estimator (see tokchron/quantile/estimator.hpp) "
+                "or basic_distributions of one");
   static_assert(std::is_copy_constructible_v<Estimator>, "shards are copies of a prototype");
   static_assert(detail::has_nothrow_clear<Estimator>::value,
                 "clearing a shard must not fail: the estimator needs a noexcept clear()");
@@ -157,11 +192,33 @@ class basic_collector {
       return true;
     }
 
+    /// Records a request into a collector of distributions (`basic_distributions::record`:
+    /// a finished timeline, or a `request_metrics`). Returns what that returns; false (nothing
+    /// recorded) when detached. Costs the recording plus two plain stores and a load.
+    template <class Request, class E = Estimator>
+    auto record(const Request& request) noexcept
+        -> decltype(std::declval<E&>().record(request), bool()) {
+      if (TOKCHRON_UNLIKELY(shard_ == nullptr)) return false;
+      Estimator& e = shard_->enter();
+      const bool ok = record_into(e, request);
+      shard_->leave();
+      return ok;
+    }
+
     /// Whether this writer records into a collector.
     [[nodiscard]] bool attached() const noexcept { return shard_ != nullptr; }
 
    private:
     friend class basic_collector;
+    template <class Request>
+    static bool record_into(Estimator& e, const Request& request) noexcept {
+      if constexpr (std::is_void_v<decltype(e.record(request))>) {
+        e.record(request);
+        return true;
+      } else {
+        return e.record(request);
+      }
+    }
     writer(std::shared_ptr<state> s, shard* sh) noexcept : state_(std::move(s)), shard_(sh) {}
     void release() noexcept {
       if (shard_ != nullptr) shard_->retired_.store(true, std::memory_order_release);
@@ -281,7 +338,7 @@ class basic_collector {
   }
 
   static void merge_and_clear(state& st, Estimator& e) {
-    if (e.count() == 0 && e.rejected() == 0) return;
+    if (detail::holds_nothing(e)) return;
     st.pending.merge(e);  // may throw: a merge leaves its target as it was
     e.clear();
   }
@@ -292,6 +349,12 @@ class basic_collector {
 /// A collector of the default estimator, `log_histogram` (1 % relative error unless a prototype
 /// says otherwise: `tokchron::collector c(tokchron::log_histogram(0.001));`).
 using collector = basic_collector<>;
+
+/// The sharded many-writer mode: a collector of `basic_distributions<Estimator>`.
+template <class Estimator>
+struct distributions_mode<sharded, Estimator> {
+  using type = basic_collector<basic_distributions<Estimator>>;
+};
 
 TOKCHRON_END_NAMESPACE
 

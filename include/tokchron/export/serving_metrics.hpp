@@ -14,12 +14,12 @@
 /// \endcode
 
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "tokchron/collect/distributions.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/export/conversions.hpp"
 #include "tokchron/exposition/buckets.hpp"
@@ -113,73 +113,45 @@ struct serving_metrics_options {
 /// phases; seconds) and counters of requests by finish reason, output and prompt tokens and
 /// preemptions.
 ///
+/// It is the single-writer mode of the aggregation model (`basic_distributions<log_histogram>`,
+/// collect/distributions.hpp, recording `distributions_options::served()`: the served metrics of
+/// every finished request) with the names, buckets and labels it is exported under.
+///
 /// `record` is O(chunks) and noexcept; memory grows with the range of values, not the count
 /// (a few KiB per histogram). `merge` adds another replica's or thread's metrics without loss.
-/// Thread safety: one writer; snapshot while nobody writes. A running server with many threads
-/// and live scrapes uses `live_metrics` (live/recorder.hpp) instead.
-class serving_metrics {
+/// Thread safety: one writer; snapshot while nobody writes. Many recording threads: a
+/// `distributions<sharded>` (tokchron/distributions.hpp) whose snapshots are merged in; a
+/// running server with live scrapes uses `live_metrics` (live/recorder.hpp) instead.
+class serving_metrics : public basic_distributions<log_histogram> {
+  using base = basic_distributions<log_histogram>;
+
  public:
   /// Throws std::invalid_argument for a bad scale or bucket list.
-  explicit serving_metrics(serving_metrics_options options = {}) : options_(std::move(options)) {
-    for (auto& h : hist_) h = log_histogram::with_scale(options_.scale);
+  explicit serving_metrics(serving_metrics_options options = {})
+      : base(distributions_options::served(), log_histogram::with_scale(options.scale)),
+        options_(std::move(options)) {
     for (const auto& m : metric_table)
       if (m.served) detail::check_upper_bounds(options_.buckets.bounds(m.id));
   }
 
-  /// Records a finished request: every canonical metric it defines, its per-token ITL samples
-  /// (when its store keeps chunks) and its counters. A request that has not finished is not
-  /// recorded: false, counted in `unfinished()`. Rejected samples (NaN, memory) are counted
-  /// by the histograms (`histogram(m).rejected()`).
-  template <class Timeline>
-  bool record(const Timeline& tl) noexcept {
-    if (!tl.finished()) {
-      ++unfinished_;
-      return false;
-    }
-    const request_metrics m = canonical_metrics(tl);
-    for_each_metric_value(m, [this](metric_id k, double v) noexcept {
-      if (info(k).served) (void)hist_[static_cast<std::size_t>(k)].add(v);
-    });
-    if constexpr (Timeline::store_type::keeps_chunks) {
-      auto& itl = hist_[static_cast<std::size_t>(metric_id::itl)];
-      for_each_itl_per_token(tl, [&itl](auto gap) noexcept {
-        (void)itl.add(std::chrono::duration<double>(gap).count());
-      });
-    }
-    const auto reason = tl.reason();
-    ++requests_[static_cast<std::size_t>(reason ? *reason : finish_reason::error)];
-    output_tokens_ += m.output_tokens;
-    prompt_tokens_ += m.prompt_tokens ? *m.prompt_tokens : 0;
-    preemptions_ += m.preemptions;
-    return true;
-  }
+  // `record(timeline)`: records a finished request: every canonical metric it defines that is
+  // served, its per-token ITL samples (when its store keeps chunks) and its counters. A request
+  // that has not finished is not recorded: false, counted in `unfinished()`. Rejected samples
+  // (NaN, memory) are counted by the histograms (`histogram(m).rejected()`).
+  using base::record;
 
-  /// Adds `other`'s samples and counters (same scale: lossless). Strong guarantee on
-  /// std::bad_alloc.
-  void merge(const serving_metrics& other) {
-    auto merged = hist_;
-    for (std::size_t i = 0; i < merged.size(); ++i) merged[i].merge(other.hist_[i]);
-    hist_ = std::move(merged);
-    for (std::size_t i = 0; i < requests_.size(); ++i) requests_[i] += other.requests_[i];
-    output_tokens_ += other.output_tokens_;
-    prompt_tokens_ += other.prompt_tokens_;
-    preemptions_ += other.preemptions_;
-    unfinished_ += other.unfinished_;
-  }
+  // `merge(other)`: adds `other`'s samples and counters (same scale: lossless): another
+  // `serving_metrics`, or distributions recorded with `distributions_options::served()`
+  // elsewhere, e.g. a `distributions<sharded>` snapshot. Strong guarantee on std::bad_alloc.
+  using base::merge;
 
   /// The histogram of metric `m` (empty for a metric that is not `served`).
-  [[nodiscard]] const log_histogram& histogram(metric_id m) const noexcept {
-    return hist_[static_cast<std::size_t>(m)];
-  }
-  /// Requests recorded that finished for `r`.
-  [[nodiscard]] std::uint64_t requests(finish_reason r) const noexcept {
-    return requests_[static_cast<std::size_t>(r)];
-  }
-  [[nodiscard]] std::uint64_t output_tokens() const noexcept { return output_tokens_; }
-  [[nodiscard]] std::uint64_t prompt_tokens() const noexcept { return prompt_tokens_; }
-  [[nodiscard]] std::uint64_t preemptions() const noexcept { return preemptions_; }
+  [[nodiscard]] const log_histogram& histogram(metric_id m) const noexcept { return (*this)[m]; }
+  [[nodiscard]] std::uint64_t output_tokens() const noexcept { return counts().output_tokens; }
+  [[nodiscard]] std::uint64_t prompt_tokens() const noexcept { return counts().prompt_tokens; }
+  [[nodiscard]] std::uint64_t preemptions() const noexcept { return counts().preemptions; }
   /// `record` calls refused because the request had not finished.
-  [[nodiscard]] std::uint64_t unfinished() const noexcept { return unfinished_; }
+  [[nodiscard]] std::uint64_t unfinished() const noexcept { return counts().unfinished; }
   [[nodiscard]] const serving_metrics_options& options() const noexcept { return options_; }
 
   /// The families, in a fixed order: the served metrics' histograms (in table order, classic
@@ -195,25 +167,22 @@ class serving_metrics {
             .add(classic_histogram(histogram(m.id), options_.buckets.bounds(m.id)),
                  options_.labels);
     auto& req = s.family(n.requests, "Finished requests, by finish reason.", metric_kind::counter);
-    for (std::size_t r = 0; r < requests_.size(); ++r) {
+    for (std::size_t r = 0; r < finish_reason_count; ++r) {
       label_set l = options_.labels;
       l.push_back(label{n.outcome_label, std::string(to_string(static_cast<finish_reason>(r)))});
-      req.add(static_cast<double>(requests_[r]), std::move(l));
+      req.add(static_cast<double>(requests(static_cast<finish_reason>(r))), std::move(l));
     }
     s.family(n.output_tokens, "Output tokens of finished requests.", metric_kind::counter)
-        .add(static_cast<double>(output_tokens_), options_.labels);
+        .add(static_cast<double>(output_tokens()), options_.labels);
     s.family(n.prompt_tokens, "Prompt tokens of finished requests.", metric_kind::counter)
-        .add(static_cast<double>(prompt_tokens_), options_.labels);
+        .add(static_cast<double>(prompt_tokens()), options_.labels);
     s.family(n.preemptions, "Preemptions of finished requests.", metric_kind::counter)
-        .add(static_cast<double>(preemptions_), options_.labels);
+        .add(static_cast<double>(preemptions()), options_.labels);
     return s;
   }
 
  private:
   serving_metrics_options options_;
-  std::array<log_histogram, metric_count> hist_;  // by metric_id; only served ones filled
-  std::array<std::uint64_t, 6> requests_{};       // by finish_reason
-  std::uint64_t output_tokens_ = 0, prompt_tokens_ = 0, preemptions_ = 0, unfinished_ = 0;
 };
 
 TOKCHRON_END_NAMESPACE

@@ -30,13 +30,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
 
+#include "tokchron/collect/distributions.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/fluidity.hpp"
@@ -455,84 +455,46 @@ template <class Lookup>
 /// and fluidity per request, both only for timelines that keep chunks; fluidity only when
 /// deadlines were given. `add` is noexcept (a sample the estimator refuses is counted there).
 /// Single writer.
+///
+/// It is the single-writer mode of the aggregation model (`basic_distributions<Estimator>`,
+/// collect/distributions.hpp, recording `distributions_options::slo(deadlines)`) with the SLA
+/// judged on it; `add` is its `record`. Many recording threads: a `distributions<sharded, E>`
+/// (tokchron/distributions.hpp) whose snapshots are merged into one of these.
 template <class Estimator = exact_quantiles<>>
-class slo_distributions {
-  static_assert(is_quantile_estimator_v<Estimator>, "Estimator must meet the estimator contract");
+class slo_distributions : public basic_distributions<Estimator> {
+  using base = basic_distributions<Estimator>;
 
  public:
   using estimator_type = Estimator;
 
-  slo_distributions() = default;
+  slo_distributions() : base(distributions_options::slo()) {}
   /// Also records each request's fluidity-index under these deadlines (throws
   /// std::invalid_argument unless both are positive and finite).
   explicit slo_distributions(const fluidity_deadlines& d, const Estimator& proto = Estimator())
-      : fluidity_(d) {
-    detail::check_deadlines(d);
-    for (auto& e : e_) e = proto;
-  }
+      : base(distributions_options::slo(d), proto) {}
   /// Every metric starts as a copy of `proto` (e.g. a log_histogram with a chosen precision).
-  explicit slo_distributions(const Estimator& proto) {
-    for (auto& e : e_) e = proto;
-  }
+  explicit slo_distributions(const Estimator& proto) : base(distributions_options::slo(), proto) {}
 
-  /// Records a finished timeline's metrics (unfinished ones are ignored; returns false).
+  /// Records a finished timeline's metrics (`record`; unfinished ones are ignored: false).
   template <class Timeline>
   bool add(const Timeline& tl) noexcept {
-    if (!tl.finished()) return false;
-    if (!tl.succeeded()) {
-      ++failed_;
-      return true;
-    }
-    add_metrics(canonical_metrics(tl));
-    if constexpr (Timeline::store_type::keeps_chunks) {
-      auto& itl = e_[static_cast<std::size_t>(slo_metric::itl)];
-      for_each_itl_per_token(
-          tl, [&](auto gap, std::uint64_t n) { add_run(itl, value(to_seconds(gap)), n); });
-      auto& icl = e_[static_cast<std::size_t>(slo_metric::icl)];
-      for_each_itl_per_chunk(tl, [&](auto gap) { icl.add(value(to_seconds(gap))); });
-      if (fluidity_) {
-        fluidity_counter c(*fluidity_);
-        if (detail::for_each_token_chunk_gap(
-                tl, [&](std::uint32_t k, double gap) { c.tokens(k, gap); }))
-          e_[static_cast<std::size_t>(slo_metric::fluidity)].add(value(c.result().index()));
-      }
-    }
-    return true;
+    return this->record(tl);
   }
-  /// Records one request's metrics: its canonical metrics (`canonical_metrics`), or the request
-  /// as a profile saw it (`evaluate(profile, timeline, ...)`: its TTFT origin, TPOT rule and
-  /// per-user rate). A request that does not count (`request_metrics::counted`) is a failure.
-  /// ITL and fluidity need the chunks: ITL (pooled per chunk or token by the profile) goes
-  /// through `add(slo_metric::itl, gap)`, ICL (`for_each_icl`) through `add(slo_metric::icl, gap)`.
-  void add(const request_metrics& m) noexcept {
-    if (!m.counted()) {
-      ++failed_;
-      return;
-    }
-    add_metrics(m);
-  }
-  /// Adds one sample of `metric` directly.
-  bool add(slo_metric metric, double x) noexcept {
-    return e_[static_cast<std::size_t>(metric)].add(value(x));
-  }
-  /// Adds `count` equal samples of `metric` (one run where the estimator stores runs, as
-  /// exact_quantiles does: memory bounded by the calls, not the count).
-  bool add(slo_metric metric, double x, std::uint64_t count) noexcept {
-    return add_run(e_[static_cast<std::size_t>(metric)], value(x), count);
-  }
+  /// Records one request's metrics (`record`): its canonical metrics (`canonical_metrics`), or
+  /// the request as a profile saw it (`evaluate(profile, timeline, ...)`: its TTFT origin, TPOT
+  /// rule and per-user rate). A request that does not count (`request_metrics::counted`) is a
+  /// failure. ITL and fluidity need the chunks: ITL (pooled per chunk or token by the profile)
+  /// goes through `add(slo_metric::itl, gap)`, ICL (`for_each_icl`) through
+  /// `add(slo_metric::icl, gap)`.
+  void add(const request_metrics& m) noexcept { this->record(m); }
+  /// `add(metric, x)` adds one sample of `metric` directly; `add(metric, x, count)` `count`
+  /// equal samples (one run where the estimator stores runs, as exact_quantiles does).
+  using base::add;
 
-  [[nodiscard]] const Estimator& operator[](slo_metric m) const noexcept {
-    return e_[static_cast<std::size_t>(m)];
-  }
-  [[nodiscard]] Estimator& operator[](slo_metric m) noexcept {
-    return e_[static_cast<std::size_t>(m)];
-  }
   /// Successful requests recorded.
-  [[nodiscard]] std::uint64_t succeeded() const noexcept { return succeeded_; }
+  [[nodiscard]] std::uint64_t succeeded() const noexcept { return this->counts().succeeded; }
   /// Failed requests seen (not in the distributions).
-  [[nodiscard]] std::uint64_t failed() const noexcept { return failed_; }
-  /// Whether fluidity is recorded.
-  [[nodiscard]] bool records_fluidity() const noexcept { return fluidity_.has_value(); }
+  [[nodiscard]] std::uint64_t failed() const noexcept { return this->counts().failed; }
 
   /// Judges `s` on these distributions (fluidity objectives are "metric not recorded" when no
   /// deadlines were given).
@@ -540,34 +502,11 @@ class slo_distributions {
     return tokchron::evaluate(
         s,
         [&](slo_metric m) -> const Estimator* {
-          if (m == slo_metric::fluidity && !fluidity_) return nullptr;
+          if (m == slo_metric::fluidity && !this->records_fluidity()) return nullptr;
           return &(*this)[m];
         },
         opt);
   }
-
- private:
-  using value_type = typename Estimator::value_type;
-  static value_type value(double x) noexcept { return static_cast<value_type>(x); }
-  static bool add_run(Estimator& e, value_type x, std::uint64_t count) noexcept {
-    if constexpr (detail::has_add_count<Estimator>::value) {
-      return e.add(x, count);
-    } else {
-      bool ok = true;
-      for (std::uint64_t i = 0; i < count; ++i) ok = e.add(x) && ok;
-      return ok;
-    }
-  }
-  void add_metrics(const request_metrics& m) noexcept {
-    ++succeeded_;
-    for_each_metric_value(m, [&](metric_id k, double x) {
-      if (k != metric_id::itl) add(k, x);  // a per-request ITL is not a pooled sample
-    });
-  }
-
-  Estimator e_[metric_count]{};
-  std::optional<fluidity_deadlines> fluidity_;
-  std::uint64_t succeeded_ = 0, failed_ = 0;
 };
 
 TOKCHRON_END_NAMESPACE
