@@ -55,10 +55,6 @@ struct labelled_live {};
 template <class Mode, class Estimator>
 struct distributions_mode;
 
-/// The number of `finish_reason` values.
-inline constexpr std::size_t finish_reason_count =
-    static_cast<std::size_t>(finish_reason::rejected) + 1;
-
 /// Whose samples `basic_distributions::record` takes.
 enum class sampled_requests : std::uint8_t {
   /// Every finished request's (what a server exports: failures have latencies too).

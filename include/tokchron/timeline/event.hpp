@@ -35,8 +35,9 @@ enum class finish_reason : std::uint8_t {
   rejected,   ///< refused before being scheduled (queue full, queue timeout)
 };
 
-/// The number of `finish_reason`s.
-inline constexpr std::size_t finish_reason_count = 6;
+/// The number of `finish_reason`s (`rejected` is the last).
+inline constexpr std::size_t finish_reason_count =
+    static_cast<std::size_t>(finish_reason::rejected) + 1;
 
 /// True when a request that ended for `r` counts as completed (stop or length).
 [[nodiscard]] constexpr bool is_success(finish_reason r) noexcept {
