@@ -1,17 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Memory bounded by the input's size, not by its numbers (docs/bad-input.md, row M1): one
 // 37-byte trace line declaring 2^32 - 1 tokens in one chunk, summarised under every profile,
-// must not store one ITL sample per token. The process measures itself: operator new and delete
-// are replaced here, every plain and nothrow form (on top of malloc, so ASan still sees every
-// block), to track the bytes live and their peak. Built as tokchron_bad_input_memory_tests (needs
-// nlohmann-json).
+// must not store one ITL sample per token. The process measures its own heap
+// (tests/heap_meter.hpp replaces operator new and delete). Built as
+// tokchron_bad_input_memory_tests (needs nlohmann-json).
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -21,51 +17,7 @@
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/evaluator.hpp"
 
-namespace {
-std::atomic<std::size_t> live_bytes{0}, peak_bytes{0};
-constexpr std::size_t header = alignof(std::max_align_t);
-
-void* counted_alloc(std::size_t n) {
-  void* p = std::malloc(n + header);
-  if (!p) return nullptr;
-  *static_cast<std::size_t*>(p) = n;
-  const std::size_t now = live_bytes.fetch_add(n) + n;
-  std::size_t peak = peak_bytes.load();
-  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now)) {
-  }
-  return static_cast<char*>(p) + header;
-}
-void counted_free(void* q) noexcept {
-  if (!q) return;
-  void* p = static_cast<char*>(q) - header;
-  live_bytes.fetch_sub(*static_cast<std::size_t*>(p));
-  std::free(p);
-}
-
-/// The peak of live heap bytes above the level when it was made.
-struct heap_meter {
-  std::size_t base = live_bytes.load();
-  heap_meter() { peak_bytes.store(base); }
-  [[nodiscard]] std::size_t peak() const { return peak_bytes.load() - base; }
-};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (void* p = counted_alloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  if (void* p = counted_alloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
+#include "../heap_meter.hpp"
 
 namespace {
 tokchron::trace_timeline timeline_of(const char* line) {

@@ -109,7 +109,8 @@ std::string usage() {
   o << "\nAn option given twice is refused, naming it and both values (--slo is a list; one "
        "--sweep).\n";
   o << "\nExit codes: those of tokchron-report (0 ok, 1 no usable request, 3 an objective failed,\n"
-       "4 undecided), 2 for a bad command line.\n";
+       "4 undecided), 2 for a bad command line, 5 when the report was written but some requests\n"
+       "failed (counted by kind on standard error, each reason in the trace).\n";
   return o.str();
 }
 
@@ -310,6 +311,14 @@ bool write_capacity_plan(std::ostream& out, std::ostream& err, const settings& s
   return true;
 }
 
+// The worse of two exit codes: an objective that failed (3), then one undecided (4), then no
+// usable request (1), then failed requests (5).
+int worse(int a, int b) {
+  for (const int code : {3, 4, 1, exit_failed_requests})
+    if (a == code || b == code) return code;
+  return a != 0 ? a : b;
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
@@ -374,11 +383,17 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     // With them, the reads the kernel did not stamp (timed by the read: say how many), and how
     // far the client fell behind its streams (each request's longest wait in the kernel).
     std::map<std::string, std::uint64_t> reasons;
-    std::uint64_t reads = 0, stamped = 0;
+    std::map<std::string, std::uint64_t> kinds;  // failure_name -> count
+    std::uint64_t reads = 0, stamped = 0, measured = 0, failed = 0;
     tc::exact_quantiles<double> waits;
     for (const auto& o : r.requests) {
       if (!o.measured) continue;
-      if (!o.error.empty()) ++reasons[o.error];
+      ++measured;
+      if (!o.error.empty()) {
+        ++failed;
+        ++reasons[o.error];
+        ++kinds[failure_name(o.failure)];
+      }
       reads += o.reads;
       stamped += o.kernel_timed_reads;
       if (o.kernel_timed_reads > 0) (void)waits.add(tc::to_seconds(o.longest_read_wait) * 1e6);
@@ -403,9 +418,13 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       std::vector<std::pair<std::uint64_t, std::string>> top;
       for (const auto& [why, n] : reasons) top.emplace_back(n, why);
       std::sort(top.rbegin(), top.rend());
-      err << "tokchron-bench: failed requests by reason:\n";
+      err << "tokchron-bench: " << failed << " of " << measured << " requests failed, by kind:";
+      for (const auto& [kind, n] : kinds) err << ' ' << kind << ' ' << n;
+      err << "\ntokchron-bench: failed requests by reason:\n";
       for (std::size_t i = 0; i < top.size() && i < 5; ++i)
         err << "  " << top[i].first << "  " << top[i].second << '\n';
+      if (top.size() > 5)
+        err << "  ... and " << top.size() - 5 << " more reasons (each request's in the trace)\n";
     }
     std::string path = s.trace_out.empty()
                            ? std::string()
@@ -435,9 +454,9 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       for (std::size_t i = 0; i + 1 < args.size(); i += 2)
         if (args[i] == "--plot") args[i + 1] += "/" + s.sweep_name + "=" + v;
     args.push_back(path);
-    const int rc_report = tokchron_report::run(args, out, err);
-    if (rc_report == 3 || (rc_report == 4 && worst != 3) || (rc_report == 1 && worst == 0))
-      worst = rc_report;
+    int rc_report = tokchron_report::run(args, out, err);
+    if (rc_report == 0 && failed > 0) rc_report = exit_failed_requests;
+    worst = worse(worst, rc_report);
   }
   // Over a sweep the report ends with the planner's pick (JSON output stays one document per
   // point: the planner then goes to standard error).
@@ -445,7 +464,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     bool json = false;
     for (std::size_t i = 0; i + 1 < s.report_args.size(); i += 2)
       json = json || (s.report_args[i] == "--format" && s.report_args[i + 1] == "json");
-    if (!write_capacity_plan(json ? err : out, err, s, points, traces) && worst == 0) worst = 1;
+    if (!write_capacity_plan(json ? err : out, err, s, points, traces)) worst = worse(worst, 1);
   }
   return worst;
 }

@@ -13,10 +13,15 @@
 
 namespace tokchron_bench {
 
+/// The exit code of a run whose report was written but some of whose requests failed (each
+/// counted by kind on standard error, its reason in the trace).
+inline constexpr int exit_failed_requests = 5;
+
 /// Runs tokchron-bench on `argv[1..]`: parses the options, runs the load (each point of
 /// `--sweep` in turn), writes the traces and prints tokchron-report's report of each. Returns
-/// the exit code: tokchron-report's (0, 1, 3, 4; the worst of a sweep's), 2 for a bad command
-/// line, 1 when the target cannot be reached at all. Never throws.
+/// the exit code: tokchron-report's (0, 1, 3, 4), `exit_failed_requests` (5) where the report
+/// would be 0 but requests failed, the worst of a sweep's points (3, 4, 1, 5 in that order),
+/// 2 for a bad command line, 1 when the target cannot be reached at all. Never throws.
 int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
             bool terminal = false);
 

@@ -125,155 +125,6 @@ std::string request_body(const target& t, std::uint32_t prompt_tokens, std::uint
   return j.dump();
 }
 
-// ---- SSE ----------------------------------------------------------------------------------
-
-bool sse_decoder::fail(std::string why) {
-  if (error_.empty()) error_ = std::move(why);
-  return false;
-}
-
-bool sse_decoder::feed(std::string_view bytes, clock::time_point t) {
-  if (failed()) return false;
-  while (!bytes.empty()) {
-    const auto nl = bytes.find('\n');
-    const std::string_view part = bytes.substr(0, nl);
-    if (line_.size() + part.size() > max_sse_line)
-      return fail("SSE line " + std::to_string(lines_ + 1) + " is longer than " +
-                  std::to_string(max_sse_line) + " bytes");
-    if (nl == std::string_view::npos) {
-      line_.append(part);
-      return true;
-    }
-    bytes.remove_prefix(nl + 1);
-    std::string_view l;
-    if (line_.empty()) {
-      l = part;
-    } else {
-      line_.append(part);
-      l = line_;
-    }
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    const bool ok = line(l, t);
-    line_.clear();
-    if (!ok) return false;
-  }
-  return true;
-}
-
-// One line of the stream (SSE: "field: value", ":" comment, blank = end of event). A line
-// without a colon is a field with an empty value in the SSE grammar, but no OpenAI-compatible
-// server sends one: it is taken as a broken stream (the line is named in the reason).
-bool sse_decoder::line(std::string_view l, clock::time_point t) {
-  ++lines_;
-  if (l.empty()) return event(t);
-  if (l.front() == ':') return true;
-  const auto colon = l.find(':');
-  if (colon == std::string_view::npos)
-    return fail("SSE line " + std::to_string(lines_) + " is not a field: '" +
-                std::string(l.substr(0, 80)) + "'");
-  const std::string_view field = l.substr(0, colon);
-  std::string_view value = l.substr(colon + 1);
-  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-  if (field != "data") return true;  // event, id, retry: nothing to record
-  if (has_data_) data_ += '\n';
-  if (data_.size() + value.size() > max_sse_line)
-    return fail("SSE event " + std::to_string(events_ + 1) + " is longer than " +
-                std::to_string(max_sse_line) + " bytes");
-  data_.append(value);
-  has_data_ = true;
-  return true;
-}
-
-bool sse_decoder::event(clock::time_point t) {
-  if (!has_data_) return true;
-  has_data_ = false;
-  const std::string data = std::move(data_);
-  data_.clear();
-  ++events_;
-  const std::string where = "SSE event " + std::to_string(events_);
-  if (done_) return fail(where + " comes after [DONE]");
-  if (data == "[DONE]") {
-    done_ = true;
-    (void)tl_->chunk(t, 0, tc::chunk_kind::done);
-    (void)tl_->finish(t, reason_);
-    return true;
-  }
-  const auto j = nlohmann::json::parse(data, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return fail(where + " is not a JSON object: '" + data.substr(0, 80) + "'");
-  if (const auto e = j.find("error"); e != j.end()) {
-    std::string msg = e->dump();
-    if (e->is_object() && e->contains("message") && (*e)["message"].is_string())
-      msg = (*e)["message"].get<std::string>();
-    return fail("server error in the stream: " + msg.substr(0, 200));
-  }
-  bool has_choice = false, has_text = false, has_reasoning = false;
-  // A string field that is present and not empty; a field of another type (null aside) fails.
-  const auto nonempty = [&](const nlohmann::json& obj, const char* field, bool& bad) {
-    const auto x = obj.find(field);
-    if (x == obj.end() || x->is_null()) return false;
-    if (!x->is_string()) bad = true;
-    return x->is_string() && !x->get_ref<const std::string&>().empty();
-  };
-  if (const auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
-    const auto& c0 = c->front();
-    if (!c0.is_object()) return fail(where + ": choices[0] is not an object");
-    has_choice = true;
-    bool bad = false;
-    if (endpoint_ == endpoint_kind::chat) {
-      // Reasoning models' thinking comes in its own delta field: `reasoning_content` (vLLM's
-      // DeltaMessage, vllm/entrypoints/openai/protocol.py at
-      // 0052bed36509c7a5a2d8e48265334e40cf2f5a0e; SGLang, DeepSeek) or `reasoning` (later vLLM
-      // versions).
-      if (const auto d = c0.find("delta"); d != c0.end() && d->is_object()) {
-        has_text = nonempty(*d, "content", bad);
-        has_reasoning = nonempty(*d, "reasoning_content", bad) || nonempty(*d, "reasoning", bad);
-      }
-    } else {
-      has_text = nonempty(c0, "text", bad);
-    }
-    if (bad) return fail(where + ": the choice's text is not a string");
-    if (const auto f = c0.find("finish_reason"); f != c0.end() && f->is_string())
-      reason_ = f->get_ref<const std::string&>() == "length" ? tc::finish_reason::length
-                                                             : tc::finish_reason::stop;
-  }
-  bool has_usage = false;
-  if (const auto u = j.find("usage"); u != j.end() && u->is_object()) {
-    has_usage = true;
-    auto count = [&](const char* name) -> std::optional<std::uint64_t> {
-      const auto x = u->find(name);
-      if (x == u->end() || !x->is_number_unsigned()) return std::nullopt;
-      return x->get<std::uint64_t>();
-    };
-    if (const auto p = count("prompt_tokens")) tl_->set_prompt_tokens(*p);
-    if (const auto o = count("completion_tokens")) tl_->set_reported_output_tokens(*o);
-    // The details objects of OpenAI's usage (vLLM sends prompt_tokens_details when prefix
-    // caching statistics are enabled).
-    const auto detail = [&](const char* object, const char* name) -> std::optional<std::uint64_t> {
-      const auto d = u->find(object);
-      if (d == u->end() || !d->is_object()) return std::nullopt;
-      const auto x = d->find(name);
-      if (x == d->end() || !x->is_number_unsigned()) return std::nullopt;
-      return x->get<std::uint64_t>();
-    };
-    if (const auto c = detail("prompt_tokens_details", "cached_tokens"))
-      tl_->set_cached_prompt_tokens(*c);
-    if (const auto r = detail("completion_tokens_details", "reasoning_tokens"))
-      tl_->set_reported_reasoning_tokens(*r);
-  }
-  if (has_choice) {
-    // One event with both (the delta where the thinking ends) gives two chunks at its time.
-    if (has_reasoning) (void)tl_->chunk(t, 1, tc::chunk_kind::reasoning);
-    if (has_text || !has_reasoning)
-      (void)tl_->chunk(t, has_text ? 1 : 0,
-                       has_text ? tc::chunk_kind::text : tc::chunk_kind::empty);
-  } else if (has_usage)
-    (void)tl_->chunk(t, 0, tc::chunk_kind::usage);
-  else
-    return fail(where + " has neither choices nor usage");
-  return true;
-}
-
 // ---- reads and their times --------------------------------------------------------------------
 
 bool ask_receive_timestamps(int fd) noexcept {
@@ -404,29 +255,118 @@ void most_open_files() noexcept {
   }
 }
 
+// One read takes at most this many bytes. The HTTP parser consumes what it can of each read
+// at once (a body as it arrives); what it cannot yet (a header or a chunk-size line not ended)
+// waits in the session's buffer, refused past `max_unparsed` (Beast 1.74 bounds a response's
+// header at 8 KiB, but not a chunk-size line with its extensions).
+constexpr std::size_t read_size = 16 * 1024;
+constexpr std::size_t max_unparsed = 64 * 1024;
+
 // With keep-alive, the open connections of one I/O thread that no request uses now. Used only
 // on that thread; it never holds more connections than were in flight at once.
 struct connection_pool {
   std::vector<tcp::socket> idle;
 };
 
-// One streamed request on one connection (its own, or with keep-alive one from the thread's
-// pool), on one io_context run by one thread (so its handlers never run concurrently). Reports
-// its end through `done`.
+// The connection one request runs on: a new one, or with keep-alive an open one from its I/O
+// thread's pool, handed back to the pool at the end when the answer left it clean. It also
+// decides the one retry: a kept-alive connection the server closed while it was idle fails
+// before any byte of the answer, and the request is then sent again once, on a new connection
+// (as HTTP clients retry an idempotent send on a stale pooled connection).
+class request_connection {
+ public:
+  request_connection(net::io_context& ioc, const tcp::endpoint& ep, connection_pool* pool)
+      : ioc_(ioc), ep_(ep), pool_(pool) {}
+
+  // Takes an open connection from the pool; false when there is none (or no pool).
+  bool take_pooled() {
+    if (!pool_ || pool_->idle.empty()) return false;
+    stream_.emplace(std::move(pool_->idle.back()));
+    pool_->idle.pop_back();
+    reused_ = true;
+    return true;
+  }
+
+  // Opens a new connection (within `limit`, zero: none); `handler(ec)` when done.
+  template <class Handler>
+  void connect(clock::duration limit, Handler&& handler) {
+    stream_.emplace(ioc_);
+    arm(limit);
+    stream_->async_connect(ep_, std::forward<Handler>(handler));
+  }
+
+  // Bounds the stream's next operations (zero: no limit).
+  void arm(clock::duration d) {
+    if (d.count() > 0)
+      stream_->expires_after(d);
+    else
+      stream_->expires_never();
+  }
+
+  [[nodiscard]] beast::tcp_stream& stream() { return *stream_; }
+  [[nodiscard]] int native_handle() { return stream_->socket().native_handle(); }
+  // Whether the connection was taken from the pool (its socket options are already set).
+  [[nodiscard]] bool reused() const { return reused_; }
+  // A byte of the answer arrived: from now on a failure is the server's, never a stale
+  // connection's.
+  void answered() { answered_ = true; }
+
+  // After a failure of the write or the read: true when it is the stale pooled connection's
+  // (reused and nothing of the answer read), and not yet retried. The connection is then
+  // closed; the caller sends the request again on a new one.
+  bool retry_on_new_connection() {
+    if (!reused_ || answered_) return false;
+    reused_ = false;
+    abort();
+    return true;
+  }
+
+  // Closes the socket: its pending operation ends with an error.
+  void abort() {
+    if (!stream_) return;
+    beast::error_code ignored;
+    stream_->socket().close(ignored);
+  }
+
+  // The request ended: back to the pool when `keep` (and there is one), else shut and closed.
+  void release(bool keep) {
+    if (!stream_) return;
+    if (keep && pool_) {
+      pool_->idle.push_back(stream_->release_socket());
+    } else {
+      beast::error_code ignored;
+      stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream_->socket().close(ignored);
+    }
+  }
+
+  [[nodiscard]] bool pooled() const { return pool_ != nullptr; }
+
+ private:
+  net::io_context& ioc_;
+  tcp::endpoint ep_;
+  connection_pool* pool_;  // null without keep-alive
+  std::optional<beast::tcp_stream> stream_;
+  bool reused_ = false, answered_ = false;
+};
+
+// One streamed request on one connection (`request_connection`), on one io_context run by one
+// thread (so its handlers never run concurrently). It moves through its phases only by
+// `enter`; a handler that finds the session in another phase than the one it was started in
+// (a timer that fired as the request ended) does nothing. Reports its end through `done`.
 class session : public std::enable_shared_from_this<session> {
  public:
   session(net::io_context& ioc, const tcp::endpoint& ep, const target& tgt, const timeouts& lim,
           receive_time rx, request_outcome& out, std::string body, connection_pool* pool,
           std::function<void()> done)
       : ioc_(ioc),
+        conn_(ioc, ep, pool),
         deadline_(ioc),
         idle_(ioc),
-        ep_(ep),
         lim_(lim),
         rx_(rx),
         out_(out),
         sse_(tgt.endpoint, out.tl),
-        pool_(pool),
         done_(std::move(done)) {
     req_ = "POST " + tgt.path() + " HTTP/1.1\r\nHost: " + tgt.host + ":" + tgt.port +
            "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n" +
@@ -444,67 +384,77 @@ class session : public std::enable_shared_from_this<session> {
     if (lim_.request.count() > 0) {
       deadline_.expires_after(lim_.request);
       deadline_.async_wait([self = shared_from_this()](const beast::error_code& ec) {
-        if (ec || self->ended_) return;
-        self->request_expired_ = true;
-        beast::error_code ignored;
-        self->stream_->socket().close(ignored);  // the pending operation ends with an error
+        if (ec || self->phase_ == phase::ended) return;
+        self->expired_ = expiry::request;
+        self->conn_.abort();  // the pending operation ends with an error
       });
     }
-    if (pool_ && !pool_->idle.empty()) {  // keep-alive: an open connection, no handshake
-      stream_.emplace(std::move(pool_->idle.back()));
-      pool_->idle.pop_back();
-      reused_ = true;
-      return on_connect({});
-    }
-    connect();
+    // Keep-alive: an open connection, no handshake.
+    enter(conn_.take_pooled() ? phase::writing : phase::connecting);
   }
 
  private:
-  void connect() {
-    stream_.emplace(ioc_);
-    arm(lim_.connect);
-    stream_->async_connect(
-        ep_, [self = shared_from_this()](const beast::error_code& ec) { self->on_connect(ec); });
+  // Where the request stands. Each phase is entered by `enter`, which starts its operation.
+  enum class phase : std::uint8_t {
+    created,     // not started
+    connecting,  // opening a new connection
+    writing,     // sending the request (on a new or a pooled connection)
+    reading,     // reading the answer; the idle limit is the session's own timer
+    ended,       // finished (its outcome recorded); later handlers do nothing
+  };
+  // Why the session closed its own connection: the pending operation's error is then a timeout.
+  enum class expiry : std::uint8_t { none, request, idle };
+
+  // The one transition function: every phase change goes through it, and each phase's
+  // operation starts here. `ended` needs `end` (which records the outcome first).
+  void enter(phase next) {
+    phase_ = next;
+    switch (next) {
+      case phase::created: return;
+      case phase::connecting:
+        return conn_.connect(lim_.connect,
+                             [self = shared_from_this()](const beast::error_code& ec) {
+                               if (self->phase_ != phase::connecting) return;
+                               if (ec) return self->io_failure(ec, "connect");
+                               self->enter(phase::writing);
+                             });
+      case phase::writing:
+        // A kernel that refuses the stamps leaves the reads timed by the read (each one
+        // counted). A pooled connection asked when it was opened.
+        if (!conn_.reused() && rx_ == receive_time::kernel)
+          (void)ask_receive_timestamps(conn_.native_handle());
+        conn_.arm(lim_.idle);
+        return net::async_write(
+            conn_.stream(), net::buffer(req_),
+            [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
+              if (self->phase_ != phase::writing) return;
+              if (ec) {
+                if (self->retry(ec)) return;
+                return self->io_failure(ec, "write");
+              }
+              self->enter(phase::reading);
+            });
+      case phase::reading:
+        // From here the idle limit is the session's own timer: the reads wait on the socket,
+        // outside the tcp_stream's operations.
+        conn_.stream().expires_never();
+        last_io_ = clock::now();
+        watch_idle();
+        return read();
+      case phase::ended:
+        deadline_.cancel();
+        idle_.cancel();
+        conn_.release(keep_);
+        return done_();
+    }
   }
 
-  void arm(clock::duration d) {
-    if (d.count() > 0)
-      stream_->expires_after(d);
-    else
-      stream_->expires_never();
-  }
-
-  // A kept-alive connection the server closed while it was idle fails before any byte of the
-  // answer: the request is sent again once, on a new connection (as HTTP clients retry an
-  // idempotent send on a stale pooled connection).
-  bool retry_on_new_connection() {
-    if (!reused_ || read_any_ || ended_ || request_expired_) return false;
-    reused_ = false;
-    beast::error_code ignored;
-    stream_->socket().close(ignored);
-    connect();
+  // A failure of the write or the read on a stale pooled connection: the request is sent
+  // again on a new connection (once; never after a timeout closed the connection).
+  bool retry(const beast::error_code& ec) {
+    if (!ec || expired_ != expiry::none || !conn_.retry_on_new_connection()) return false;
+    enter(phase::connecting);
     return true;
-  }
-
-  void on_connect(const beast::error_code& ec) {
-    if (ec) return io_failure(ec, "connect");
-    // A kernel that refuses the stamps leaves the reads timed by the read (each one counted).
-    if (!reused_ && rx_ == receive_time::kernel)
-      (void)ask_receive_timestamps(stream_->socket().native_handle());
-    arm(lim_.idle);
-    net::async_write(*stream_, net::buffer(req_),
-                     [self = shared_from_this()](const beast::error_code& e, std::size_t) {
-                       if (e) {
-                         if (self->retry_on_new_connection()) return;
-                         return self->io_failure(e, "write");
-                       }
-                       // From here the idle limit is the session's own timer: the reads wait
-                       // on the socket, outside the tcp_stream's operations.
-                       self->stream_->expires_never();
-                       self->last_io_ = clock::now();
-                       self->watch_idle();
-                       self->read();
-                     });
   }
 
   // The idle limit: one timer a session, due at the last read (or the write) + the limit. It
@@ -513,16 +463,15 @@ class session : public std::enable_shared_from_this<session> {
     if (lim_.idle.count() <= 0) return;
     idle_.expires_at(last_io_ + lim_.idle);
     idle_.async_wait([self = shared_from_this()](const beast::error_code& ec) {
-      if (ec || self->ended_) return;
+      if (ec || self->phase_ != phase::reading) return;
       if (clock::now() < self->last_io_ + self->lim_.idle) return self->watch_idle();
-      self->idle_expired_ = true;
-      beast::error_code ignored;
-      self->stream_->socket().close(ignored);  // the pending wait ends with an error
+      self->expired_ = expiry::idle;
+      self->conn_.abort();  // the pending wait ends with an error
     });
   }
 
   void read() {
-    stream_->socket().async_wait(
+    conn_.stream().socket().async_wait(
         tcp::socket::wait_read,
         [self = shared_from_this()](const beast::error_code& ec) { self->on_readable(ec); });
   }
@@ -532,10 +481,15 @@ class session : public std::enable_shared_from_this<session> {
   // ready, each is read and timed before any is parsed, so no read's time includes the
   // parsing of the others.
   void on_readable(const beast::error_code& wait_ec) {
-    if (ended_) return;
+    if (phase_ != phase::reading) return;
     if (wait_ec) return on_read_at(wait_ec, 0, clock::now());
-    const auto space = buf_.prepare(16 * 1024);
-    const timed_read r = read_timed(stream_->socket().native_handle(), space.data(), space.size());
+    if (buf_.size() >= max_unparsed)
+      return fail(last_t_, tc::finish_reason::error, failure_kind::http_framing,
+                  "HTTP: " + std::to_string(buf_.size()) +
+                      " bytes of the response do not parse (a header or chunk-size line that "
+                      "does not end)");
+    const auto space = buf_.prepare(read_size);
+    const timed_read r = read_timed(conn_.native_handle(), space.data(), space.size());
     if (r.bytes < 0 && (r.error == EAGAIN || r.error == EWOULDBLOCK)) return read();  // no bytes
     beast::error_code ec;
     std::size_t n = 0;
@@ -562,12 +516,12 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_read_at(const beast::error_code& ec, std::size_t n, clock::time_point t) {
-    if (ended_) return;
+    if (phase_ != phase::reading) return;
     buf_.commit(n);
-    if (n > 0) read_any_ = true;
+    if (n > 0) conn_.answered();
     if (n > 0 && !parse(t)) return;
-    if (ended_) return;
-    if (ec && retry_on_new_connection()) return;
+    if (phase_ != phase::reading) return;
+    if (retry(ec)) return;
     if (ec) {
       if (ec == net::error::eof || ec == http::error::end_of_stream) {
         // A close-delimited body ends here; anything else ended early (Beast's put_eof needs
@@ -577,9 +531,10 @@ class session : public std::enable_shared_from_this<session> {
           parser_.put_eof(pe);
           if (!pe && parser_.is_done()) return end_of_body(t);
         }
-        return fail(t, tc::finish_reason::error,
-                    sse_.events() ? "the connection closed before [DONE]"
-                                  : "the connection closed before the response ended");
+        return fail(t, tc::finish_reason::error, failure_kind::ended_early,
+                    (sse_.events() ? "the connection closed before [DONE]"
+                                   : "the connection closed before the response ended") +
+                        sse_.unfinished());
       }
       return io_failure(ec, "read");
     }
@@ -595,7 +550,7 @@ class session : public std::enable_shared_from_this<session> {
       buf_.consume(used);
       if (pe == http::error::need_more) pe = {};
       if (pe) {
-        fail(t, tc::finish_reason::error, "HTTP: " + describe(pe));
+        fail(t, tc::finish_reason::error, failure_kind::http_framing, "HTTP: " + describe(pe));
         return false;
       }
       if (parser_.is_header_done()) {
@@ -604,14 +559,14 @@ class session : public std::enable_shared_from_this<session> {
         if (status != 200) {
           if (body.size() > 4096) body.resize(4096);
           if (parser_.is_done() || body.size() >= 4096) {
-            fail(t, tc::finish_reason::error,
+            fail(t, tc::finish_reason::error, failure_kind::http_status,
                  "HTTP " + std::to_string(status) + ": " + body.substr(0, 300));
             return false;
           }
         } else {
           const auto type = parser_.get()[http::field::content_type];
           if (type.substr(0, 17) != "text/event-stream") {
-            fail(t, tc::finish_reason::error,
+            fail(t, tc::finish_reason::error, failure_kind::not_sse,
                  "HTTP 200 with Content-Type '" + std::string(type.substr(0, 80)) +
                      "', not text/event-stream (the server did not stream)");
             return false;
@@ -620,7 +575,7 @@ class session : public std::enable_shared_from_this<session> {
             const bool ok = sse_.feed(body, t);
             body.clear();
             if (!ok) {
-              fail(t, tc::finish_reason::error, sse_.error());
+              fail(t, tc::finish_reason::error, sse_.failure(), sse_.error());
               return false;
             }
           }
@@ -638,28 +593,31 @@ class session : public std::enable_shared_from_this<session> {
     if (sse_.done()) {
       // Keep-alive: the connection goes back to the pool when the answer ended cleanly, the
       // server keeps it open and no byte of anything else was read.
-      keep_ = pool_ && parser_.is_done() && parser_.get().keep_alive() && buf_.size() == 0;
-      return end(std::string());
+      return end(std::string(), conn_.pooled() && parser_.is_done() && parser_.get().keep_alive() &&
+                                    buf_.size() == 0);
     }
-    fail(t, tc::finish_reason::error, "the response ended before [DONE]");
+    fail(t, tc::finish_reason::error, failure_kind::ended_early,
+         "the response ended before [DONE]" + sse_.unfinished());
   }
 
   void io_failure(const beast::error_code& ec, const char* what) {
     const clock::time_point t = clock::now();
-    if (request_expired_)
-      return fail(t, tc::finish_reason::timed_out,
+    if (expired_ == expiry::request)
+      return fail(t, tc::finish_reason::timed_out, failure_kind::timeout,
                   "request timeout (" + seconds(lim_.request) + ") during " + what);
-    if (idle_expired_)
-      return fail(t, tc::finish_reason::timed_out,
+    if (expired_ == expiry::idle)
+      return fail(t, tc::finish_reason::timed_out, failure_kind::timeout,
                   "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " + what);
     if (ec == beast::error::timeout) {
       const bool connecting = std::string_view(what) == "connect";
-      return fail(t, tc::finish_reason::timed_out,
+      return fail(t, tc::finish_reason::timed_out, failure_kind::timeout,
                   connecting
                       ? "connect timeout (" + seconds(lim_.connect) + ")"
                       : "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " + what);
     }
-    fail(t, tc::finish_reason::error, std::string(what) + ": " + describe(ec));
+    fail(t, tc::finish_reason::error,
+         std::string_view(what) == "connect" ? failure_kind::connect : failure_kind::connection,
+         std::string(what) + ": " + describe(ec));
   }
 
   static std::string seconds(clock::duration d) {
@@ -669,50 +627,43 @@ class session : public std::enable_shared_from_this<session> {
     return s + " s";
   }
 
-  void fail(clock::time_point t, tc::finish_reason why, std::string reason) {
-    if (ended_) return;
-    if (!out_.tl.finished()) (void)out_.tl.finish(t, why);
+  // Ends the request as failed at `t` (never before the stream's latest time, so no latency
+  // of a failed request is negative).
+  void fail(clock::time_point t, tc::finish_reason why, failure_kind kind, std::string reason) {
+    if (phase_ == phase::ended) return;
+    if (!out_.tl.finished() && out_.tl.finish(std::max(t, last_t_), why) != tc::record_status::ok)
+      (void)out_.tl.finish(clock::now(), why);
+    out_.failure = kind;
     end(std::move(reason));
   }
 
-  void end(std::string reason) {
-    if (ended_) return;
-    ended_ = true;
+  // Records the outcome (`reason` empty: success) and ends the request; `keep`: its connection
+  // goes back to the pool.
+  void end(std::string reason, bool keep = false) {
+    if (phase_ == phase::ended) return;
     out_.error = std::move(reason);
-    beast::error_code ignored;
-    deadline_.cancel();
-    idle_.cancel();
-    if (stream_) {
-      if (keep_) {
-        pool_->idle.push_back(stream_->release_socket());
-      } else {
-        stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
-        stream_->socket().close(ignored);
-      }
-    }
-    done_();
+    keep_ = keep;
+    enter(phase::ended);
   }
 
   net::io_context& ioc_;
-  std::optional<beast::tcp_stream> stream_;  // set by connect() or taken from the pool
+  request_connection conn_;
   net::steady_timer deadline_;
   net::steady_timer idle_;
-  tcp::endpoint ep_;
   timeouts lim_;
   receive_time rx_;
   request_outcome& out_;
   sse_decoder sse_;
-  connection_pool* pool_;  // null without keep-alive
   std::function<void()> done_;
   std::string req_;
   beast::flat_buffer buf_;
   http::response_parser<http::string_body> parser_;
   clock::time_point last_t_;   // the stream's latest time (its send, then its reads)
   clock::time_point last_io_;  // the latest read (or the write): the idle limit counts from it
-  bool ended_ = false, request_expired_ = false, idle_expired_ = false;
-  bool reused_ = false, read_any_ = false, keep_ = false;
+  phase phase_ = phase::created;
+  expiry expired_ = expiry::none;
+  bool keep_ = false;  // set by `end`: the connection goes back to the pool
 };
-
 }  // namespace
 
 // ---- the run --------------------------------------------------------------------------------
@@ -787,12 +738,13 @@ load_result run_load(const load_options& opt) {
       std::lock_guard<std::mutex> lock(m);
       now_ended.swap(ended);
     }
+    const auto now_ended_at = clock::now();
     for (const std::size_t i : now_ended) {
       --in_flight;
       ++finished;
       const request_outcome& o = result.requests[i];
       if (!o.error.empty()) ++failed;
-      gen.on_finish(gen.requests()[o.id], virtual_now(*o.tl.finish_time()));
+      gen.on_finish(gen.requests()[o.id], virtual_now(o.tl.finish_time().value_or(now_ended_at)));
     }
     const auto now = clock::now();
     if (opt.on_progress && now >= next_progress) {

@@ -4,8 +4,9 @@
 #define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_CLIENT_HPP
 
 /// \file
-/// tokchron-bench's client: the target (URL, endpoint, model), the SSE stream decoder that turns
-/// the bytes of one streamed response into a tokchron request timeline, and `run_load`, which
+/// tokchron-bench's client: the target (URL, endpoint, model), the SSE stream decoder
+/// (`sse.hpp`) that turns the bytes of one streamed response into a tokchron request timeline,
+/// and `run_load`, which
 /// sends a workload of the executor's load generator (open or closed loop) to the target over
 /// HTTP/1.1 with Boost.Beast, every request an asynchronous stream on a few I/O threads (a
 /// connection each, or kept-alive connections).
@@ -20,10 +21,12 @@
 /// `reasoning` for a chat delta with reasoning text
 /// (`reasoning_content` or `reasoning`), `usage` for a usage-only chunk, `done` for `[DONE]`.
 /// The usage counts go to the prompt, reported output, cached prompt and reported reasoning
-/// tokens. A request fails
-/// (finish `error` or `timed_out`, with the reason in `error`) on a connect or I/O error, an HTTP
-/// status other than 200, an `error` object in the stream, a malformed SSE line or event, a
-/// stream that ends before `[DONE]`, or a timeout.
+/// tokens. A request fails (finish `error` or `timed_out`, with the reason in `error` and its
+/// kind in `failure`) on a connect or I/O error, an HTTP status other than 200, a response the
+/// HTTP parser refuses (or 64 KiB of it that does not parse), a 200 that is not
+/// `text/event-stream`, an `error` object in the stream, a malformed SSE line or event or
+/// impossible usage counts (`sse_decoder`), a stream that ends before `[DONE]`, or a timeout.
+/// Every wait (connect, write, each read) ends by the request timeout when one is set.
 
 #include <chrono>
 #include <cstddef>
@@ -37,17 +40,10 @@
 
 #include "distribution.hpp"  // batching::workload's distributions (tools/executor)
 #include "loadgen.hpp"
+#include "sse.hpp"  // the SSE decoder, the timeline type, endpoint_kind, failure_kind
 #include "tokchron/io/trace.hpp"
-#include "tokchron/timeline/request_timeline.hpp"
 
 namespace tokchron_bench {
-
-namespace tc = tokchron;
-using clock = std::chrono::steady_clock;
-/// A request's record: steady clock, every chunk kept.
-using timeline = tc::basic_request_timeline<clock, tc::full_store<>>;
-
-enum class endpoint_kind : std::uint8_t { completions, chat };
 
 /// Where the requests go. `parse_target` builds one.
 struct target {
@@ -82,37 +78,6 @@ void check_id_prefix(const std::string& prefix);
 /// trace records when it sends usage), with `stream_options.include_usage`.
 [[nodiscard]] std::string request_body(const target& t, std::uint32_t prompt_tokens,
                                        std::uint32_t max_tokens);
-
-/// The longest SSE line or event accepted (1 MiB): a longer one fails the request, so memory
-/// per stream is bounded whatever the server sends.
-inline constexpr std::size_t max_sse_line = std::size_t{1} << 20;
-
-/// Decodes one response body (the bytes after HTTP framing) as a server-sent event stream and
-/// records its events into a timeline (see the file comment). Single-threaded.
-class sse_decoder {
- public:
-  sse_decoder(endpoint_kind e, timeline& tl) : endpoint_(e), tl_(&tl) {}
-  /// Feeds `bytes`, read at `t`; every event they complete is recorded at `t`. Returns false
-  /// once the stream failed (`error()` says why); later bytes are then ignored.
-  bool feed(std::string_view bytes, clock::time_point t);
-  [[nodiscard]] bool failed() const noexcept { return !error_.empty(); }
-  [[nodiscard]] const std::string& error() const noexcept { return error_; }
-  /// True once `[DONE]` was read (the timeline is then finished at its time).
-  [[nodiscard]] bool done() const noexcept { return done_; }
-  [[nodiscard]] std::uint64_t events() const noexcept { return events_; }
-
- private:
-  bool line(std::string_view l, clock::time_point t);
-  bool event(clock::time_point t);
-  bool fail(std::string why);
-
-  endpoint_kind endpoint_;
-  timeline* tl_;
-  std::string line_, data_, error_;
-  std::uint64_t lines_ = 0, events_ = 0;
-  bool has_data_ = false, done_ = false;
-  tc::finish_reason reason_ = tc::finish_reason::stop;
-};
 
 /// Which time a read's events get.
 /// - `kernel`: the kernel's software receive timestamp of the last TCP segment the read returned
@@ -185,6 +150,7 @@ struct request_outcome {
 
   timeline tl;
   std::string error;
+  failure_kind failure = failure_kind::none;  ///< with `error`: its kind
   bool measured = true;
   /// Reads that returned bytes, and those of them timed by a kernel receive timestamp.
   std::uint32_t reads = 0, kernel_timed_reads = 0;

@@ -65,8 +65,6 @@ std::string frame(const std::string& payload) {
   return head + payload + "\r\n";
 }
 
-std::string event(const nlohmann::json& j) { return "data: " + j.dump() + "\n\n"; }
-
 class connection : public std::enable_shared_from_this<connection> {
  public:
   connection(scripted_server::impl& srv, tcp::socket s)
@@ -81,15 +79,18 @@ class connection : public std::enable_shared_from_this<connection> {
 
  private:
   void on_request() {
+    std::uint64_t index = 0;
     {
       std::lock_guard<std::mutex> lock(srv_.m);
-      ++srv_.received;
+      index = srv_.received++;
     }
     id_ = std::string(req_["X-Request-Id"]);
     chat_ = req_.target().find("chat") != beast::string_view::npos;
     const auto j = nlohmann::json::parse(req_.body(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) return respond(400, "malformed JSON");
     model_ = j.value("model", std::string());
+    if (!srv_.script.models.empty()) model_ = srv_.script.models[index % srv_.script.models.size()];
+    split_ = model_ == "split";
     n_ = j.value("max_tokens", 16u);
     if (const auto so = j.find("stream_options"); so != j.end() && so->is_object())
       usage_ = so->value("include_usage", false);
@@ -102,20 +103,29 @@ class connection : public std::enable_shared_from_this<connection> {
     for (char c : prompt) prompt_tokens_ += c == ' ';
     if (model_ == "http500") return respond(500, "scripted failure");
     if (model_ == "json") return respond(200, "not streamed");
+    if (model_ == "html")
+      return respond(200, "<html><body><h1>Welcome</h1></body></html>", "text/html");
+    if (model_ == "silent") return wait_for_close();
     write_raw(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         "Transfer-Encoding: chunked\r\nConnection: " +
             std::string(req_.keep_alive() ? "keep-alive" : "close") + "\r\n\r\n",
         {});
+    if (model_ == "headers_stall") return wait_for_close();
     start_ = sclock::now();
     step();
   }
 
-  void respond(unsigned status, const std::string& message) {
+  // A whole answer: an OpenAI error object carrying `message` (JSON), or `message` itself.
+  void respond(unsigned status, const std::string& message,
+               const std::string& type = "application/json") {
     const std::string body =
-        nlohmann::json{{"error", {{"message", message}, {"type", "BadRequestError"}}}}.dump();
+        type != "application/json"
+            ? message
+            : nlohmann::json{{"error", {{"message", message}, {"type", "BadRequestError"}}}}.dump();
     write_raw("HTTP/1.1 " + std::to_string(status) + (status == 200 ? " OK\r\n" : " Error\r\n") +
-                  "Content-Type: application/json\r\nConnection: close\r\n"
+                  "Content-Type: " + type +
+                  "\r\nConnection: close\r\n"
                   "Content-Length: " +
                   std::to_string(body.size()) + "\r\n\r\n" + body,
               {});
@@ -144,53 +154,96 @@ class connection : public std::enable_shared_from_this<connection> {
     return choice;
   }
 
+  // An SSE event of `data`: `data: DATA` and a blank line, each ended by LF; with `split`,
+  // by LF, CR and CRLF in turn (never a CR right before an LF that ends another line), after
+  // a comment line.
+  std::string sse(const std::string& data) {
+    if (!split_) return "data: " + data + "\n\n";
+    static const char* const ends[][2] = {{"\n", "\n"}, {"\r", "\r"},   {"\r\n", "\r\n"},
+                                          {"\n", "\r"}, {"\r\n", "\n"}, {"\n", "\r\n"}};
+    const auto& e = ends[events_++ % 6];
+    return std::string(": comment ") + std::to_string(events_) + e[0] + "data: " + data + e[0] +
+           e[1];
+  }
+  std::string event(const nlohmann::json& j) { return sse(j.dump()); }
+
+  // The faults that begin after `fault_after` text chunks; false when there is none (or it
+  // comes at the end of the stream).
+  bool fault() {
+    std::string payload;
+    if (model_ == "cut") {
+      close();
+    } else if (model_ == "reset") {
+      reset();
+    } else if (model_ == "stall") {
+      wait_for_close();
+    } else if (model_ == "pings") {
+      repeat(frame(": keep-alive\n\n"));
+    } else if (model_ == "endless_line") {
+      write_raw(frame("data: " + std::string(65536, 'x')), {"fault"});
+      repeat(frame(std::string(65536, 'x')));
+    } else if (model_ == "endless_ext") {
+      write_raw("5;ext=", {"fault"});
+      repeat(std::string(16384, 'a'));
+    }
+    if (model_ == "cut" || model_ == "reset" || model_ == "stall" || model_ == "pings" ||
+        model_ == "endless_line" || model_ == "endless_ext")
+      return true;
+    if (model_ == "malformed") payload = frame("data: {\"choices\": [oops\n\n");
+    if (model_ == "garbage") payload = frame("this is not an SSE field\n\n");
+    if (model_ == "error") payload = frame(event({{"error", {{"message", "scripted error"}}}}));
+    if (model_ == "badchunk") payload = "zz\r\ndata: {}\n\n\r\n";
+    if (model_ == "hugechunk") payload = "100000000000000000000\r\ndata: {}\n\n";
+    if (payload.empty()) return false;
+    write_raw(payload, {"fault"});
+    wait_for_close();
+    return true;
+  }
+
   void emit() {
     std::string payload;
     std::vector<std::string> kinds;
-    if (k_ == srv_.script.fault_after && model_ != "stall" && model_ != "cut" &&
-        model_ != "malformed" && model_ != "garbage" && model_ != "error") {
-      // no fault: fall through to the ordinary chunk
-    } else if (k_ == srv_.script.fault_after) {
-      if (model_ == "cut") return close();
-      if (model_ == "stall") return wait_for_close();
-      if (model_ == "malformed") payload = "data: {\"choices\": [oops\n\n";
-      if (model_ == "garbage") payload = "this is not an SSE field\n\n";
-      if (model_ == "error") payload = event({{"error", {{"message", "scripted error"}}}});
-      write_raw(frame(payload), {"fault"});
-      return wait_for_close();
-    }
+    if (k_ == srv_.script.fault_after && fault()) return;
     if (chat_ && k_ == 0) {
       payload += event(chunk({{"index", 0},
                               {"delta", {{"role", "assistant"}, {"content", ""}}},
                               {"finish_reason", nullptr}}));
       kinds.emplace_back("role");
     }
-    const bool last = k_ + 1 >= n_;
+    const bool last = k_ + 1 >= n_ && model_ != "endless";
     if (n_ > 0) {
       if (last) {
         payload += event(chunk(text_choice("length")));
       } else {
-        if (text_event_.empty()) text_event_ = event(chunk(text_choice(nullptr)));
+        if (text_event_.empty() || split_) text_event_ = event(chunk(text_choice(nullptr)));
         payload += text_event_;  // the same bytes every step: the server stays cheap
       }
       kinds.emplace_back("text");
     }
     if (last) {
       if (usage_) {
-        payload += event({{"id", "cmpl-" + id_},
-                          {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
-                          {"created", 0},
-                          {"model", model_},
-                          {"choices", nlohmann::json::array()},
-                          {"usage",
-                           {{"prompt_tokens", prompt_tokens_},
-                            {"completion_tokens", n_},
-                            {"total_tokens", prompt_tokens_ + n_}}}});
+        nlohmann::json completion = n_;
+        if (model_ == "usage_low") completion = n_ > 0 ? n_ - 1 : 0;
+        if (model_ == "usage_negative") completion = -3;
+        if (model_ == "usage_2p64") completion = "2^64";  // replaced by its digits below
+        std::string usage = event({{"id", "cmpl-" + id_},
+                                   {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+                                   {"created", 0},
+                                   {"model", model_},
+                                   {"choices", nlohmann::json::array()},
+                                   {"usage",
+                                    {{"prompt_tokens", prompt_tokens_},
+                                     {"completion_tokens", completion},
+                                     {"total_tokens", prompt_tokens_ + n_}}}});
+        if (const auto at = usage.find("\"2^64\""); at != std::string::npos)
+          usage.replace(at, 6, "18446744073709551616");
+        payload += usage;
         kinds.emplace_back("usage");
       }
-      payload += "data: [DONE]\n\n";
+      payload += model_ == "unterminated" ? "data: [DONE]\n" : sse("[DONE]");
       kinds.emplace_back("done");
       write_raw(frame(payload) + "0\r\n\r\n", kinds);
+      if (model_ == "unterminated") return wait_for_close();
       if (!req_.keep_alive() || model_ == "drop") return close();
       return next_request();
     }
@@ -199,13 +252,38 @@ class connection : public std::enable_shared_from_this<connection> {
     step();
   }
 
-  // Writes synchronously; the time is read just before the write, and recorded before it too,
-  // so a client that has read the bytes always finds their record.
-  void write_raw(const std::string& bytes, const std::vector<std::string>& kinds) {
+  // Writes synchronously (with `split`, one byte a write); the time is read just before the
+  // write, and recorded before it too, so a client that has read the bytes always finds their
+  // record. False when the connection broke.
+  bool write_raw(const std::string& bytes, const std::vector<std::string>& kinds) {
     const auto t = sclock::now();
     if (!kinds.empty()) srv_.record(id_, t, kinds);
     beast::error_code ec;
-    net::write(socket_, net::buffer(bytes), ec);
+    if (!split_) {
+      net::write(socket_, net::buffer(bytes), ec);
+      return !ec;
+    }
+    for (std::size_t i = 0; i < bytes.size() && !ec; ++i)
+      net::write(socket_, net::buffer(bytes.data() + i, 1), ec);
+    return !ec;
+  }
+
+  // Writes `bytes` every interval until the connection breaks (an endless stream).
+  void repeat(std::string bytes) {
+    timer_.expires_after(srv_.script.interval);
+    timer_.async_wait(
+        [self = shared_from_this(), b = std::move(bytes)](const beast::error_code& ec) {
+          if (ec) return;
+          if (!self->write_raw(b, {})) return self->close();
+          self->repeat(b);
+        });
+  }
+
+  // Resets the connection: SO_LINGER with no time makes the close send an RST.
+  void reset() {
+    beast::error_code ignored;
+    socket_.set_option(net::socket_base::linger(true, 0), ignored);
+    socket_.close(ignored);
   }
 
   // Keep-alive: the connection waits for its next request.
@@ -214,6 +292,7 @@ class connection : public std::enable_shared_from_this<connection> {
     k_ = 0;
     text_event_.clear();
     usage_ = false;
+    events_ = 0;
     start();
   }
 
@@ -237,7 +316,8 @@ class connection : public std::enable_shared_from_this<connection> {
   beast::flat_buffer buf_;
   http::request<http::string_body> req_;
   std::string id_, model_, text_event_;
-  bool chat_ = false, usage_ = false;
+  bool chat_ = false, usage_ = false, split_ = false;
+  std::uint64_t events_ = 0;  // events written (the line endings of `split` turn with it)
   std::uint32_t n_ = 0, k_ = 0;
   std::uint64_t prompt_tokens_ = 0;
   sclock::time_point start_;

@@ -14,11 +14,28 @@
 /// The stream of a request asking for `max_tokens` = n: for chat a role chunk (empty content) at
 /// `first_delay`, then n text chunks, the first at `first_delay` and one every `interval`, then
 /// (with `stream_options.include_usage`) a usage chunk and `[DONE]` in the last text chunk's
-/// write. The request's `model` picks a misbehaviour, after `fault_after` text chunks:
-/// `cut` closes the connection, `stall` stops writing (and keeps the connection open),
-/// `malformed` writes a data line that is not JSON, `garbage` a line that is not an SSE field,
-/// `error` an in-stream error object; `http500` answers 500 with an OpenAI error body, `json`
-/// answers 200 with a JSON body (not a stream). A request with `Connection: keep-alive` keeps its
+/// write. The request's `model` picks a misbehaviour (`server_script::models`, when not empty,
+/// picks it instead, by the request's order of arrival), after `fault_after` text chunks:
+/// - `cut` closes the connection; `reset` resets it (an RST: SO_LINGER 0); `stall` stops
+///   writing (and keeps the connection open);
+/// - `malformed` writes a data line that is not JSON, `garbage` a line that is not an SSE field,
+///   `error` an in-stream error object;
+/// - `endless` goes on with text chunks and never sends `[DONE]`; `pings` sends only SSE
+///   comments from then on, forever; `endless_line` starts a line and never ends it (64 KiB
+///   every interval);
+/// - `unterminated` ends its stream (and the chunked body) with a `[DONE]` data line but no
+///   blank line after it;
+/// - `usage_low` reports fewer completion tokens than it sent chunks, `usage_negative` a
+///   negative count, `usage_2p64` 2^64 completion tokens;
+/// - `badchunk` writes a chunk-size line that is not hexadecimal, `hugechunk` a chunk size of
+///   2^80, `endless_ext` a chunk-size line whose extension never ends;
+/// and from the start of the answer:
+/// - `split` sends the whole stream one byte a write (the chunked framing too), its SSE lines
+///   ended by LF, CR and CRLF in turn, with comment lines between events: a valid stream;
+/// - `http500` answers 500 with an OpenAI error body, `json` answers 200 with a JSON body (not a
+///   stream), `html` 200 with an HTML page, `headers_stall` sends the stream's headers and
+///   then nothing, `silent` reads the request and never answers.
+/// A request with `Connection: keep-alive` keeps its
 /// connection open after a whole stream for the next request (HTTP/1.1 keep-alive), except with
 /// model `drop`, which says keep-alive and closes it anyway (a server dropping idle connections).
 /// Handlers run on one thread. Memory: one record per chunk written.
@@ -28,15 +45,25 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tokchron_bench {
 
 /// The schedule every stream follows.
 struct server_script {
+  using duration = std::chrono::steady_clock::duration;
+  server_script() = default;
+  server_script(duration first, duration every, std::uint32_t fault,
+                std::vector<std::string> behaviours = {})
+      : first_delay(first), interval(every), fault_after(fault), models(std::move(behaviours)) {}
+
   std::chrono::steady_clock::duration first_delay = std::chrono::milliseconds(5);
   std::chrono::steady_clock::duration interval = std::chrono::milliseconds(2);
   std::uint32_t fault_after = 2;  ///< text chunks before a misbehaviour
+  /// When not empty, the models that request 0, 1, 2, ... (in order of arrival) behave as, in
+  /// turn, whatever model they name.
+  std::vector<std::string> models;
 };
 
 /// One written event: when its bytes went to the kernel, and its kind ("role", "text", "usage",

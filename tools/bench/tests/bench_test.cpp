@@ -6,9 +6,12 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -17,6 +20,8 @@
 #include "bench_cli.hpp"
 #include "client.hpp"
 #include "scripted_server.hpp"
+#include "tokchron/io/trace_json.hpp"
+#include "tokchron/metrics/profiles.hpp"
 
 #if defined(__linux__)
 #include <netinet/in.h>
@@ -565,4 +570,358 @@ TEST_CASE("keep-alive: one connection serves a user's requests one after another
     CHECK(r.requests.size() == 10);
     CHECK(srv.connections() == 10);
   }
+}
+
+// ---- a hostile server (docs/bad-input.md, rows C3-C12) ------------------------------------
+
+namespace {
+
+// The decoder's chunks of `stream` fed whole, at `t`.
+struct decoded {
+  std::vector<tc::chunk_kind> kinds;
+  std::vector<tb::clock::time_point> times;
+  std::optional<std::uint64_t> prompt, completion;
+  std::string error;
+  tb::failure_kind failure = tb::failure_kind::none;
+  bool done = false;
+};
+
+// Feeds `stream` cut at the positions in `cuts` (increasing), piece k at t0 + k ms.
+decoded decode(std::string_view stream, const std::vector<std::size_t>& cuts,
+               tb::endpoint_kind e = tb::endpoint_kind::chat) {
+  const auto t0 = tb::clock::time_point(1s);
+  tb::timeline tl;
+  REQUIRE(tl.arrive(t0) == tc::record_status::ok);
+  REQUIRE(tl.send(t0) == tc::record_status::ok);
+  tb::sse_decoder d(e, tl);
+  std::size_t from = 0;
+  for (std::size_t k = 0; k <= cuts.size(); ++k) {
+    const std::size_t to = k < cuts.size() ? cuts[k] : stream.size();
+    if (!d.feed(stream.substr(from, to - from), t0 + std::chrono::milliseconds(k))) break;
+    from = to;
+  }
+  decoded out;
+  out.kinds = kinds(tl);
+  for (const auto& c : tl.store().chunks()) out.times.push_back(c.time);
+  out.prompt = tl.prompt_tokens();
+  out.completion = tl.reported_output_tokens();
+  out.error = d.error();
+  out.failure = d.failure();
+  out.done = d.done();
+  if (d.failed()) CHECK(d.failure() != tb::failure_kind::none);
+  if (!d.failed() && !d.done() && from == stream.size()) out.error = "unfinished" + d.unfinished();
+  return out;
+}
+
+// A valid chat stream with comments, `event:`/`id:` fields, and lines ended by LF, CR and
+// CRLF in every order that keeps them apart (a CR followed by an LF is one line end).
+const std::string mixed_stream =
+    ": hello\r\n"
+    "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+    "event: message\rid: 7\rdata: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"}}]}\r\r"
+    ": ping\n"
+    "data: {\"choices\":\r\n"
+    "data: [{\"delta\":{\"content\":\"A\"}}]}\r\n\r\n"
+    "data: {\"choices\":[{\"delta\":{\"content\":\"B\"},\"finish_reason\":\"length\"}]}\n\r"
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\r\n\n"
+    "data: [DONE]\r\n\r\n";
+
+}  // namespace
+
+TEST_CASE("bad input C3: a stream split at every byte, with LF, CR and CRLF line ends") {
+  using k = tc::chunk_kind;
+  const std::vector<k> want{k::empty, k::reasoning, k::text, k::text, k::usage, k::done};
+  const decoded whole = decode(mixed_stream, {});
+  CAPTURE(whole.error);
+  REQUIRE(whole.done);
+  CHECK(whole.kinds == want);
+  CHECK(whole.prompt == 4u);
+  CHECK(whole.completion == 3u);
+  // Cut once at every byte: the same events, each at the time of the piece that completed it.
+  for (std::size_t i = 1; i < mixed_stream.size(); ++i) {
+    CAPTURE(i);
+    const decoded two = decode(mixed_stream, {i});
+    REQUIRE(two.error.empty());
+    CHECK(two.done);
+    CHECK(two.kinds == want);
+    CHECK(two.completion == 3u);
+  }
+  // One byte a feed: every event at the time of its last byte, the times never decreasing.
+  std::vector<std::size_t> every(mixed_stream.size() - 1);
+  for (std::size_t i = 0; i < every.size(); ++i) every[i] = i + 1;
+  const decoded bytes = decode(mixed_stream, every);
+  REQUIRE(bytes.error.empty());
+  CHECK(bytes.kinds == want);
+  CHECK(std::is_sorted(bytes.times.begin(), bytes.times.end()));
+  const auto t0 = tb::clock::time_point(1s);
+  // The role event ends at the LF of its blank line, fed alone at t0 + its index ms.
+  CHECK(bytes.times[0] == t0 + std::chrono::milliseconds(mixed_stream.find("\n\n") + 1));
+  // End to end: the scripted server writes a whole stream one byte a write (the HTTP framing
+  // too), its lines ended by LF, CR and CRLF in turn, with comments.
+  tb::scripted_server srv({2ms, 2ms, 2});
+  const auto r = one(srv, "split", tb::endpoint_kind::chat);
+  const auto& o = r.requests.front();
+  CAPTURE(o.error);
+  REQUIRE(o.error.empty());
+  CHECK(kinds(o.tl) ==
+        std::vector<k>{k::empty, k::text, k::text, k::text, k::text, k::text, k::usage, k::done});
+  CHECK(o.tl.reported_output_tokens() == 5u);
+}
+
+TEST_CASE("bad input C4: a data line without its blank line; a line that never ends") {
+  // At the end of the stream the event is not complete: the reason says so.
+  const decoded cut = decode("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n", {},
+                             tb::endpoint_kind::completions);
+  CHECK_FALSE(cut.done);
+  CHECK(cut.error ==
+        "unfinished, inside an event (a data line without the blank line that ends it)");
+  // Two data lines without a blank line between them are one event: not a JSON object.
+  const decoded merged =
+      decode("data: {\"choices\":[{\"text\":\"a\"}]}\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\n",
+             {}, tb::endpoint_kind::completions);
+  CHECK(merged.failure == tb::failure_kind::sse_json);
+  CHECK(merged.error.find("SSE event 1 is not a JSON object") == 0);
+  // An event of many data lines, together longer than 1 MiB, fails as a line would.
+  tb::timeline tl;
+  REQUIRE(tl.arrive(tb::clock::time_point(1s)) == tc::record_status::ok);
+  tb::sse_decoder d(tb::endpoint_kind::completions, tl);
+  const std::string line = "data: " + std::string(1000, 'y') + "\n";
+  bool ok = true;
+  for (int i = 0; ok && i < 2000; ++i) ok = d.feed(line, tb::clock::time_point(1s));
+  CHECK_FALSE(ok);
+  CHECK(d.failure() == tb::failure_kind::sse_too_long);
+  CHECK(d.error().find("SSE event 1 is longer than 1048576 bytes") == 0);
+  CHECK(d.buffered() <= 2 * tb::max_sse_line);
+
+  tb::scripted_server srv({2ms, 2ms, 2});
+  tb::timeouts lim;
+  lim.request = 20s;
+  const auto u = one(srv, "unterminated", tb::endpoint_kind::completions, lim);
+  CHECK(u.requests.front().error ==
+        "the response ended before [DONE], inside an event (a data line without the blank line "
+        "that ends it)");
+  CHECK(u.requests.front().failure == tb::failure_kind::ended_early);
+  const auto e = one(srv, "endless_line", tb::endpoint_kind::completions, lim);
+  CHECK(e.requests.front().error.find("is longer than 1048576 bytes") != std::string::npos);
+  CHECK(e.requests.front().failure == tb::failure_kind::sse_too_long);
+}
+
+TEST_CASE("bad input C5: an endless stream ends at the request timeout, or at its events' cap") {
+  tb::scripted_server srv({2ms, 2ms, 2});
+  tb::timeouts lim;
+  lim.idle = 200ms;  // never reached: the server writes every 2 ms
+  lim.request = 400ms;
+  for (const char* model : {"endless", "pings"}) {
+    CAPTURE(model);
+    const auto r = one(srv, model, tb::endpoint_kind::chat, lim);
+    const auto& o = r.requests.front();
+    CHECK(o.error == "request timeout (0.4 s) during read");
+    CHECK(o.failure == tb::failure_kind::timeout);
+    CHECK(o.tl.reason() == tc::finish_reason::timed_out);
+    const auto took = *o.tl.finish_time() - *o.tl.send_time();
+    CHECK(took >= 400ms);
+    CHECK(took < 3s);
+    if (std::string(model) == "endless") CHECK(o.tl.output_tokens() > 10);
+  }
+  // Without a request timeout, a stream of events that never sends [DONE] stops at
+  // max_stream_events: the chunks kept are bounded.
+  tb::timeline tl;
+  REQUIRE(tl.arrive(tb::clock::time_point(1s)) == tc::record_status::ok);
+  tb::sse_decoder d(tb::endpoint_kind::completions, tl);
+  std::string block;
+  for (int i = 0; i < 4096; ++i) block += "data: {\"choices\":[{\"text\":\"a\"}]}\n\n";
+  bool ok = true;
+  std::uint64_t fed = 0;
+  while (ok && fed <= tb::max_stream_events) {
+    ok = d.feed(block, tb::clock::time_point(1s));
+    fed += 4096;
+  }
+  CHECK_FALSE(ok);
+  CHECK(d.failure() == tb::failure_kind::sse_too_long);
+  CHECK(d.error() == "more than 1048576 SSE events without [DONE]");
+  CHECK(tl.store().chunks().size() == tb::max_stream_events);
+}
+
+TEST_CASE("bad input C6: event data that is not a JSON object") {
+  const std::vector<std::string> bad{
+      "{\"choices\":[",  // cut
+      "[1,2]",
+      "\"text\"",
+      "NaN",
+      "{\"choices\":[]}{\"choices\":[]}",
+      "{\"choices\":[{\"text\":\"\xff\"}]}",  // not UTF-8
+      std::string(500000, '['),               // deep nesting
+      "{\"choices\":[{\"text\":\"a\"}],}",
+      "",
+  };
+  for (const auto& data : bad) {
+    CAPTURE(data.substr(0, 40));
+    const decoded d = decode("data: " + data + "\n\n", {}, tb::endpoint_kind::completions);
+    CHECK(d.failure == tb::failure_kind::sse_json);
+    CHECK(d.error.find("SSE event 1 is not a JSON object: '") == 0);
+    CHECK(d.error.size() < 200);  // the excerpt is short
+  }
+}
+
+TEST_CASE("bad input C7: usage counts that cannot be") {
+  const std::string text = "data: {\"choices\":[{\"text\":\"a\"}]}\n\n";
+  const std::string three = text + text + text;
+  struct bad {
+    std::string usage, reason;
+  };
+  const std::vector<bad> cases{
+      {"{\"completion_tokens\":2}", "usage.completion_tokens (2) is fewer than the 3 chunks"},
+      {"{\"completion_tokens\":-3}", "usage.completion_tokens is -3, not a count"},
+      {"{\"prompt_tokens\":18446744073709551616}", "usage.prompt_tokens is 1.8446744073709552e+19"},
+      {"{\"completion_tokens\":3.5}", "usage.completion_tokens is 3.5, not a count"},
+      {"{\"completion_tokens\":\"3\"}", "usage.completion_tokens is \"3\", not a count"},
+      {"{\"prompt_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":5}}",
+       "cached_tokens (5) is greater than usage.prompt_tokens (2)"},
+      {"{\"completion_tokens\":3,\"completion_tokens_details\":{\"reasoning_tokens\":4}}",
+       "reasoning_tokens (4) is greater than usage.completion_tokens (3)"},
+      {"{\"prompt_tokens_details\":[1]}", "usage.prompt_tokens_details is not an object"},
+      {"7", "usage is not an object"},
+  };
+  for (const auto& b : cases) {
+    CAPTURE(b.usage);
+    const decoded d =
+        decode(three + "data: {\"choices\":[],\"usage\":" + b.usage + "}\n\ndata: [DONE]\n\n", {},
+               tb::endpoint_kind::completions);
+    CHECK(d.failure == tb::failure_kind::usage);
+    CHECK(d.error.find("SSE event 4: ") == 0);
+    CHECK(d.error.find(b.reason) != std::string::npos);
+    CHECK(d.completion == std::nullopt);  // nothing of the event was recorded
+  }
+  // 2^64 - 1 is a count; null is none; a usage object per event counting so far is fine.
+  const decoded ok = decode(
+      "data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":1}}\n\n"
+      "data: {\"choices\":[{\"text\":\"b\"}],\"usage\":null}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":18446744073709551615,"
+      "\"completion_tokens\":2,\"prompt_tokens_details\":null}}\n\ndata: [DONE]\n\n",
+      {}, tb::endpoint_kind::completions);
+  CAPTURE(ok.error);
+  CHECK(ok.done);
+  CHECK(ok.prompt == 18446744073709551615u);
+  CHECK(ok.completion == 2u);
+  // End to end: each fails the request, and its trace record stays valid.
+  tb::scripted_server srv({2ms, 2ms, 9});
+  for (const char* model : {"usage_low", "usage_negative", "usage_2p64"}) {
+    CAPTURE(model);
+    const auto r = one(srv, model, tb::endpoint_kind::completions);
+    CHECK(r.requests.front().failure == tb::failure_kind::usage);
+    CHECK(r.requests.front().error.find("usage.completion_tokens") != std::string::npos);
+    const auto trace = tb::to_trace(r);
+    REQUIRE(trace.size() == 1);
+    CHECK_FALSE(tc::validate(trace[0]).has_value());
+  }
+}
+
+TEST_CASE("bad input C8-C11: resets, non-SSE answers, broken chunked framing, stalled headers") {
+  tb::scripted_server srv({2ms, 2ms, 2});
+  struct fault {
+    std::string model, reason;
+    tb::failure_kind kind;
+  };
+  const std::vector<fault> faults{
+      {"reset", "read: Connection reset by peer", tb::failure_kind::connection},
+      {"html", "HTTP 200 with Content-Type 'text/html', not text/event-stream",
+       tb::failure_kind::not_sse},
+      {"json", "HTTP 200 with Content-Type 'application/json', not text/event-stream",
+       tb::failure_kind::not_sse},
+      {"badchunk", "HTTP: bad chunk", tb::failure_kind::http_framing},
+      {"hugechunk", "HTTP: bad chunk", tb::failure_kind::http_framing},
+      {"endless_ext", "bytes of the response do not parse", tb::failure_kind::http_framing},
+      {"headers_stall", "request timeout (0.3 s) during read", tb::failure_kind::timeout},
+      {"silent", "request timeout (0.3 s) during read", tb::failure_kind::timeout},
+  };
+  tb::timeouts lim;
+  lim.idle = 0s;
+  lim.connect = 0s;
+  lim.request = 300ms;  // every wait bounded by it
+  for (const auto& f : faults) {
+    CAPTURE(f.model);
+    const auto r = one(srv, f.model, tb::endpoint_kind::completions, lim);
+    const auto& o = r.requests.front();
+    CHECK(o.error.find(f.reason) != std::string::npos);
+    CHECK(o.failure == f.kind);
+    const auto took = *o.tl.finish_time() - *o.tl.send_time();
+    CHECK(took < 3s);
+    const auto trace = tb::to_trace(r);
+    REQUIRE(trace.size() == 1);
+    CHECK_FALSE(tc::validate(trace[0]).has_value());
+  }
+  // The idle timeout ends a stalled answer too.
+  lim.idle = 200ms;
+  lim.request = 0s;
+  const auto r = one(srv, "headers_stall", tb::endpoint_kind::completions, lim);
+  CHECK(r.requests.front().error == "idle timeout (no bytes for 0.2 s) during read");
+}
+
+TEST_CASE(
+    "bad input C12: a run against a hostile server: counted by kind, exit 5, latencies "
+    "within the run") {
+  tb::server_script script{1ms, 1ms, 2};
+  script.models = {"m",       "cut",       "reset",  "malformed",      "garbage",
+                   "error",   "usage_low", "html",   "json",           "badchunk",
+                   "endless", "pings",     "silent", "headers_stall",  "unterminated",
+                   "split",   "http500",   "m",      "usage_negative", "hugechunk"};
+  tb::scripted_server srv(script);
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  const std::string trace = std::string(TOKCHRON_BENCH_TEST_DIR) + "/hostile.jsonl";
+  std::ostringstream out, err;
+  const auto start = tb::clock::now();
+  const int rc = tb::run_cli(
+      {"--url",          url,     "--rate",       "200",       "--duration",        "10",
+       "--max-requests", "40",    "--output-len", "fixed:4",   "--request-timeout", "0.5",
+       "--idle-timeout", "0.3",   "--profile",    "canonical", "--format",          "csv",
+       "--progress",     "never", "--trace-out",  trace},
+      out, err);
+  const double wall = std::chrono::duration<double>(tb::clock::now() - start).count();
+  CAPTURE(err.str());
+  CHECK(rc == tb::exit_failed_requests);
+  CHECK(srv.requests() == 40);
+  // The report counts the requests and the failures; stderr counts them by kind.
+  CAPTURE(out.str());
+  // (The CSV writes each number in its shortest exact form: 40 may read "4e+01".)
+  const auto value_of = [&](const std::string& key) {
+    const auto at = out.str().find("\n" + key + ",");
+    return at == std::string::npos ? -1.0
+                                   : std::strtod(out.str().c_str() + at + key.size() + 2, nullptr);
+  };
+  CHECK(value_of("requests") == 40);
+  CHECK(value_of("completed") == 6);
+  CHECK(value_of("failed") == 34);
+  CHECK(err.str().find("34 of 40 requests failed, by kind: connection 2 ended_early 4 "
+                       "http_framing 4 http_status 2 not_sse 4 server_error 2 sse_json 2 "
+                       "sse_line 2 timeout 8 usage 4\n") != std::string::npos);
+  // Every line valid, every latency of every profile in [0, the run's duration].
+  std::ifstream f(trace);
+  std::size_t lines = 0;
+  double last_end = 0;
+  std::vector<tc::trace_record> records;
+  for (std::string l; std::getline(f, l);) {
+    ++lines;
+    auto res = tc::parse_trace_line(l);
+    CAPTURE(l.substr(0, 200));
+    REQUIRE(res.record);
+    CHECK_FALSE(tc::validate(*res.record).has_value());
+    last_end = std::max(last_end, res.record->end.value_or(0));
+    records.push_back(std::move(*res.record));
+  }
+  CHECK(lines == 40);
+  CHECK(last_end < wall);
+  std::size_t values = 0;
+  for (const auto& rec : records) {
+    const auto tl = tc::to_timeline(rec);
+    for (const tc::profile* p : tc::all_profiles()) {
+      tc::for_each_metric_value(tc::evaluate(*p, tl), [&](tc::metric_id m, double v) {
+        if (!tc::is_time_metric(m)) return;
+        CAPTURE(tc::info(m).name);
+        CHECK(v >= 0);
+        CHECK(v <= last_end);
+        ++values;
+      });
+    }
+  }
+  CHECK(values > 100);
 }
