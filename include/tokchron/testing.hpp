@@ -204,18 +204,6 @@ struct comparison {
   }
 };
 
-namespace detail {
-/// The unit symbol `comparison::message` prints for a metric's values.
-[[nodiscard]] constexpr std::string_view unit_symbol(metric_unit u) noexcept {
-  switch (u) {
-    case metric_unit::seconds: return "s";
-    case metric_unit::tokens_per_second: return "tok/s";
-    case metric_unit::ratio: return "";
-  }
-  return "";
-}
-}  // namespace detail
-
 /// Compares every field the caller set in `theirs` (seconds; tokens/s for output_rate) with
 /// tokchron's canonical value for `tl`. Values agree when |a - b| <= rel_tol * max(|a|, |b|) +
 /// abs_tol. A field tokchron leaves undefined (TPOT for one token) must be left unset too.
@@ -236,7 +224,7 @@ template <class Timeline>
     const bool agree =
         b && std::fabs(*a - *b) <= rel_tol * std::fmax(std::fabs(*a), std::fabs(*b)) + abs_tol;
     if (!agree)
-      out.mismatches.push_back(mismatch{std::string(d.name), a, b, detail::unit_symbol(d.unit)});
+      out.mismatches.push_back(mismatch{std::string(d.name), a, b, spelling(d.unit).symbol});
   }
   if (theirs.output_tokens != 0 && theirs.output_tokens != ours.output_tokens)
     out.mismatches.push_back(mismatch{"output_tokens", static_cast<double>(theirs.output_tokens),

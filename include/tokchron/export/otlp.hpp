@@ -81,12 +81,7 @@ struct otlp_histogram {
 
 /// The OTLP (UCUM) unit of a metric: "s", "{token}/s" or "1".
 [[nodiscard]] constexpr std::string_view otlp_unit(metric_unit u) noexcept {
-  switch (u) {
-    case metric_unit::seconds: return "s";
-    case metric_unit::tokens_per_second: return "{token}/s";
-    case metric_unit::ratio: return "1";
-  }
-  return "1";
+  return spelling(u).ucum;
 }
 
 /// One `otlp_histogram` per served metric of `m`, in metric_table order: named "tokchron." +

@@ -34,6 +34,23 @@ enum class metric_unit : std::uint8_t {
   ratio,              ///< a unitless number (SLO thresholds take no unit)
 };
 
+/// How a `metric_unit` is written: `symbol` for people (test messages, tables), `ucum` where UCUM
+/// units are required (OTLP).
+struct unit_spelling {
+  std::string_view symbol;  ///< "s", "tok/s", or nothing for a ratio
+  std::string_view ucum;    ///< "s", "{token}/s", "1"
+};
+
+/// The spellings of unit `u`.
+[[nodiscard]] constexpr unit_spelling spelling(metric_unit u) noexcept {
+  switch (u) {
+    case metric_unit::seconds: return {"s", "s"};
+    case metric_unit::tokens_per_second: return {"tok/s", "{token}/s"};
+    case metric_unit::ratio: break;
+  }
+  return {"", "1"};
+}
+
 /// One row of `metric_table`. Build rows with `metric_info::row(...)` and the `with_*` setters.
 struct metric_info {
   metric_id id = metric_id::ttft;
