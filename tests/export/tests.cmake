@@ -31,8 +31,8 @@ add_test(NAME tokchron_export_json_tests COMMAND tokchron_export_json_tests)
 # protobuf (export/otlp_protobuf.hpp), decoded by protobuf's own parsers.
 if(TARGET tokchron::prometheus_protobuf AND TARGET tokchron::otlp_protobuf)
   add_executable(tokchron_export_protobuf_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp
-                 ${CMAKE_CURRENT_LIST_DIR}/prometheus_protobuf_test.cpp
-                 ${CMAKE_CURRENT_LIST_DIR}/otlp_protobuf_test.cpp)
+                 ${CMAKE_CURRENT_LIST_DIR}/prometheus_protobuf_tests.cpp
+                 ${CMAKE_CURRENT_LIST_DIR}/otlp_protobuf_tests.cpp)
   target_link_libraries(tokchron_export_protobuf_tests PRIVATE tokchron::prometheus_protobuf
                         tokchron::otlp_protobuf doctest::doctest)
   target_include_directories(tokchron_export_protobuf_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
