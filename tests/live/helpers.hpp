@@ -8,6 +8,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,6 +66,23 @@ inline const tokchron::histogram_data& hist(
     const tokchron::metrics_snapshot& s, std::string_view name,
     const std::vector<std::pair<std::string, std::string>>& want = {}) {
   return point(s, name, want).histogram;
+}
+
+// Compares `text` with tests/live/golden/<name> byte for byte (TOKCHRON_UPDATE_GOLDEN=1
+// rewrites the file instead; review the diff).
+inline void check_golden(const std::string& name, const std::string& text) {
+  const std::string path = std::string(TOKCHRON_SOURCE_DIR) + "/tests/live/golden/" + name;
+  const char* update = std::getenv("TOKCHRON_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream(path, std::ios::binary) << text;
+    MESSAGE("rewrote " << path);
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string expected((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  REQUIRE_MESSAGE(!expected.empty(), "missing golden file " << path);
+  CHECK_MESSAGE(text == expected, "output differs from " << path << ":\n" << text);
 }
 
 }  // namespace live_test

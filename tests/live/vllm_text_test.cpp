@@ -5,9 +5,6 @@
 // a preemption, a one-token answer, multi-token steps, and the server-fed KV-cache gauge.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "live/helpers.hpp"
@@ -20,10 +17,6 @@ namespace {
 using live_test::ms;
 using tokchron::finish_reason;
 using tokchron::record_status;
-
-std::string golden_path() {
-  return std::string(TOKCHRON_SOURCE_DIR) + "/tests/live/golden/vllm_scripted.prom";
-}
 }  // namespace
 
 TEST_CASE("live vllm: the exposition of a scripted run") {
@@ -66,18 +59,7 @@ TEST_CASE("live vllm: the exposition of a scripted run") {
   m.set_kv_cache_usage(e0, 0.5);
   m.set_kv_cache_usage(e1, 0.125);
 
-  const std::string text = tokchron::to_prometheus(tokchron::scrape(m));
-  const char* update = std::getenv("TOKCHRON_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream(golden_path(), std::ios::binary) << text;
-    MESSAGE("rewrote " << golden_path());
-    return;
-  }
-  std::ifstream in(golden_path(), std::ios::binary);
-  const std::string expected((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  REQUIRE_MESSAGE(!expected.empty(), "missing golden file " << golden_path());
-  CHECK_MESSAGE(text == expected, "output differs from " << golden_path() << ":\n" << text);
+  live_test::check_golden("vllm_scripted.prom", tokchron::to_prometheus(tokchron::scrape(m)));
 
   // The points the golden file must show, checked by value here so a careless rewrite of the
   // golden file cannot hide a semantic change.

@@ -169,9 +169,13 @@ struct live_scrape_lock {
     case live_histogram::decode_time: return "Time from the first to the last token, seconds.";
     case live_histogram::inference_time:
       return "Time from first scheduling to the last token, seconds.";
-    case live_histogram::prompt_tokens: return "Prompt length of finished requests, tokens.";
+    case live_histogram::prompt_tokens:
+      return rules.lengths_at_arrival ? "Prompt length of arrived requests, tokens."
+                                      : "Prompt length of finished requests, tokens.";
     case live_histogram::generation_tokens: return "Output length of finished requests, tokens.";
-    case live_histogram::max_tokens: return "The max_tokens parameter of finished requests.";
+    case live_histogram::max_tokens:
+      return rules.lengths_at_arrival ? "The max_tokens parameter of arrived requests."
+                                      : "The max_tokens parameter of finished requests.";
     case live_histogram::validation_time:
       return "Time from arrival to entering the engine's queue, seconds.";
   }
@@ -258,9 +262,11 @@ template <class Clock>
   auto histogram_family = [&](const std::string& name, live_histogram h) {
     if (name.empty()) return;
     const auto hi = static_cast<std::size_t>(h);
-    const bool time = detail::live_is_time(h);
+    // The unit only where the name carries it (TGI's "..._duration" families do not).
+    const bool seconds = detail::live_is_time(h) && name.size() > 8 &&
+                         name.compare(name.size() - 8, 8, "_seconds") == 0;
     auto& f = out.family(name, detail::live_help(h, o.semantics), metric_kind::histogram,
-                         time ? "seconds" : "");
+                         seconds ? "seconds" : "");
     for (const auto& [s, labels] : series) {
       histogram_data d;
       std::uint64_t cum = 0;
@@ -311,9 +317,18 @@ template <class Clock>
     for (const auto& [s, labels] : series)
       f.add(static_cast<double>(static_cast<std::int64_t>(counter(s, c))), labels);
   };
-  counter_family(n.prompt_tokens, "Prompt tokens of requests that reached their first token.",
+  const detail::live_rules rules = live_rules_of(o.semantics);
+  counter_family(n.prompt_tokens,
+                 rules.llamacpp_counters  ? "Prompt tokens evaluated (not cached), counted at the "
+                                            "first token."
+                 : rules.tokens_at_finish ? "Prompt tokens, counted when the request finishes."
+                                          : "Prompt tokens of requests that reached their first "
+                                            "token.",
                  detail::lc_prompt_tokens);
-  counter_family(n.generation_tokens, "Output tokens, counted as they stream.",
+  counter_family(n.generation_tokens,
+                 rules.llamacpp_counters  ? "Output tokens of completed requests."
+                 : rules.tokens_at_finish ? "Output tokens, counted when the request finishes."
+                                          : "Output tokens, counted as they stream.",
                  detail::lc_generation_tokens);
   counter_family(n.preemptions, "Preemptions, counted as they happen.", detail::lc_preemptions);
   gauge_family(n.running, "Requests scheduled and not finished or preempted.", detail::lc_running);
