@@ -204,7 +204,7 @@ TEST_CASE("live presets: trtllm-serve's exposition of the scripted run") {
   CHECK(value(s, "trtllm_num_requests_waiting") == 1);
 }
 
-TEST_CASE("live presets: bad preset arguments are refused") {
+TEST_CASE("bad input L10: live presets: arguments no server preset can carry are refused") {
   CHECK_THROWS_AS((void)tokchron::tgi_live_options(0, 4096), std::invalid_argument);
   tokchron::live_options o = tokchron::sglang_live_options("m");
   o.semantics = static_cast<tokchron::live_semantics>(200);
