@@ -317,7 +317,7 @@ template <class Clock>
     for (const auto& [s, labels] : series)
       f.add(static_cast<double>(static_cast<std::int64_t>(counter(s, c))), labels);
   };
-  const detail::live_rules rules = live_rules_of(o.semantics);
+  const detail::live_rules rules = detail::live_rules_of(o.semantics);
   counter_family(n.prompt_tokens,
                  rules.llamacpp_counters  ? "Prompt tokens evaluated (not cached), counted at the "
                                             "first token."
