@@ -36,10 +36,6 @@ report=$dir/tools/report/tokchron-report
 checker=$TOKCHRON_ROOT/tools/executor/serve/tests/check_presets.py
 summary=$work/quantiles.tsv
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # promql PROM_PORT EXPR: the one value of an instant query (0 when it has none).
 promql() {
   curl -fsS "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$2" 2>/dev/null |
@@ -79,24 +75,8 @@ run_preset() {
   pids+=("$server")
   local base
   base=$(tc_serve_url "$d/serve.log")
-  local prom_port
-  prom_port=$(free_port)
-  cat >"$d/prometheus.yml" <<YAML
-global:
-  scrape_interval: 200ms
-  scrape_timeout: 200ms
-scrape_configs:
-  - job_name: presets
-    metrics_path: /metrics
-    static_configs:
-      - targets: ['${base#http://}']
-        labels:
-          container: tokchron-serve
-YAML
-  prometheus --config.file="$d/prometheus.yml" --storage.tsdb.path="$d/data" \
-    --web.listen-address="127.0.0.1:$prom_port" >"$d/prometheus.log" 2>&1 &
-  local prom=$!
-  pids+=("$prom")
+  tc_prometheus "$d" presets "${base#http://}" container=tokchron-serve
+  local prom=$prom_pid
   # Scraped before the first request: every counter's first sample in the range is 0.
   scrapes "$prom_port" 3 || { tail -n 20 "$d/prometheus.log"; exit 1; }
   # One stream its client abandons after 0.3 s (the server aborts it), while the load runs.

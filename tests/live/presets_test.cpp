@@ -24,45 +24,14 @@ using tokchron::record_status;
 using metrics = tokchron::basic_live_metrics<tokchron::manual_clock>;
 using request = tokchron::basic_live_request<tokchron::manual_clock>;
 
-// The run (all on the default series):
-//   a: 12-token prompt, max_tokens 256, scheduled at 3 ms, steps of 1, 2, 2 tokens, stop at 85;
-//   b: 100-token prompt, max_tokens 3, queued at 11, scheduled at 20, first token at 90,
-//      preempted, rescheduled, 2 tokens at 430, length;
-//   c: a one-token answer (7-token prompt), scheduled at 6, token at 30, stop;
-//   d: 2000-token prompt, two 1-token steps (700, 750), the client goes away at 760;
-//   e: rejected at once (queue full); f: arrived at 900, still waiting when scraped;
+// The run: live_test::scripted_run on the default series (a .. f), and
 //   g: 40-token prompt, 30 of them cached, scheduled 1.7 ms after arrival, first token 2.9 ms
 //      later, 3 tokens 1.4 ms after that, stop (sub-millisecond phases for llama.cpp).
 void run(metrics& m) {
   const tokchron::live_series s{};
-  request a, b, c, d, e, f, g;
+  live_test::scripted_run(m, s, s);
+  request g;
   auto ok = [](record_status st) { REQUIRE(st == record_status::ok); };
-  ok(m.arrive(a, ms(0), {s, 12, 256}));
-  ok(m.scheduled(a, ms(3)));
-  ok(m.chunk(a, ms(40), 1));
-  ok(m.chunk(a, ms(60), 2));
-  ok(m.chunk(a, ms(85), 2));
-  ok(m.finish(a, ms(85), finish_reason::stop));
-  ok(m.arrive(b, ms(10), {s, 100, 3}));
-  ok(m.queued(b, ms(11)));
-  ok(m.scheduled(b, ms(20)));
-  ok(m.chunk(b, ms(90), 1));
-  ok(m.preempted(b, ms(95)));
-  ok(m.scheduled(b, ms(400)));
-  ok(m.chunk(b, ms(430), 2));
-  ok(m.finish(b, ms(430), finish_reason::length));
-  ok(m.arrive(c, ms(5), {s, 7, 0}));
-  ok(m.scheduled(c, ms(6)));
-  ok(m.chunk(c, ms(30), 1));
-  ok(m.finish(c, ms(30), finish_reason::stop));
-  ok(m.arrive(d, ms(5), {s, 2000, 0}));
-  ok(m.scheduled(d, ms(7)));
-  ok(m.chunk(d, ms(700), 1));
-  ok(m.chunk(d, ms(750), 1));
-  ok(m.abort(d, ms(760)));
-  ok(m.arrive(e, ms(8), {s, 50, 0}));
-  ok(m.reject(e, ms(8)));
-  ok(m.arrive(f, ms(900), {s, 5, 0}));
   tokchron::live_request_info gi{s, 40, 0};
   gi.cached_prompt_tokens = 30;
   ok(m.arrive(g, ms(1000), gi));

@@ -47,6 +47,11 @@ TOKCHRON_BEGIN_NAMESPACE
   }
 }
 
+/// The index of histogram `h` in `live_names::histograms` and `live_options::buckets`.
+[[nodiscard]] constexpr std::size_t live_index(live_histogram h) noexcept {
+  return static_cast<std::size_t>(h);
+}
+
 /// The metric of `metric_table` that live histogram `h` records, if it is one.
 [[nodiscard]] constexpr std::optional<metric_id> live_metric(live_histogram h) noexcept {
   switch (h) {
@@ -96,7 +101,7 @@ TOKCHRON_BEGIN_NAMESPACE
   const std::vector<double> len = one_two_five_buckets(max_tokens_bound);
   for (std::size_t h = 0; h < live_histogram_count; ++h)
     o.buckets[h] = detail::live_is_time(static_cast<live_histogram>(h)) ? lat : len;
-  o.buckets[static_cast<std::size_t>(live_histogram::validation_time)].clear();  // not exported
+  o.buckets[live_index(live_histogram::validation_time)].clear();  // not exported
   return o;
 }
 
@@ -159,13 +164,10 @@ TOKCHRON_BEGIN_NAMESPACE
   o.label_names = {"model_name"};
   o.default_label_values = {std::move(model_name)};
   live_names n = tokchron_own_names();
-  auto h = [&n](live_histogram x) -> std::string& {
-    return n.histograms[static_cast<std::size_t>(x)];
-  };
-  h(live_histogram::ttft) = "sglang:time_to_first_token_seconds";
-  h(live_histogram::itl) = "sglang:inter_token_latency_seconds";
-  h(live_histogram::e2e) = "sglang:e2e_request_latency_seconds";
-  h(live_histogram::queue_time) = "sglang:queue_time_seconds";
+  n.histograms[live_index(live_histogram::ttft)] = "sglang:time_to_first_token_seconds";
+  n.histograms[live_index(live_histogram::itl)] = "sglang:inter_token_latency_seconds";
+  n.histograms[live_index(live_histogram::e2e)] = "sglang:e2e_request_latency_seconds";
+  n.histograms[live_index(live_histogram::queue_time)] = "sglang:queue_time_seconds";
   n.prompt_tokens = "sglang:prompt_tokens";
   n.generation_tokens = "sglang:generation_tokens";
   n.prompt_tokens_cached = "sglang:cached_tokens";
@@ -186,20 +188,18 @@ TOKCHRON_BEGIN_NAMESPACE
        "Number of requests aborted."}};
   n.rejected = "tokchron_rejected_requests";
   o.names = std::move(n);
-  auto b = [&o](live_histogram x) -> std::vector<double>& {
-    return o.buckets[static_cast<std::size_t>(x)];
-  };
-  b(live_histogram::ttft) = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,   4,   6,
-                             8,   10,  20,  40,  60,  80, 100, 200, 400};
-  b(live_histogram::itl) = {0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025,
-                            0.030, 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400,
-                            0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000};
-  b(live_histogram::e2e) = {0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
-                            20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400};
-  b(live_histogram::queue_time) = {0.0, 0.1,  0.2,  0.5,  1,    2,    3,    4,    5,
-                                   10,  15,   20,   30,   40,   50,   60,   70,   80,
-                                   90,  100,  200,  300,  400,  500,  600,  700,  800,
-                                   900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000};
+  o.buckets[live_index(live_histogram::ttft)] = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,   4,   6,
+                                                 8,   10,  20,  40,  60,  80, 100, 200, 400};
+  o.buckets[live_index(live_histogram::itl)] = {
+      0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+      0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000};
+  o.buckets[live_index(live_histogram::e2e)] = {0.1, 0.2, 0.4, 0.6,  0.8,  1,   2,  4,
+                                                6,   8,   10,  20,   40,   60,  80, 100,
+                                                200, 400, 600, 1200, 1800, 2400};
+  o.buckets[live_index(live_histogram::queue_time)] = {
+      0.0, 0.1, 0.2, 0.5, 1,    2,    3,    4,    5,    10,   15,   20,
+      30,  40,  50,  60,  70,   80,   90,   100,  200,  300,  400,  500,
+      600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000};
   return o;
 }
 
@@ -244,17 +244,14 @@ TOKCHRON_BEGIN_NAMESPACE
   live_options o;
   o.semantics = live_semantics::tgi;
   live_names n = tokchron_own_names();
-  auto h = [&n](live_histogram x) -> std::string& {
-    return n.histograms[static_cast<std::size_t>(x)];
-  };
-  h(live_histogram::e2e) = "tgi_request_duration";
-  h(live_histogram::validation_time) = "tgi_request_validation_duration";
-  h(live_histogram::queue_time) = "tgi_request_queue_duration";
-  h(live_histogram::inference_time) = "tgi_request_inference_duration";
-  h(live_histogram::tpot) = "tgi_request_mean_time_per_token_duration";
-  h(live_histogram::generation_tokens) = "tgi_request_generated_tokens";
-  h(live_histogram::prompt_tokens) = "tgi_request_input_length";
-  h(live_histogram::max_tokens) = "tgi_request_max_new_tokens";
+  n.histograms[live_index(live_histogram::e2e)] = "tgi_request_duration";
+  n.histograms[live_index(live_histogram::validation_time)] = "tgi_request_validation_duration";
+  n.histograms[live_index(live_histogram::queue_time)] = "tgi_request_queue_duration";
+  n.histograms[live_index(live_histogram::inference_time)] = "tgi_request_inference_duration";
+  n.histograms[live_index(live_histogram::tpot)] = "tgi_request_mean_time_per_token_duration";
+  n.histograms[live_index(live_histogram::generation_tokens)] = "tgi_request_generated_tokens";
+  n.histograms[live_index(live_histogram::prompt_tokens)] = "tgi_request_input_length";
+  n.histograms[live_index(live_histogram::max_tokens)] = "tgi_request_max_new_tokens";
   n.requests = "tgi_request_failure";
   n.reason_label = "err";
   n.arrived = "tgi_request_count";
@@ -269,12 +266,9 @@ TOKCHRON_BEGIN_NAMESPACE
   const std::vector<double> duration = tgi_duration_buckets();
   for (std::size_t x = 0; x < live_histogram_count; ++x)
     if (detail::live_is_time(static_cast<live_histogram>(x))) o.buckets[x] = duration;
-  o.buckets[static_cast<std::size_t>(live_histogram::prompt_tokens)] =
-      tgi_linear_buckets(max_input_tokens);
-  o.buckets[static_cast<std::size_t>(live_histogram::generation_tokens)] =
-      tgi_linear_buckets(max_total_tokens);
-  o.buckets[static_cast<std::size_t>(live_histogram::max_tokens)] =
-      tgi_linear_buckets(max_total_tokens);
+  o.buckets[live_index(live_histogram::prompt_tokens)] = tgi_linear_buckets(max_input_tokens);
+  o.buckets[live_index(live_histogram::generation_tokens)] = tgi_linear_buckets(max_total_tokens);
+  o.buckets[live_index(live_histogram::max_tokens)] = tgi_linear_buckets(max_total_tokens);
   return o;
 }
 
@@ -323,16 +317,14 @@ TOKCHRON_BEGIN_NAMESPACE
   o.label_names = {"model_name", "engine_type"};
   o.default_label_values = {std::move(model_name), std::move(engine_type)};
   live_names n = tokchron_own_names();
-  auto h = [&n](live_histogram x) -> std::string& {
-    return n.histograms[static_cast<std::size_t>(x)];
-  };
-  h(live_histogram::e2e) = "trtllm_e2e_request_latency_seconds";
-  h(live_histogram::ttft) = "trtllm_time_to_first_token_seconds";
-  h(live_histogram::tpot) = "trtllm_time_per_output_token_seconds";
-  h(live_histogram::queue_time) = "trtllm_request_queue_time_seconds";
-  h(live_histogram::prefill_time) = "trtllm_request_prefill_time_seconds";
-  h(live_histogram::decode_time) = "trtllm_request_decode_time_seconds";
-  h(live_histogram::inference_time) = "trtllm_request_inference_time_seconds";
+  n.histograms[live_index(live_histogram::e2e)] = "trtllm_e2e_request_latency_seconds";
+  n.histograms[live_index(live_histogram::ttft)] = "trtllm_time_to_first_token_seconds";
+  n.histograms[live_index(live_histogram::tpot)] = "trtllm_time_per_output_token_seconds";
+  n.histograms[live_index(live_histogram::queue_time)] = "trtllm_request_queue_time_seconds";
+  n.histograms[live_index(live_histogram::prefill_time)] = "trtllm_request_prefill_time_seconds";
+  n.histograms[live_index(live_histogram::decode_time)] = "trtllm_request_decode_time_seconds";
+  n.histograms[live_index(live_histogram::inference_time)] =
+      "trtllm_request_inference_time_seconds";
   n.requests = "trtllm_request_success";
   n.reason_label = "finished_reason";
   n.prompt_tokens = "trtllm_prompt_tokens";
@@ -348,20 +340,19 @@ TOKCHRON_BEGIN_NAMESPACE
   const std::vector<double> long_latency = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
                                             5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                             60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
-  auto b = [&o](live_histogram x) -> std::vector<double>& {
-    return o.buckets[static_cast<std::size_t>(x)];
-  };
-  b(live_histogram::e2e) = long_latency;
-  b(live_histogram::queue_time) = long_latency;
-  b(live_histogram::decode_time) = long_latency;
-  b(live_histogram::inference_time) = long_latency;
-  b(live_histogram::ttft) = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
-                             0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
-                             20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-  b(live_histogram::tpot) = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
-                             0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-  b(live_histogram::prefill_time) = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25,  0.5,   1.0,
-                                     2.5,   5.0,   10.0, 20.0,  40.0, 80.0, 160.0, 640.0, 2560.0};
+  o.buckets[live_index(live_histogram::e2e)] = long_latency;
+  o.buckets[live_index(live_histogram::queue_time)] = long_latency;
+  o.buckets[live_index(live_histogram::decode_time)] = long_latency;
+  o.buckets[live_index(live_histogram::inference_time)] = long_latency;
+  o.buckets[live_index(live_histogram::ttft)] = {
+      0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+      1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+  o.buckets[live_index(live_histogram::tpot)] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+                                                 0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0,
+                                                 7.5,  10.0,  20.0, 40.0,  80.0};
+  o.buckets[live_index(live_histogram::prefill_time)] = {0.001, 0.005, 0.01, 0.025, 0.05,  0.1,
+                                                         0.25,  0.5,   1.0,  2.5,   5.0,   10.0,
+                                                         20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
   return o;
 }
 

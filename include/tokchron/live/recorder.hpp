@@ -309,6 +309,15 @@ class basic_live_metrics {
           counted_prompt = true;
         }
       }
+      // What the event calls observe at arrival (TGI) or at the first scheduling (SGLang).
+      if (hot_.rules.lengths_at_arrival) {
+        if (const auto p = tl.prompt_tokens())
+          d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
+        if (max_tokens > 0)
+          d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
+      }
+      if (hot_.rules.queue_at_schedule)
+        if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
       if (const auto drafted = tl.speculative_drafted_tokens()) {
         // A timeline keeps totals only: the drafts and the positions are not known here.
         d.use(detail::lf_speculative);
