@@ -208,6 +208,7 @@ TOKCHRON_BEGIN_NAMESPACE
 /// per edge, as TGI computes them; every family whose name ends in "duration".
 [[nodiscard]] inline std::vector<double> tgi_duration_buckets() {
   std::vector<double> b;
+  b.reserve(35);
   double value = 0.0001;
   for (int i = 0; i < 35; ++i) {
     value *= 1.5;
@@ -222,6 +223,7 @@ TOKCHRON_BEGIN_NAMESPACE
   if (max == 0)
     TOKCHRON_THROW(std::invalid_argument, "tokchron: TGI's length buckets need max > 0");
   std::vector<double> b;
+  b.reserve(100);
   for (int x = 0; x < 100; ++x) b.push_back(static_cast<double>(max) / 100.0 * (x + 1));
   return b;
 }
