@@ -53,6 +53,30 @@ tc_scratch_cleanup() {
   rm -rf "$work"
 }
 
+# tc_free_port: a TCP port free on 127.0.0.1 now.
+tc_free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# tc_prometheus DIR JOB TARGET [LABEL=VALUE]: starts Debian's prometheus on 127.0.0.1 (a free
+# port) with a temporary config in DIR (data in DIR/data) scraping TARGET (host:port) every
+# 200 ms as job JOB, the target labelled LABEL=VALUE when given. Sets `prom_port` and
+# `prom_pid`, and appends the pid to `pids` (tc_scratch stops it on exit).
+tc_prometheus() {
+  local dir=$1 job=$2 target=$3 label=${4:-}
+  prom_port=$(tc_free_port)
+  {
+    printf 'global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n'
+    printf 'scrape_configs:\n  - job_name: %s\n    static_configs:\n' "$job"
+    printf "      - targets: ['%s']\n" "$target"
+    [ -z "$label" ] || printf '        labels:\n          %s: %s\n' "${label%%=*}" "${label#*=}"
+  } >"$dir/prometheus.yml"
+  prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$dir/prometheus.log" 2>&1 &
+  prom_pid=$!
+  pids+=("$prom_pid")
+}
+
 # tc_serve_url LOG: the http://127.0.0.1:PORT that `batching-executor serve` printed to LOG
 # ("listening on ..."), waiting up to 30 s for it; prints LOG and fails when it never came.
 # shellcheck source=../tools/executor/serve/tests/serve_url.sh

@@ -29,10 +29,6 @@ else
   report=$dir/tools/report/tokchron-report
 fi
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # run_case NAMES INCLUSION THREADS ARGS...: the server (--names NAMES, --inclusion INCLUSION
 # unless it is "default", THREADS workers of 16 requests, ARGS), a Prometheus scraping it, then
 # the checker.
@@ -50,21 +46,8 @@ run_case() {
   local spid=$!
   for _ in $(seq 100); do [ -s "$d/port" ] && break; sleep 0.1; done
   [ -s "$d/port" ] || { cat "$d/server.log"; exit 1; }
-  local prom_port
-  prom_port=$(free_port)
-  cat >"$d/prometheus.yml" <<YAML
-global:
-  scrape_interval: 200ms
-  scrape_timeout: 200ms
-scrape_configs:
-  - job_name: server
-    static_configs:
-      - targets: ['127.0.0.1:$(cat "$d/port")']
-YAML
-  prometheus --config.file="$d/prometheus.yml" --storage.tsdb.path="$d/data" \
-    --web.listen-address="127.0.0.1:$prom_port" >"$d/prometheus.log" 2>&1 &
-  pids+=($!)
-  local ppid=$!
+  tc_prometheus "$d" server "127.0.0.1:$(cat "$d/port")"
+  local ppid=$prom_pid
   if ! python3 "$ex/check_dashboard.py" --prometheus "127.0.0.1:$prom_port" --names "$names" \
       --model "tokchron/$names" --inclusion "${inclusion/default/scheduled}" \
       --trace "$d/trace.jsonl" --report "$report" \

@@ -253,20 +253,23 @@ def quantile_bound(q, buckets):
 def check_histogram(c, prom, expr_of, family, want, tag):
     """A latency histogram: count and mean exactly, the dashboard's quantiles within bounds.
     `want` is tokchron-report's metric (count, mean, p50, ...); `expr_of(q)` the dashboard's
-    histogram_quantile query (None for families the dashboard has no quantile panel of)."""
+    histogram_quantile query (None for families the dashboard has no quantile panel of).
+    Returns the quantiles compared: [(q, PromQL's answer, tokchron-report's, bound low, high)]."""
+    compared = []
     sel = f'{family}_bucket{{{tag}}}'
     count = prom.scalar(f"sum({family}_count{{{tag}}})")
     c.equal(count, want["count"], f"{family}_count")
     if want["count"] == 0:
-        return
+        return compared
     total = prom.scalar(f"sum({family}_sum{{{tag}}})")
     c.close(total / count, want["mean"], f"{family} mean (sum / count)")
     buckets = buckets_of(prom, sel)
     c.equal(buckets[-1][1], want["count"], f"{family} +Inf bucket")
     for q in (0.5, 0.9, 0.95, 0.99):
-        if expr_of is None:
+        expr = expr_of(q) if expr_of is not None else None
+        if expr is None:
             continue
-        res = prom.query(expr_of(q))
+        res = prom.query(expr)
         if not res:
             continue  # reported by the data check
         got = float(res[0]["value"][1])
@@ -277,6 +280,8 @@ def check_histogram(c, prom, expr_of, family, want, tag):
         c.ok(lo <= exact <= hi and lo <= got <= hi,
              f"{family} q{q}: PromQL {got:.6g}, tokchron-report {exact:.6g}, bucket bound "
              f"[{lo:.6g}, {hi:.6g}] (difference {abs(got - exact):.3g})")
+        compared.append((q, got, exact, lo, hi))
+    return compared
 
 
 def main():

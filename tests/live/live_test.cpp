@@ -313,35 +313,49 @@ TEST_CASE("bad input L1: live: misuse is refused, counted and changes nothing el
 TEST_CASE(
     "bad input L4: live: record(timeline) gives what the same events one by one give; an "
     "unfinished timeline is refused") {
-  for (const bool vllm : {true, false}) {
-    CAPTURE(vllm);
-    auto opts = [&] {
-      return vllm ? tokchron::vllm_live_options("m", 100) : tokchron::tokchron_live_options();
-    };
-    metrics one_by_one(opts()), at_finish(opts());
-    request r;
-    six_tokens(one_by_one, r, finish_reason::aborted);
+  // Every preset, with a request that completes and one that is aborted (which TGI and
+  // trtllm-serve keep out of their per-request series).
+  const auto presets = {tokchron::live_semantics::vllm,     tokchron::live_semantics::tokchron,
+                        tokchron::live_semantics::sglang,   tokchron::live_semantics::tgi,
+                        tokchron::live_semantics::llamacpp, tokchron::live_semantics::trtllm};
+  for (const auto preset : presets)
+    for (const finish_reason why : {finish_reason::aborted, finish_reason::stop}) {
+      CAPTURE(static_cast<int>(preset));
+      CAPTURE(static_cast<int>(why));
+      auto opts = [&] {
+        switch (preset) {
+          case tokchron::live_semantics::vllm: return tokchron::vllm_live_options("m", 100);
+          case tokchron::live_semantics::sglang: return tokchron::sglang_live_options("m");
+          case tokchron::live_semantics::tgi: return tokchron::tgi_live_options(99, 100);
+          case tokchron::live_semantics::llamacpp: return tokchron::llamacpp_live_options();
+          case tokchron::live_semantics::trtllm: return tokchron::trtllm_live_options("m");
+          default: return tokchron::tokchron_live_options();
+        }
+      };
+      metrics one_by_one(opts()), at_finish(opts());
+      request r;
+      six_tokens(one_by_one, r, why);
 
-    tokchron::basic_request_timeline<tokchron::manual_clock> tl;
-    REQUIRE(tl.arrive(ms(0)) == record_status::ok);
-    REQUIRE(tl.queued(ms(1)) == record_status::ok);
-    REQUIRE(tl.scheduled(ms(5)) == record_status::ok);
-    REQUIRE(tl.chunk(ms(50), 1) == record_status::ok);
-    REQUIRE(tl.chunk(ms(70), 3) == record_status::ok);
-    REQUIRE(tl.chunk(ms(80), 0, tokchron::chunk_kind::empty) == record_status::ok);
-    REQUIRE(tl.chunk(ms(100), 2) == record_status::ok);
-    tl.set_prompt_tokens(10);
-    CHECK(at_finish.record(tl) == record_status::not_started);  // not finished yet: misuse
-    REQUIRE(tl.finish(ms(100), finish_reason::aborted) == record_status::ok);
-    CHECK(at_finish.record(tl, tokchron::live_series{}, 64) == record_status::ok);
+      tokchron::basic_request_timeline<tokchron::manual_clock> tl;
+      REQUIRE(tl.arrive(ms(0)) == record_status::ok);
+      REQUIRE(tl.queued(ms(1)) == record_status::ok);
+      REQUIRE(tl.scheduled(ms(5)) == record_status::ok);
+      REQUIRE(tl.chunk(ms(50), 1) == record_status::ok);
+      REQUIRE(tl.chunk(ms(70), 3) == record_status::ok);
+      REQUIRE(tl.chunk(ms(80), 0, tokchron::chunk_kind::empty) == record_status::ok);
+      REQUIRE(tl.chunk(ms(100), 2) == record_status::ok);
+      tl.set_prompt_tokens(10);
+      CHECK(at_finish.record(tl) == record_status::not_started);  // not finished yet: misuse
+      REQUIRE(tl.finish(ms(100), why) == record_status::ok);
+      CHECK(at_finish.record(tl, tokchron::live_series{}, 64) == record_status::ok);
 
-    std::string a = tokchron::to_prometheus(scrape(one_by_one));
-    const std::string b = tokchron::to_prometheus(scrape(at_finish));
-    const auto at = a.find("tokchron_misuse_total 0\n");
-    REQUIRE(at != std::string::npos);
-    a.replace(at, 24, "tokchron_misuse_total 1\n");
-    CHECK(a == b);
-  }
+      std::string a = tokchron::to_prometheus(scrape(one_by_one));
+      const std::string b = tokchron::to_prometheus(scrape(at_finish));
+      const auto at = a.find("tokchron_misuse_total 0\n");
+      REQUIRE(at != std::string::npos);
+      a.replace(at, 24, "tokchron_misuse_total 1\n");
+      CHECK(a == b);
+    }
 }
 
 TEST_CASE("live: server-fed gauges and counters appear once fed") {

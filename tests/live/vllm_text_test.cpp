@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The vLLM mode's whole exposition for a scripted run, byte for byte against
 // tests/live/golden/vllm_scripted.prom (TOKCHRON_UPDATE_GOLDEN=1 rewrites it; review the diff).
-// The run: two engines' series (engine "0" and "1") of one model, requests of every outcome,
-// a preemption, a one-token answer, multi-token steps, and the server-fed KV-cache gauge.
+// The run: live_test::scripted_run on two engines' series (engine "0" and "1") of one model
+// (requests of every outcome, a preemption, a one-token answer, multi-token steps), and the
+// server-fed KV-cache gauge.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "live/helpers.hpp"
@@ -16,68 +14,15 @@
 #include "tokchron/live/recorder.hpp"
 #include "tokchron/live/scrape.hpp"
 
-namespace {
-using live_test::ms;
-using tokchron::finish_reason;
-using tokchron::record_status;
-
-std::string golden_path() {
-  return std::string(TOKCHRON_SOURCE_DIR) + "/tests/live/golden/vllm_scripted.prom";
-}
-}  // namespace
-
 TEST_CASE("live vllm: the exposition of a scripted run") {
   tokchron::basic_live_metrics<tokchron::manual_clock> m(
       tokchron::vllm_live_options("llama-3-8b", 4096));
   const tokchron::live_series e0{}, e1 = m.series({"llama-3-8b", "1"});
-  tokchron::basic_live_request<tokchron::manual_clock> a, b, c, d, e, f;
-  auto ok = [](record_status s) { REQUIRE(s == record_status::ok); };
-  // a (engine 0): 12-token prompt, steps of 1, 2, 2 tokens, stop.
-  ok(m.arrive(a, ms(0), {e0, 12, 256}));
-  ok(m.scheduled(a, ms(3)));
-  ok(m.chunk(a, ms(40), 1));
-  ok(m.chunk(a, ms(60), 2));
-  ok(m.chunk(a, ms(85), 2));
-  ok(m.finish(a, ms(85), finish_reason::stop));
-  // b (engine 0): preempted after its first token, rescheduled, hits max_tokens = 3.
-  ok(m.arrive(b, ms(10), {e0, 100, 3}));
-  ok(m.queued(b, ms(11)));
-  ok(m.scheduled(b, ms(20)));
-  ok(m.chunk(b, ms(90), 1));
-  ok(m.preempted(b, ms(95)));
-  ok(m.scheduled(b, ms(400)));
-  ok(m.chunk(b, ms(430), 2));
-  ok(m.finish(b, ms(430), finish_reason::length));
-  // c (engine 1): a one-token answer.
-  ok(m.arrive(c, ms(5), {e1, 7, 0}));
-  ok(m.scheduled(c, ms(6)));
-  ok(m.chunk(c, ms(30), 1));
-  ok(m.finish(c, ms(30), finish_reason::stop));
-  // d (engine 1): the client goes away after two steps.
-  ok(m.arrive(d, ms(5), {e1, 2000, 0}));
-  ok(m.scheduled(d, ms(7)));
-  ok(m.chunk(d, ms(700), 1));
-  ok(m.chunk(d, ms(750), 1));
-  ok(m.abort(d, ms(760)));
-  // e (engine 1): rejected (queue full); f (engine 0): still waiting when scraped.
-  ok(m.arrive(e, ms(8), {e1, 50, 0}));
-  ok(m.reject(e, ms(8)));
-  ok(m.arrive(f, ms(900), {e0, 5, 0}));
+  live_test::scripted_run(m, e0, e1);
   m.set_kv_cache_usage(e0, 0.5);
   m.set_kv_cache_usage(e1, 0.125);
 
-  const std::string text = tokchron::to_prometheus(tokchron::scrape(m));
-  const char* update = std::getenv("TOKCHRON_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream(golden_path(), std::ios::binary) << text;
-    MESSAGE("rewrote " << golden_path());
-    return;
-  }
-  std::ifstream in(golden_path(), std::ios::binary);
-  const std::string expected((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  REQUIRE_MESSAGE(!expected.empty(), "missing golden file " << golden_path());
-  CHECK_MESSAGE(text == expected, "output differs from " << golden_path() << ":\n" << text);
+  live_test::check_golden("vllm_scripted.prom", tokchron::to_prometheus(tokchron::scrape(m)));
 
   // The points the golden file must show, checked by value here so a careless rewrite of the
   // golden file cannot hide a semantic change.

@@ -181,8 +181,9 @@ inline void append_labels(std::string& out, const label_set& consts, const label
 inline void append_family(std::string& out, const metric_family& f, const prometheus_options& o) {
   const bool om = o.openmetrics;
   const bool counter = f.kind == metric_kind::counter;
+  const bool total = counter && (om || f.total_suffix);
   // 0.0.4 names the counter's sample (with _total) in HELP/TYPE; OpenMetrics names the family.
-  const std::string typed = counter && !om ? f.name + "_total" : f.name;
+  const std::string typed = total && !om ? f.name + "_total" : f.name;
   out += "# HELP ";
   out += typed;
   out += ' ';
@@ -210,7 +211,7 @@ inline void append_family(std::string& out, const metric_family& f, const promet
       out += '\n';
     };
     if (f.kind != metric_kind::histogram) {
-      sample(counter ? "_total" : "", nullptr, p.value);
+      sample(total ? "_total" : "", nullptr, p.value);
       continue;
     }
     std::string le;

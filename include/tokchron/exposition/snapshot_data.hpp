@@ -93,6 +93,10 @@ struct metric_family {
   metric_kind kind = metric_kind::gauge;
   std::string unit;  ///< OpenMetrics unit ("seconds"); the name must then end in "_" + unit
   std::vector<metric_point> points;
+  /// Prometheus text 0.0.4 only: false writes a counter's samples without the `_total` suffix,
+  /// as exporters that never add it do (TGI's metrics-exporter-prometheus). OpenMetrics
+  /// requires the suffix and always writes it.
+  bool total_suffix = true;
 
   /// Adds a counter or gauge point.
   metric_family& add(double v, label_set labels = {}) {

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,35 @@ struct live_names {
   std::string misuse;          ///< counter of refused recording calls
   std::string label_overflow;  ///< counter of requests recorded into the overflow series
   std::string dropped;         ///< counter of samples lost to memory exhaustion
+  /// Counter of arrived requests (TGI's `tgi_request_count`, counted as its handler starts):
+  /// finished of every reason, plus running and waiting, as of the scrape.
+  std::string arrived;
+  /// Counter of the requests' prefill times (first scheduled to first token), each cut to whole
+  /// milliseconds before it is added, in seconds, counted at the first token (llama.cpp's
+  /// `llamacpp:prompt_seconds_total`).
+  std::string prefill_seconds;
+  /// Counter of the decode times (first to last token) of requests that completed (stop,
+  /// length), each cut to whole milliseconds, in seconds, counted at the finish (llama.cpp's
+  /// `llamacpp:tokens_predicted_seconds_total`).
+  std::string decode_seconds;
+  /// Gauges of prompt and generation throughput since the previous scrape (llama.cpp's
+  /// `llamacpp:prompt_tokens_seconds`, `llamacpp:predicted_tokens_seconds`): tokens counted in
+  /// the prompt (generation) counter over the seconds added to `prefill_seconds`
+  /// (`decode_seconds`) between the previous scrape and this one; 0 when no time was added.
+  /// Every scrape starts a new window, as every llama.cpp `/metrics` call does.
+  std::string prompt_throughput;
+  std::string generation_throughput;
+  /// Counters of finished requests whose reason is in a set, without a reason label (SGLang's
+  /// `sglang:num_requests_total`, TGI's `tgi_request_success`).
+  struct reason_counter {
+    std::string name;
+    std::uint8_t reasons = 0;  ///< bit `1 << finish_reason` for each reason counted
+    std::string help;
+  };
+  std::vector<reason_counter> reason_counters;
+  /// False: counters are written without the `_total` suffix in the Prometheus text (TGI's
+  /// exporter, metrics-exporter-prometheus, never adds it); OpenMetrics output keeps it.
+  bool counter_total_suffix = true;
 };
 
 /// A family's base name in tokchron's naming and in vLLM's (empty: that scheme has none).
@@ -131,6 +161,7 @@ inline constexpr live_histogram_name live_histogram_names[] = {
      "vllm:request_generation_tokens"},
     {live_histogram::max_tokens, "tokchron_request_max_tokens",
      "vllm:request_max_num_generation_tokens"},
+    {live_histogram::validation_time, "", ""},
 };
 
 /// Configuration of a `basic_live_metrics`. Use the presets of live/presets.hpp and adjust.

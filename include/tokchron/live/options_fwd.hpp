@@ -15,6 +15,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/inclusion.hpp"
+#include "tokchron/timeline/event.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
@@ -29,6 +30,28 @@ enum class live_semantics : std::uint8_t {
   /// for N <= 1, finish reasons stop, length, abort, error, repetition; see
   /// docs/library/live-metrics.md.
   vllm,
+  /// SGLang's (python/sglang/srt/metrics/collector.py, TokenizerMetricsCollector): ITL one
+  /// sample per output token of each output batch after the first (k samples of g/k, none for
+  /// the first batch's extra tokens), TTFT as the first batch arrives, E2E and the prompt,
+  /// generation and cached-token counters when the request finishes, queue time when it is
+  /// first scheduled.
+  sglang,
+  /// Text Generation Inference's router (router/src/server.rs): every per-request histogram at
+  /// the end of a successful request only (stop, length), its mean time per token
+  /// (last token - first scheduled) / N, the prompt-length and max_new_tokens histograms when
+  /// the request is validated (at arrival), counters written without `_total`.
+  tgi,
+  /// The llama.cpp server's (tools/server, `--metrics`): counters and gauges only; prompt
+  /// tokens (computed, not cached) and prefill seconds at the first token, generated tokens and
+  /// generation seconds when a request completes (stop, length), each request's seconds cut to
+  /// whole milliseconds before they are summed.
+  llamacpp,
+  /// trtllm-serve's (tensorrt_llm/metrics/collector.py, perf_utils.py): every per-request
+  /// series when the request finishes with a finish reason (stop, length, timeout: not
+  /// cancelled, not failed), TTFT and E2E from the executor's arrival (`queued`, else the
+  /// arrival) to the first and the last token, latencies of 0 not observed (queue time
+  /// excepted).
+  trtllm,
 };
 
 /// Which finished requests enter the per-request histograms and the token counters: the one
@@ -49,9 +72,10 @@ enum class live_histogram : std::uint8_t {
   prompt_tokens,      ///< prompt length, tokens
   generation_tokens,  ///< output length, tokens
   max_tokens,         ///< the request's max_tokens parameter, when the server gives it
+  validation_time,    ///< arrival to queued (TGI's validation duration), s
 };
 /// The number of `live_histogram`s.
-inline constexpr std::size_t live_histogram_count = 11;
+inline constexpr std::size_t live_histogram_count = 12;
 
 namespace detail {
 /// True for the histograms of times (seconds); the others count tokens.
@@ -62,6 +86,11 @@ namespace detail {
 }  // namespace detail
 
 struct live_options;
+
+/// Bit `1 << r` of finish reason `r`, for sets of reasons (`live_names::reason_counter`).
+[[nodiscard]] constexpr std::uint8_t live_reason_bit(finish_reason r) noexcept {
+  return static_cast<std::uint8_t>(1u << static_cast<unsigned>(r));
+}
 
 TOKCHRON_END_NAMESPACE
 

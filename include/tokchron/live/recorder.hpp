@@ -287,21 +287,37 @@ class basic_live_metrics {
       d.count(s, detail::lc_preemptions, tl.preemptions());
       if (tl.first_token_time()) {
         if constexpr (Store::template bind<C>::keeps_chunks) {
-          if (hot_.semantics == live_semantics::vllm)
-            (void)for_each_itl_per_chunk(
-                tl, [&](auto gap) noexcept { d.observe(s, live_histogram::itl, seconds(gap)); });
-          else
+          if (hot_.rules.itl == detail::live_rules::itl_per_token) {
             (void)for_each_itl_per_token(tl, [&](auto gap, std::uint64_t k) noexcept {
               d.observe(s, live_histogram::itl, seconds(gap), k);
             });
+          } else {  // per step, or per token without the first chunk's zeros
+            bool have_prev = false;
+            typename basic_request_timeline<C, Store>::time_point prev{};
+            for (const auto& c : tl.store().chunks()) {
+              if (c.tokens == 0) continue;
+              if (have_prev) observe_itl(d, s, seconds(c.time - prev), c.tokens);
+              prev = c.time;
+              have_prev = true;
+            }
+          }
         }
         if (streaming) {
-          if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
-          count_prompt(d, s, tl);
-          count_generation(d, s, tl.output_tokens(), tl.reasoning_tokens());
+          first_token_series(d, s, tl);
+          if (!hot_.rules.tokens_at_finish && !hot_.rules.llamacpp_counters)
+            count_generation(d, s, tl.output_tokens(), tl.reasoning_tokens());
           counted_prompt = true;
         }
       }
+      // What the event calls observe at arrival (TGI) or at the first scheduling (SGLang).
+      if (hot_.rules.lengths_at_arrival) {
+        if (const auto p = tl.prompt_tokens())
+          d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
+        if (max_tokens > 0)
+          d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
+      }
+      if (hot_.rules.queue_at_schedule)
+        if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
       if (const auto drafted = tl.speculative_drafted_tokens()) {
         // A timeline keeps totals only: the drafts and the positions are not known here.
         d.use(detail::lf_speculative);
@@ -384,10 +400,12 @@ class basic_live_metrics {
   /// = prompt - cached; local_cache_hit = cached + recomputed, where one token is recomputed
   /// when all but one were cached).
   template <class Timeline>
-  static void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl) noexcept {
+  void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl) const noexcept {
+    const bool computed_only = hot_.rules.llamacpp_counters;
     const std::optional<std::uint64_t> p = tl.prompt_tokens();
     const std::optional<std::uint64_t> c = tl.cached_prompt_tokens();
-    if (p) d.count(s, detail::lc_prompt_tokens, *p);
+    // llama.cpp counts the prompt tokens it evaluated: the cached ones are not.
+    if (p) d.count(s, detail::lc_prompt_tokens, computed_only && c && *c <= *p ? *p - *c : *p);
     if (c) {
       d.use(detail::lf_cached_prompt);
       d.count(s, detail::lc_prompt_cached, *c);
@@ -411,50 +429,131 @@ class basic_live_metrics {
 
   void observe_itl(detail::live_writer<>& d, std::uint32_t s, double gap,
                    std::uint32_t tokens) const noexcept {
-    if (hot_.semantics == live_semantics::vllm)
+    if (hot_.rules.itl == detail::live_rules::itl_per_step)
       d.observe(s, live_histogram::itl, gap);  // one sample per step
     else
       d.observe(s, live_histogram::itl, gap / tokens, tokens);  // k samples of g/k
   }
 
-  /// The finish-time series of a finished timeline, as the inclusion policy says.
+  /// Observes latency `v` of histogram `h` unless the rules drop it (trtllm: 0 is not
+  /// observed; tensorrt_llm/metrics/perf_utils.py keeps values > 0 only).
+  void observe_latency(detail::live_writer<>& d, std::uint32_t s, live_histogram h,
+                       double v) const noexcept {
+    if (hot_.rules.positive_only && !(v > 0)) return;
+    d.observe(s, h, v);
+  }
+
+  /// The instant TTFT and E2E start from: the arrival, or under `from_queued` the time the
+  /// request entered the engine's queue when known (trtllm's executor arrival time).
+  template <class Timeline>
+  std::optional<typename Timeline::time_point> start_of(const Timeline& tl) const noexcept {
+    if (hot_.rules.from_queued)
+      if (const auto q = tl.queued_time()) return q;
+    return tl.arrival();
+  }
+
+  /// The series a request's first token moves when they stream: TTFT (unless observed at the
+  /// finish), the prompt counters (unless counted at the finish) and llama.cpp's prefill
+  /// milliseconds.
+  template <class Timeline>
+  void first_token_series(detail::live_writer<>& d, std::uint32_t s,
+                          const Timeline& tl) const noexcept {
+    const auto first = tl.first_token_time();
+    if (!hot_.rules.ttft_at_finish)
+      if (const auto a = start_of(tl); a && first && *first >= *a)
+        observe_latency(d, s, live_histogram::ttft, seconds(*first - *a));
+    if (!hot_.rules.tokens_at_finish) count_prompt(d, s, tl);
+    if (hot_.rules.llamacpp_counters)
+      if (const auto sched = tl.first_scheduled(); sched && first && *first >= *sched)
+        d.count(s, detail::lc_prefill_ms, whole_ms(*first - *sched));
+  }
+
+  /// `d` in whole milliseconds, rounded down (llama.cpp adds each request's milliseconds, a
+  /// double, into an integer total: tools/server `server_metrics::on_prompt_eval`).
+  template <class D>
+  static std::uint64_t whole_ms(D d) noexcept {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    return ms > 0 ? static_cast<std::uint64_t>(ms) : 0;
+  }
+
+  /// The finish-time series of a finished timeline, as the inclusion policy and the
+  /// semantics' rules say.
   template <class Timeline>
   void finished(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
                 std::uint64_t max_tokens, bool counted_prompt) const noexcept {
     const finish_reason reason = *tl.reason();
+    const detail::live_rules& rules = hot_.rules;
     d.count(s, detail::lc_requests + static_cast<std::uint32_t>(reason), 1);
-    const live_inclusion inc = hot_.inclusion;
-    // The rule of metrics/inclusion.hpp, which run summaries (tokchron-report) apply too. The
-    // chunk path streams what it counts before the finish (ITL always; TTFT, tokens unless
-    // `completed`): under `scheduled` a request with a token is a member, so the end is the same.
-    if (!includes(inc, inclusion_family::per_request, tl)) return;
-    const bool vllm = hot_.semantics == live_semantics::vllm;
     const std::uint64_t n = tl.output_tokens();
-    if (inc == live_inclusion::completed) {
-      if (const auto v = ttft(tl)) d.observe(s, live_histogram::ttft, seconds(*v));
+    // llama.cpp: generated tokens and generation time when a slot completes (stop, length).
+    if (rules.llamacpp_counters && is_success(reason) && tl.first_token_time()) {
       count_generation(d, s, n, tl.reasoning_tokens());
+      if (const auto dec = decode_time(tl)) d.count(s, detail::lc_decode_ms, whole_ms(*dec));
     }
-    if (!counted_prompt && includes(inc, inclusion_family::prompt_tokens, tl))
+    const live_inclusion inc = hot_.inclusion;
+    // The rule of metrics/inclusion.hpp, which run summaries (tokchron-report) apply too, then
+    // the server's own choice of finish reasons. The chunk path streams what it counts before
+    // the finish (ITL always; TTFT, tokens unless `completed`): under `scheduled` a request with
+    // a token is a member, so the end is the same.
+    const bool included = includes(inc, inclusion_family::per_request, tl) &&
+                          (rules.reasons == 0 || (rules.reasons & live_reason_bit(reason)) != 0);
+    if (!included) return;
+    const auto first = tl.first_token_time();
+    const auto last = tl.last_token_time();
+    const auto start = start_of(tl);
+    if (inc == live_inclusion::completed || rules.ttft_at_finish)
+      if (start && first && *first >= *start)
+        observe_latency(d, s, live_histogram::ttft, seconds(*first - *start));
+    if (rules.tokens_at_finish) {
       count_prompt(d, s, tl);
-    if (const auto v = e2e(tl)) d.observe(s, live_histogram::e2e, seconds(*v));
-    if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
-    if (const auto v = prefill_time(tl)) d.observe(s, live_histogram::prefill_time, seconds(*v));
-    const auto dec = decode_time(tl);
-    if (dec) d.observe(s, live_histogram::decode_time, seconds(*dec));
-    if (tl.first_scheduled() && tl.last_token_time())
-      d.observe(s, live_histogram::inference_time,
-                seconds(*tl.last_token_time() - *tl.first_scheduled()));
-    if (vllm) {
-      // stats.py: decode_time / (N - 1) when N - 1 > 0, else 0 (also for N = 0 and 1).
-      d.observe(s, live_histogram::tpot,
-                n > 1 && dec ? seconds(*dec) / static_cast<double>(n - 1) : 0.0);
-    } else if (const auto v = tpot(tl)) {
-      d.observe(s, live_histogram::tpot, seconds(*v));
+      count_generation(d, s, n, tl.reasoning_tokens());
+    } else {
+      if (inc == live_inclusion::completed && !rules.llamacpp_counters)
+        count_generation(d, s, n, tl.reasoning_tokens());
+      if (!counted_prompt && includes(inc, inclusion_family::prompt_tokens, tl))
+        count_prompt(d, s, tl);
     }
-    if (const auto p = tl.prompt_tokens())
-      d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
+    if (rules.e2e_to_last_token) {
+      if (start && last && *last >= *start)
+        observe_latency(d, s, live_histogram::e2e, seconds(*last - *start));
+    } else if (const auto v = e2e(tl)) {
+      observe_latency(d, s, live_histogram::e2e, seconds(*v));
+    }
+    if (!rules.queue_at_schedule)
+      if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
+    if (const auto a = tl.arrival()) {  // arrival to queued (0 when never queued)
+      const auto q = tl.queued_time().value_or(*a);
+      if (q >= *a) d.observe(s, live_histogram::validation_time, seconds(q - *a));
+    }
+    if (const auto v = prefill_time(tl))
+      observe_latency(d, s, live_histogram::prefill_time, seconds(*v));
+    const auto dec = decode_time(tl);
+    if (dec) observe_latency(d, s, live_histogram::decode_time, seconds(*dec));
+    if (tl.first_scheduled() && last)
+      observe_latency(d, s, live_histogram::inference_time, seconds(*last - *tl.first_scheduled()));
+    switch (rules.tpot) {
+      case detail::live_rules::tpot_vllm:
+        // stats.py: decode_time / (N - 1) when N - 1 > 0, else 0 (also for N = 0 and 1).
+        d.observe(s, live_histogram::tpot,
+                  n > 1 && dec ? seconds(*dec) / static_cast<double>(n - 1) : 0.0);
+        break;
+      case detail::live_rules::tpot_tgi:
+        // router/src/server.rs: time_per_token = inference_time / generated_tokens, where
+        // inference_time runs from the batch start to the last token.
+        if (n > 0 && tl.first_scheduled() && last && *last >= *tl.first_scheduled())
+          d.observe(s, live_histogram::tpot,
+                    seconds(*last - *tl.first_scheduled()) / static_cast<double>(n));
+        break;
+      case detail::live_rules::tpot_canonical:
+        if (const auto v = tpot(tl)) observe_latency(d, s, live_histogram::tpot, seconds(*v));
+        break;
+    }
+    if (!rules.lengths_at_arrival) {
+      if (const auto p = tl.prompt_tokens())
+        d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
+      if (max_tokens > 0) d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
+    }
     d.observe(s, live_histogram::generation_tokens, static_cast<double>(n));
-    if (max_tokens > 0) d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
   }
 
   Clock clock_;
@@ -488,6 +587,13 @@ record_status basic_live_metrics<Clock>::arrive(request_type& r, time_point t,
   in_shard([&](detail::live_writer<>& d) noexcept {
     d.count(r.series_, detail::lc_waiting, 1);
     if (r.series_ == hot_.overflow_index) d.count(r.series_, detail::lc_overflow_requests, 1);
+    if (hot_.rules.lengths_at_arrival) {  // TGI: observed as the request is validated
+      if (info.prompt_tokens)
+        d.observe(r.series_, live_histogram::prompt_tokens,
+                  static_cast<double>(*info.prompt_tokens));
+      if (info.max_tokens > 0)
+        d.observe(r.series_, live_histogram::max_tokens, static_cast<double>(info.max_tokens));
+    }
   });
   return record_status::ok;
 }
@@ -547,12 +653,21 @@ record_status basic_live_metrics<Clock>::queued(request_type& r, time_point t) n
 template <class Clock>
 record_status basic_live_metrics<Clock>::scheduled(request_type& r, time_point t) noexcept {
   if (!mine(r)) return not_mine(r);
+  const bool first = !r.tl_.first_scheduled().has_value();
   if (record_status s = r.tl_.scheduled(t); s != record_status::ok) return misuse(s);
-  if (r.phase_ == request_type::waiting) {
+  // SGLang observes the queue time as the scheduler first puts the request in a batch.
+  const bool queue = first && hot_.rules.queue_at_schedule;
+  if (r.phase_ == request_type::waiting || queue) {
+    const bool was_waiting = r.phase_ == request_type::waiting;
     r.phase_ = request_type::running;
     in_shard([&](detail::live_writer<>& d) noexcept {
-      d.count(r.series_, detail::lc_waiting, ~std::uint64_t{0});
-      d.count(r.series_, detail::lc_running, 1);
+      if (was_waiting) {
+        d.count(r.series_, detail::lc_waiting, ~std::uint64_t{0});
+        d.count(r.series_, detail::lc_running, 1);
+      }
+      if (queue)
+        if (const auto v = queue_time(r.tl_))
+          d.observe(r.series_, live_histogram::queue_time, seconds(*v));
     });
   }
   return record_status::ok;
@@ -594,15 +709,15 @@ record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, st
     if (prev) {
       observe_itl(d, s, seconds(t - *prev), tokens);
     } else {
-      if (hot_.semantics == live_semantics::tokchron && tokens > 1)
+      if (hot_.rules.itl == detail::live_rules::itl_per_token && tokens > 1)
         d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
       if (streaming) {
-        if (const auto v = ttft(r.tl_)) d.observe(s, live_histogram::ttft, seconds(*v));
-        count_prompt(d, s, r.tl_);
+        first_token_series(d, s, r.tl_);
         r.counted_prompt_ = true;
       }
     }
-    if (streaming) count_generation(d, s, tokens, kind == chunk_kind::reasoning ? tokens : 0);
+    if (streaming && !hot_.rules.tokens_at_finish && !hot_.rules.llamacpp_counters)
+      count_generation(d, s, tokens, kind == chunk_kind::reasoning ? tokens : 0);
   });
   return record_status::ok;
 }

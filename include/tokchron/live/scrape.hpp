@@ -18,6 +18,7 @@
 /// Gauges (running, waiting) are the sums of the events scraped, so they are exact as of the
 /// scrape.
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -94,6 +95,31 @@ struct live_scrape_lock {
 /// The finished_reason label value of `r` under `sem` (empty: not counted in `requests`).
 [[nodiscard]] inline std::string live_reason_value(live_semantics sem, finish_reason r) {
   if (sem == live_semantics::tokchron) return std::string(to_string(r));
+  if (sem == live_semantics::tgi) {
+    // tgi_request_failure{err}: stop and length are successes (tgi_request_success). The
+    // values TGI gives: "dropped" when the client's channel closed (backends/v3/src/backend.rs),
+    // "generation" for a failed generation (ibid.), "overloaded" when the concurrency limit
+    // refuses a request (router/src/infer/mod.rs). TGI has no request timeout: a request
+    // timed out is dropped.
+    switch (r) {
+      case finish_reason::aborted:
+      case finish_reason::timed_out: return "dropped";
+      case finish_reason::error: return "generation";
+      case finish_reason::rejected: return "overloaded";
+      default: return {};
+    }
+  }
+  if (sem == live_semantics::trtllm) {
+    // tensorrt_llm/executor/result.py: END_ID and STOP_WORDS -> "stop", LENGTH -> "length",
+    // TIMED_OUT -> "timeout"; a cancelled or failed request has no finish reason and is not
+    // counted (tensorrt_llm/metrics/collector.py logs only requests with one).
+    switch (r) {
+      case finish_reason::stop: return "stop";
+      case finish_reason::length: return "length";
+      case finish_reason::timed_out: return "timeout";
+      default: return {};
+    }
+  }
   // vllm/v1/engine/__init__.py FINISH_REASON_STRINGS: stop, length, abort, error, repetition.
   switch (r) {
     case finish_reason::stop: return "stop";
@@ -107,17 +133,35 @@ struct live_scrape_lock {
 }
 
 [[nodiscard]] inline const char* live_help(live_histogram h, live_semantics sem) {
-  const bool v = sem == live_semantics::vllm;
+  const detail::live_rules rules = live_rules_of(sem);
   switch (h) {
-    case live_histogram::ttft: return "Time to first token from arrival, seconds.";
+    case live_histogram::ttft:
+      return rules.from_queued ? "Time to first token from the engine's arrival, seconds."
+                               : "Time to first token from arrival, seconds.";
     case live_histogram::itl:
-      return v ? "Inter-token latency: one sample per streamed step with tokens after the "
-                 "first, seconds."
-               : "Inter-token latency, one sample per output token after the first, seconds.";
+      switch (rules.itl) {
+        case detail::live_rules::itl_per_step:
+          return "Inter-token latency: one sample per streamed step with tokens after the "
+                 "first, seconds.";
+        case detail::live_rules::itl_per_token_after_first:
+          return "Inter-token latency: each later output batch of k tokens after a gap g gives "
+                 "k samples of g / k, seconds.";
+        default:
+          return "Inter-token latency, one sample per output token after the first, seconds.";
+      }
     case live_histogram::tpot:
-      return v ? "Per-request time per output token: decode time / (N - 1), 0 when N <= 1."
-               : "Per-request time per output token after the first (N >= 2), seconds.";
-    case live_histogram::e2e: return "End-to-end request latency from arrival to finish, seconds.";
+      switch (rules.tpot) {
+        case detail::live_rules::tpot_vllm:
+          return "Per-request time per output token: decode time / (N - 1), 0 when N <= 1.";
+        case detail::live_rules::tpot_tgi:
+          return "Mean time per token per request: (last token - first scheduled) / N, seconds.";
+        default: return "Per-request time per output token after the first (N >= 2), seconds.";
+      }
+    case live_histogram::e2e:
+      return rules.e2e_to_last_token
+                 ? "End-to-end request latency from the engine's arrival to the last token, "
+                   "seconds."
+                 : "End-to-end request latency from arrival to finish, seconds.";
     case live_histogram::queue_time:
       return "Time from queueing (or arrival) to first scheduling, seconds.";
     case live_histogram::prefill_time:
@@ -125,9 +169,15 @@ struct live_scrape_lock {
     case live_histogram::decode_time: return "Time from the first to the last token, seconds.";
     case live_histogram::inference_time:
       return "Time from first scheduling to the last token, seconds.";
-    case live_histogram::prompt_tokens: return "Prompt length of finished requests, tokens.";
+    case live_histogram::prompt_tokens:
+      return rules.lengths_at_arrival ? "Prompt length of arrived requests, tokens."
+                                      : "Prompt length of finished requests, tokens.";
     case live_histogram::generation_tokens: return "Output length of finished requests, tokens.";
-    case live_histogram::max_tokens: return "The max_tokens parameter of finished requests.";
+    case live_histogram::max_tokens:
+      return rules.lengths_at_arrival ? "The max_tokens parameter of arrived requests."
+                                      : "The max_tokens parameter of finished requests.";
+    case live_histogram::validation_time:
+      return "Time from arrival to entering the engine's queue, seconds.";
   }
   return "";
 }
@@ -157,6 +207,7 @@ template <class Clock>
   std::vector<std::vector<std::uint64_t>> counts;
   std::vector<std::vector<double>> sums;
   std::vector<bool> present;
+  std::vector<std::array<std::uint64_t, 4>> window(lay.series, std::array<std::uint64_t, 4>{});
   std::uint64_t misuse = 0, dropped = 0;
   {
     detail::live_scrape_lock lock(st);
@@ -173,6 +224,18 @@ template <class Clock>
     }
     misuse = st.total.misuse;
     dropped = st.total.dropped + st.lost_shards.load(std::memory_order_relaxed);
+    // The throughput gauges' window: since the previous scrape (serialised by the lock).
+    if (!n.prompt_throughput.empty() || !n.generation_throughput.empty()) {
+      st.window.resize(lay.series);
+      for (std::uint32_t s = 0; s < lay.series; ++s) {
+        if (!present[s]) continue;
+        const std::array<std::uint64_t, 4> now{
+            counts[s][detail::lc_prompt_tokens], counts[s][detail::lc_prefill_ms],
+            counts[s][detail::lc_generation_tokens], counts[s][detail::lc_decode_ms]};
+        for (std::size_t i = 0; i < 4; ++i) window[s][i] = now[i] - st.window[s][i];
+        st.window[s] = now;
+      }
+    }
   }
 
   // The series to write: interned ones (zeros if never touched), then the overflow series.
@@ -199,9 +262,11 @@ template <class Clock>
   auto histogram_family = [&](const std::string& name, live_histogram h) {
     if (name.empty()) return;
     const auto hi = static_cast<std::size_t>(h);
-    const bool time = detail::live_is_time(h);
+    // The unit only where the name carries it (TGI's "..._duration" families do not).
+    const bool seconds = detail::live_is_time(h) && name.size() > 8 &&
+                         name.compare(name.size() - 8, 8, "_seconds") == 0;
     auto& f = out.family(name, detail::live_help(h, o.semantics), metric_kind::histogram,
-                         time ? "seconds" : "");
+                         seconds ? "seconds" : "");
     for (const auto& [s, labels] : series) {
       histogram_data d;
       std::uint64_t cum = 0;
@@ -252,9 +317,18 @@ template <class Clock>
     for (const auto& [s, labels] : series)
       f.add(static_cast<double>(static_cast<std::int64_t>(counter(s, c))), labels);
   };
-  counter_family(n.prompt_tokens, "Prompt tokens of requests that reached their first token.",
+  const detail::live_rules rules = detail::live_rules_of(o.semantics);
+  counter_family(n.prompt_tokens,
+                 rules.llamacpp_counters  ? "Prompt tokens evaluated (not cached), counted at the "
+                                            "first token."
+                 : rules.tokens_at_finish ? "Prompt tokens, counted when the request finishes."
+                                          : "Prompt tokens of requests that reached their first "
+                                            "token.",
                  detail::lc_prompt_tokens);
-  counter_family(n.generation_tokens, "Output tokens, counted as they stream.",
+  counter_family(n.generation_tokens,
+                 rules.llamacpp_counters  ? "Output tokens of completed requests."
+                 : rules.tokens_at_finish ? "Output tokens, counted when the request finishes."
+                                          : "Output tokens, counted as they stream.",
                  detail::lc_generation_tokens);
   counter_family(n.preemptions, "Preemptions, counted as they happen.", detail::lc_preemptions);
   gauge_family(n.running, "Requests scheduled and not finished or preempted.", detail::lc_running);
@@ -328,6 +402,57 @@ template <class Clock>
           [&](std::uint32_t s, std::uint32_t v) { return counter(s, lay.spec_offset + v); },
           [](std::uint32_t v) { return std::to_string(v); });
   }
+  if (!n.arrived.empty()) {  // every request counted once it finished, or running or waiting
+    auto& f = out.family(n.arrived, "Requests arrived.", metric_kind::counter);
+    for (const auto& [s, labels] : series) {
+      std::uint64_t total = 0;
+      for (std::uint32_t r = 0; r < 6; ++r)
+        total = detail::live_sat_add(total, counter(s, detail::lc_requests + r));
+      total = detail::live_sat_add(total, counter(s, detail::lc_running));
+      total = detail::live_sat_add(total, counter(s, detail::lc_waiting));
+      f.add(static_cast<double>(total), labels);
+    }
+  }
+  for (const auto& rc : n.reason_counters) {
+    if (rc.name.empty()) continue;
+    auto& f =
+        out.family(rc.name, rc.help.empty() ? "Finished requests." : rc.help, metric_kind::counter);
+    for (const auto& [s, labels] : series) {
+      std::uint64_t total = 0;
+      for (std::uint32_t r = 0; r < 6; ++r)
+        if ((rc.reasons & (1u << r)) != 0)
+          total = detail::live_sat_add(total, counter(s, detail::lc_requests + r));
+      f.add(static_cast<double>(total), labels);
+    }
+  }
+  auto ms_family = [&](const std::string& name, const char* help, std::uint32_t c) {
+    if (name.empty()) return;
+    auto& f = out.family(name, help, metric_kind::counter);
+    for (const auto& [s, labels] : series) f.add(static_cast<double>(counter(s, c)) / 1e3, labels);
+  };
+  ms_family(n.prefill_seconds,
+            "Prefill times (first scheduled to first token), each cut to whole milliseconds, "
+            "seconds.",
+            detail::lc_prefill_ms);
+  ms_family(n.decode_seconds,
+            "Decode times of completed requests, each cut to whole milliseconds, seconds.",
+            detail::lc_decode_ms);
+  auto throughput_family = [&](const std::string& name, const char* help, std::size_t tokens,
+                               std::size_t ms) {
+    if (name.empty()) return;
+    auto& f = out.family(name, help, metric_kind::gauge);
+    for (const auto& [s, labels] : series) {
+      const auto& w = window[s];
+      // tools/server: n ? 1e3 / t_ms * n : 0 (a window of tokens and 0 ms gives +Inf there).
+      f.add(
+          w[tokens] != 0 ? 1e3 / static_cast<double>(w[ms]) * static_cast<double>(w[tokens]) : 0.0,
+          labels);
+    }
+  };
+  throughput_family(n.prompt_throughput,
+                    "Prompt tokens per second of prefill since the previous scrape.", 0, 1);
+  throughput_family(n.generation_throughput,
+                    "Generated tokens per second of decode since the previous scrape.", 2, 3);
   if (!n.rejected.empty()) {
     auto& f = out.family(n.rejected, "Requests rejected before scheduling.", metric_kind::counter);
     for (const auto& [s, labels] : series)
@@ -347,6 +472,11 @@ template <class Clock>
   if (!n.dropped.empty())
     out.family(n.dropped, "Recorded events lost because memory ran out.", metric_kind::counter)
         .add(static_cast<double>(dropped));
+  if (!n.counter_total_suffix)  // the server's counters; tokchron's own keep the suffix
+    for (auto& f : out.families)
+      if (f.kind == metric_kind::counter && f.name != n.misuse && f.name != n.label_overflow &&
+          f.name != n.dropped && f.name != n.rejected)
+        f.total_suffix = false;
   return out;
 }
 

@@ -3,13 +3,45 @@
 
 #include <algorithm>
 #include <exception>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "tokchron/live/presets.hpp"
 
 namespace batching::serve {
 
 namespace {
 using steady = std::chrono::steady_clock;
+}
+
+std::string metric_names_list() {
+  std::string out;
+  for (const std::string_view n : metric_names) {
+    if (!out.empty()) out += '|';
+    out += n;
+  }
+  return out;
+}
+
+bool known_metric_names(std::string_view names) noexcept {
+  return std::find(std::begin(metric_names), std::end(metric_names), names) !=
+         std::end(metric_names);
+}
+
+tokchron::live_options metric_options(std::string_view names, const std::string& model,
+                                      std::uint32_t max_model_len) {
+  if (names == "vllm") return tokchron::vllm_live_options(model, max_model_len);
+  if (names == "tokchron")
+    return tokchron::tokchron_live_options({"model_name"}, {model}, max_model_len);
+  if (names == "sglang") return tokchron::sglang_live_options(model);
+  if (names == "tgi")  // TGI's default max_input_tokens is max_total_tokens - 1
+    return tokchron::tgi_live_options(max_model_len > 1 ? max_model_len - 1 : 1, max_model_len);
+  if (names == "llamacpp") return tokchron::llamacpp_live_options();
+  if (names == "trtllm") return tokchron::trtllm_live_options(model);
+  throw std::invalid_argument("--names '" + std::string(names) + "': expected " +
+                              metric_names_list());
 }
 
 live_engine::live_engine(const scheduler_config& cfg, std::unique_ptr<backend> be,

@@ -76,7 +76,9 @@ std::string serve_usage() {
          "  --host ADDR           listen address (default 127.0.0.1)\n"
          "  --port P              port (default 8000; 0: any free port, printed)\n"
          "  --served-model NAME   the model name requests must give (default tokchron-sim)\n"
-         "  --names vllm|tokchron /metrics names and semantics (default vllm)\n"
+         "  --names NAMES         /metrics names and semantics: " +
+         metric_names_list() +
+         "\n                        (default vllm; docs/library/live-metrics.md)\n"
          "  --trace-out FILE      write the server's timelines (tokchron JSON Lines) at exit\n"
          "  --max-requests N      exit after answering N requests (default: run until a signal)\n"
          "  --max-body BYTES      largest request body (default 1048576; larger: HTTP 413)\n"
@@ -132,8 +134,8 @@ serve_options parse_serve_options(const std::vector<std::string>& args) {
       if (value.empty()) throw usage_error("--served-model: empty name");
       o.model = value;
     } else if (name == "names") {
-      if (value != "vllm" && value != "tokchron")
-        throw usage_error("--names '" + value + "': expected vllm or tokchron");
+      if (!known_metric_names(value))
+        throw usage_error("--names '" + value + "': expected " + metric_names_list());
       o.names = value;
     } else if (name == "trace-out") {
       o.trace_out = value;
@@ -183,9 +185,7 @@ struct server::impl {
   std::atomic<std::uint64_t> open_connections{0}, refused_connections{0};
 
   static tokchron::live_options metric_options(const serve_options& o) {
-    return o.names == "vllm"
-               ? tokchron::vllm_live_options(o.model, o.max_model_len)
-               : tokchron::tokchron_live_options({"model_name"}, {o.model}, o.max_model_len);
+    return serve::metric_options(o.names, o.model, o.max_model_len);
   }
 
   explicit impl(const serve_options& o) : opt(o), metrics(metric_options(o)) {

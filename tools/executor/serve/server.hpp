@@ -23,7 +23,7 @@ struct serve_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8000;  ///< 0: any free port (printed)
   std::string model = "tokchron-sim";
-  std::string names = "vllm";  ///< vllm | tokchron: the /metrics names and semantics
+  std::string names = "vllm";  ///< /metrics names and semantics: one of `metric_names`
   std::optional<std::string> trace_out;
   std::uint64_t max_requests = 0;        ///< 0: serve until SIGINT/SIGTERM
   std::uint64_t max_body = 1024 * 1024;  ///< bytes of a request body

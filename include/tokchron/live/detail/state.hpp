@@ -276,6 +276,10 @@ struct live_state {
   // Scrape side: serialised by `scrape_lock` (a scrape spins; writers never take it).
   std::atomic_flag scrape_lock = ATOMIC_FLAG_INIT;
   live_side total;
+  /// The throughput gauges' window (live_names::prompt_throughput): by series, the prompt
+  /// tokens, prefill milliseconds, generation tokens and decode milliseconds as of the
+  /// previous scrape.
+  std::vector<std::array<std::uint64_t, 4>> window;
 
   [[nodiscard]] std::uint32_t overflow_index() const noexcept { return layout.series - 1; }
 
@@ -393,6 +397,8 @@ template <int = 0>
 void live_check(const live_options& o) {
   if (o.max_series == 0 || o.max_series > (std::uint32_t{1} << 20))
     TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.max_series must be 1..2^20");
+  if (static_cast<unsigned>(o.semantics) > static_cast<unsigned>(live_semantics::trtllm))
+    TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.semantics: unknown value");
   if (o.speculative_positions > 64)
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: live_options.speculative_positions must be 0..64");
@@ -520,6 +526,7 @@ live_hot_options live_core<I>::hot(const live_state& s) noexcept {
   h.overflow_index = s.overflow_index();
   h.labelled = !s.options.label_names.empty();
   h.semantics = s.options.semantics;
+  h.rules = live_rules_of(s.options.semantics);
   h.inclusion = s.options.inclusion;
   h.spec_offset = s.layout.spec_offset;
   h.spec_positions = static_cast<std::uint32_t>(s.options.speculative_positions);

@@ -23,6 +23,7 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include "live_engine.hpp"
 #include "openai.hpp"
 #include "server.hpp"
 #ifdef TOKCHRON_SERVE_PROTOBUF
@@ -438,6 +439,11 @@ TEST_CASE("serve: the command line") {
   CHECK_THROWS_AS((void)parse_serve_options({"--port", "70000"}), batching::usage_error);
   CHECK_THROWS_AS((void)parse_serve_options({"--port", "-1"}), batching::usage_error);
   CHECK_THROWS_AS((void)parse_serve_options({"--names", "prom"}), batching::usage_error);
+  for (const std::string_view n : metric_names) {  // every preset parses and builds
+    CHECK(parse_serve_options({"--names", std::string(n)}).names == n);
+    CHECK_NOTHROW((void)metric_options(n, "m", 4096));
+  }
+  CHECK_THROWS_AS((void)metric_options("prom", "m", 4096), std::invalid_argument);
   CHECK_THROWS_AS((void)parse_serve_options({"--no-such-option", "1"}), batching::usage_error);
   CHECK_THROWS_AS((void)parse_serve_options({"--max-body", "0"}), batching::usage_error);
   const serve_options o =

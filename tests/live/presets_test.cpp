@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// The server presets (live/presets.hpp: SGLang, TGI, llama.cpp, trtllm-serve): each one's whole
+// exposition of the same scripted run, byte for byte against tests/live/golden/<preset>_
+// scripted.prom (TOKCHRON_UPDATE_GOLDEN=1 rewrites them; review the diff), then each rule the
+// preset takes from its server's source checked by value, so that a careless rewrite of a golden
+// file cannot hide a semantic change. The sources are cited in presets.hpp and
+// docs/library/live-metrics.md.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "live/helpers.hpp"
+#include "tokchron/export/prometheus.hpp"
+#include "tokchron/live/presets.hpp"
+#include "tokchron/live/recorder.hpp"
+#include "tokchron/live/scrape.hpp"
+
+namespace {
+using live_test::hist;
+using live_test::ms;
+using live_test::value;
+using tokchron::finish_reason;
+using tokchron::record_status;
+using metrics = tokchron::basic_live_metrics<tokchron::manual_clock>;
+using request = tokchron::basic_live_request<tokchron::manual_clock>;
+
+// The run: live_test::scripted_run on the default series (a .. f), and
+//   g: 40-token prompt, 30 of them cached, scheduled 1.7 ms after arrival, first token 2.9 ms
+//      later, 3 tokens 1.4 ms after that, stop (sub-millisecond phases for llama.cpp).
+void run(metrics& m) {
+  const tokchron::live_series s{};
+  live_test::scripted_run(m, s, s);
+  request g;
+  auto ok = [](record_status st) { REQUIRE(st == record_status::ok); };
+  tokchron::live_request_info gi{s, 40, 0};
+  gi.cached_prompt_tokens = 30;
+  ok(m.arrive(g, ms(1000), gi));
+  ok(m.scheduled(g, ms(1001.7)));
+  ok(m.chunk(g, ms(1004.6), 1));
+  ok(m.chunk(g, ms(1006.0), 3));
+  ok(m.finish(g, ms(1006.0), finish_reason::stop));
+}
+
+std::string text(const metrics& m) { return tokchron::to_prometheus(tokchron::scrape(m)); }
+}  // namespace
+
+TEST_CASE("live presets: SGLang's exposition of the scripted run") {
+  metrics m(tokchron::sglang_live_options("llama-3-8b"));
+  run(m);
+  live_test::check_golden("sglang_scripted.prom", text(m));
+  const auto s = tokchron::scrape(m);
+  // ITL: k samples of g / k per later batch, none for a first batch's extra tokens:
+  // a 2 + 2, b 2, d 1, g 3 (its first batch has 1 token) = 10; the sum is the intervals.
+  const auto& itl = hist(s, "sglang:inter_token_latency_seconds");
+  CHECK(itl.count == 10);
+  CHECK(itl.sum == doctest::Approx(0.020 + 0.025 + 0.340 + 0.050 + 0.0014));
+  CHECK(hist(s, "sglang:time_to_first_token_seconds").count == 5);  // a, b, c, d, g
+  CHECK(hist(s, "sglang:e2e_request_latency_seconds").count == 5);  // every scheduled one
+  // Queue time when first scheduled (b once, from queued at 11 ms): a 3, b 9, c 1, d 2, g 1.7.
+  const auto& q = hist(s, "sglang:queue_time_seconds");
+  CHECK(q.count == 5);
+  CHECK(q.sum == doctest::Approx(0.003 + 0.009 + 0.001 + 0.002 + 0.0017));
+  // Token counters at the finish: f (waiting) and e (rejected) count nothing.
+  CHECK(value(s, "sglang:prompt_tokens") == 12 + 100 + 7 + 2000 + 40);
+  CHECK(value(s, "sglang:generation_tokens") == 5 + 3 + 1 + 2 + 4);
+  CHECK(value(s, "sglang:cached_tokens") == 30);
+  CHECK(value(s, "sglang:num_requests") == 5);
+  CHECK(value(s, "sglang:num_aborted_requests") == 1);
+  CHECK(value(s, "sglang:num_queue_reqs") == 1);
+  CHECK(value(s, "sglang:num_running_reqs") == 0);
+  CHECK(value(s, "sglang:num_retracted_requests") == 1);
+  CHECK(value(s, "tokchron_rejected_requests") == 1);
+}
+
+TEST_CASE("live presets: TGI's exposition of the scripted run") {
+  metrics m(tokchron::tgi_live_options(4095, 4096));
+  run(m);
+  const std::string t = text(m);
+  live_test::check_golden("tgi_scripted.prom", t);
+  // Counters without _total, as TGI's exporter writes them; tokchron's own keep it.
+  CHECK(t.find("\ntgi_request_success 4\n") != std::string::npos);
+  CHECK(t.find("\ntgi_request_count 7\n") != std::string::npos);
+  CHECK(t.find("\ntokchron_misuse_total 0\n") != std::string::npos);
+  const auto s = tokchron::scrape(m);
+  CHECK(value(s, "tgi_request_failure", {{"err", "dropped"}}) == 1);     // d
+  CHECK(value(s, "tgi_request_failure", {{"err", "overloaded"}}) == 1);  // e
+  CHECK(value(s, "tgi_request_failure", {{"err", "generation"}}) == 0);
+  // Per-request histograms for the successes only (a, b, c, g).
+  CHECK(hist(s, "tgi_request_duration").count == 4);
+  CHECK(hist(s, "tgi_request_duration").sum == doctest::Approx(0.085 + 0.420 + 0.025 + 0.006));
+  // Mean time per token: (last token - first scheduled) / N.
+  const auto& tpt = hist(s, "tgi_request_mean_time_per_token_duration");
+  CHECK(tpt.count == 4);
+  CHECK(tpt.sum == doctest::Approx(0.082 / 5 + 0.410 / 3 + 0.024 / 1 + 0.0043 / 4));
+  CHECK(hist(s, "tgi_request_inference_duration").sum ==
+        doctest::Approx(0.082 + 0.410 + 0.024 + 0.0043));
+  CHECK(hist(s, "tgi_request_validation_duration").sum == doctest::Approx(0.001));  // b
+  CHECK(hist(s, "tgi_request_queue_duration").sum ==
+        doctest::Approx(0.003 + 0.009 + 0.001 + 0.0017));
+  // Prompt length and max_new_tokens at validation: every arrival, whatever became of it.
+  CHECK(hist(s, "tgi_request_input_length").count == 7);
+  CHECK(hist(s, "tgi_request_max_new_tokens").count == 2);  // a, b gave one
+  CHECK(hist(s, "tgi_request_generated_tokens").sum == 5 + 3 + 1 + 4);
+  CHECK(value(s, "tgi_queue_size") == 1);
+  CHECK(value(s, "tgi_batch_current_size") == 0);
+  // OpenMetrics requires the suffix: the writer adds it there.
+  tokchron::prometheus_options om;
+  om.openmetrics = true;
+  CHECK(tokchron::to_prometheus(s, om).find("\ntgi_request_success_total 4\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("live presets: llama.cpp's exposition of the scripted run") {
+  metrics m(tokchron::llamacpp_live_options());
+  run(m);
+  live_test::check_golden("llamacpp_scripted.prom", text(m));
+  // The golden scrape opened the throughput window; this scrape's window is empty.
+  const auto s0 = tokchron::scrape(m);
+  CHECK(value(s0, "llamacpp:prompt_tokens_seconds") == 0);
+  CHECK(value(s0, "llamacpp:predicted_tokens_seconds") == 0);
+  // Prompt tokens evaluated (not cached) at the first token: a, b, c, d, g's 10.
+  CHECK(value(s0, "llamacpp:prompt_tokens") == 12 + 100 + 7 + 2000 + 10);
+  // Prefill times cut to whole milliseconds: 37 + 70 + 24 + 693 + 2 (g's 2.9 ms).
+  CHECK(value(s0, "llamacpp:prompt_seconds") == doctest::Approx(0.826));
+  // Generated tokens and their times when a request completes (not d, aborted):
+  // a 45 ms, b 340 ms, c 0, g 1 ms (1.4 ms cut).
+  CHECK(value(s0, "llamacpp:tokens_predicted") == 5 + 3 + 1 + 4);
+  CHECK(value(s0, "llamacpp:tokens_predicted_seconds") == doctest::Approx(0.386));
+  CHECK(value(s0, "llamacpp:requests_deferred") == 1);
+  CHECK(value(s0, "llamacpp:requests_processing") == 0);
+
+  // A fresh object: the first scrape's window holds everything.
+  metrics m2(tokchron::llamacpp_live_options());
+  run(m2);
+  const auto s = tokchron::scrape(m2);
+  CHECK(value(s, "llamacpp:prompt_tokens_seconds") == doctest::Approx(2129 / 0.826));
+  CHECK(value(s, "llamacpp:predicted_tokens_seconds") == doctest::Approx(13 / 0.386));
+  // A window with tokens and no whole millisecond divides by zero in llama.cpp: +Inf.
+  request h;
+  REQUIRE(m2.arrive(h, ms(2000), {tokchron::live_series{}, 8, 0}) == record_status::ok);
+  REQUIRE(m2.scheduled(h, ms(2000)) == record_status::ok);
+  REQUIRE(m2.chunk(h, ms(2000.5), 1) == record_status::ok);
+  const auto s2 = tokchron::scrape(m2);
+  CHECK(value(s2, "llamacpp:prompt_tokens_seconds") > 1e300);
+}
+
+TEST_CASE("live presets: trtllm-serve's exposition of the scripted run") {
+  metrics m(tokchron::trtllm_live_options("llama-3-8b"));
+  run(m);
+  live_test::check_golden("trtllm_scripted.prom", text(m));
+  const auto s = tokchron::scrape(m);
+  const std::vector<std::pair<std::string, std::string>> engine{{"engine_type", "trtllm"}};
+  CHECK(value(s, "trtllm_request_success", {{"finished_reason", "stop"}}) == 3);  // a, c, g
+  CHECK(value(s, "trtllm_request_success", {{"finished_reason", "length"}}) == 1);
+  CHECK(value(s, "trtllm_request_success", {{"finished_reason", "timeout"}}) == 0);
+  // Cancelled (d) and failed requests have no finish reason: not in any series.
+  const auto& ttft = hist(s, "trtllm_time_to_first_token_seconds", engine);
+  CHECK(ttft.count == 4);
+  // From the executor's arrival (b: queued at 11 ms) to the first token.
+  CHECK(ttft.sum == doctest::Approx(0.040 + 0.079 + 0.025 + 0.0046));
+  // E2E to the last token.
+  CHECK(hist(s, "trtllm_e2e_request_latency_seconds").sum ==
+        doctest::Approx(0.085 + 0.419 + 0.025 + 0.006));
+  // TPOT decode / (N - 1), N > 1 only (c gives none).
+  const auto& tpot = hist(s, "trtllm_time_per_output_token_seconds");
+  CHECK(tpot.count == 3);
+  CHECK(tpot.sum == doctest::Approx(0.045 / 4 + 0.340 / 2 + 0.0014 / 3));
+  // c's decode time is 0: not observed.
+  CHECK(hist(s, "trtllm_request_decode_time_seconds").count == 3);
+  CHECK(hist(s, "trtllm_request_queue_time_seconds").count == 4);
+  CHECK(value(s, "trtllm_prompt_tokens") == 12 + 100 + 7 + 40);
+  CHECK(value(s, "trtllm_generation_tokens") == 5 + 3 + 1 + 4);
+  CHECK(value(s, "trtllm_num_requests_waiting") == 1);
+}
+
+TEST_CASE("bad input L10: live presets: arguments no server preset can carry are refused") {
+  CHECK_THROWS_AS((void)tokchron::tgi_live_options(0, 4096), std::invalid_argument);
+  tokchron::live_options o = tokchron::sglang_live_options("m");
+  o.semantics = static_cast<tokchron::live_semantics>(200);
+  CHECK_THROWS_AS(metrics{o}, std::invalid_argument);
+}

@@ -1,0 +1,527 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Checks what a real Prometheus scraped from `batching-executor serve --names PRESET` against
+tokchron-report on serve's trace of the same run, through the queries of the server's own
+Grafana dashboard where it publishes one (SGLang, TGI) and the natural PromQL over its families
+where it does not (llama.cpp, trtllm-serve).
+
+  check_presets.py --preset sglang|tgi|llamacpp|trtllm --prometheus HOST:PORT --job JOB
+                   --trace SERVE_TRACE.jsonl --report PATH/tokchron-report --model NAME
+                   [--service NAME] [--summary FILE]
+
+Queries run at the time T of the job's last successful scrape; `$__rate_interval` (and the
+natural queries' range) is a range w reaching back past the first scrape. serve was scraped
+before its first request, so every counter's first sample in the range is 0 and Prometheus
+extrapolates nothing: rate(x[w]) * w is x's total, and a dashboard's fixed ranges ([1m],
+[10m]) give the same totals as long as the whole run fits in them (checked).
+
+Each preset's expected values come from tokchron-report (profile canonical) on the trace's
+requests that the server's own rule counts, the records transformed where the server's
+definition differs from the canonical one (each transform is stated where it is made). The
+checks, each printed with its figures:
+  * every dashboard query returns data, except the panels on what tokchron cannot know (engine
+    batch internals, throughput gauges the engine computes), which must return none;
+  * counts and token totals exactly; rate(x[w]) * w equal to the totals (relative 1e-9);
+    means (sum / count) equal tokchron-report's (relative 1e-9);
+  * every histogram_quantile is PromQL's interpolation of the scraped buckets and lies, with
+    tokchron-report's exact percentile, inside the bucket bound (check_dashboard.py's
+    `quantile_bound`: the exact quantile of classic buckets is only known to lie within the
+    edges of the buckets around its rank);
+  * llama.cpp's whole-millisecond seconds counters within their truncation bound
+    (0 <= exact sum - counter < n ms), its throughput gauges equal to the counters' deltas
+    between consecutive scrapes.
+With --summary, one line per compared quantile is appended to FILE (preset, family, q,
+PromQL, tokchron-report, bound) for the stage's table. Exit 0 when every check passes, 1 when
+one fails, 2 on a usage or setup error.
+"""
+import argparse
+import copy
+import math
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..",
+                                "examples", "server_integration"))
+import check_dashboard as cd  # noqa: E402  (Prometheus, report, Checker, histogram checks)
+
+# ------------------------------------------------------------------ the dashboards' queries
+
+# SGLang: examples/monitoring/grafana/dashboards/json/sglang-dashboard.json in
+# sgl-project/sglang at bac2cc6711e0342e25d27bbcdef773555ad402eb, every panel's expr (the
+# instance and model_name template variables replaced).
+SGLANG_DASHBOARD = [
+    ("End-to-End Request Latency", "histogram_quantile(0.99, sum by (le) (rate(sglang:e2e_request_latency_seconds_bucket[$__rate_interval])))"),
+    ("End-to-End Request Latency", "histogram_quantile(0.9, sum by (le) (rate(sglang:e2e_request_latency_seconds_bucket[$__rate_interval])))"),
+    ("End-to-End Request Latency", "histogram_quantile(0.5, sum by (le) (rate(sglang:e2e_request_latency_seconds_bucket[$__rate_interval])))"),
+    ("End-to-End Request Latency", "avg(rate(sglang:e2e_request_latency_seconds_sum[$__rate_interval]) /  rate(sglang:e2e_request_latency_seconds_count[$__rate_interval]))"),
+    ("End-to-End Request Latency(s) Heatmap", 'sum(increase(sglang:e2e_request_latency_seconds_bucket{model_name=~"$model_name"}[$__rate_interval])) by (le)'),
+    ("Time-To-First-Token Latency", "histogram_quantile(0.99, sum by (le) (rate(sglang:time_to_first_token_seconds_bucket[$__rate_interval])))"),
+    ("Time-To-First-Token Latency", "histogram_quantile(0.9, sum by (le) (rate(sglang:time_to_first_token_seconds_bucket[$__rate_interval])))"),
+    ("Time-To-First-Token Latency", "histogram_quantile(0.5, sum by (le) (rate(sglang:time_to_first_token_seconds_bucket[$__rate_interval])))"),
+    ("Time-To-First-Token Latency", "avg(rate(sglang:time_to_first_token_seconds_sum[$__rate_interval]) /  rate(sglang:time_to_first_token_seconds_count[$__rate_interval]))"),
+    ("Time-To-First-Token Seconds Heatmap", 'sum by(le) (increase(sglang:time_to_first_token_seconds_bucket{model_name=~"$model_name"}[$__rate_interval]))'),
+    ("Num Running Requests", "sglang:num_running_reqs"),
+    ("Token Generation Throughput (Tokens / S)", "sglang:gen_throughput"),
+    ("Cache Hit Rate", "sglang:cache_hit_rate"),
+    ("Number Queued Requests", "sglang:num_queue_reqs"),
+]
+# Panels on what the engine computes and tokchron's events cannot (docs/library/live-metrics.md).
+SGLANG_NOT_EXPORTED = {"sglang:gen_throughput", "sglang:cache_hit_rate"}
+
+# TGI: assets/tgi_grafana.json in huggingface/text-generation-inference at
+# 3bc1cf873dea2b7a32b4b86e572c3159a46dbd9b, every panel's expr ($service: the scrape's
+# `container` label).
+_TGI_Q = "histogram_quantile({q}, sum by (le) (rate({f}_bucket{{container=\"$service\"{m}}}[10m])))"
+TGI_DASHBOARD = (
+    [("Time to first token", "(" + _TGI_Q.format(q=0.5, f="tgi_request_queue_duration", m="") + " * 1000) > 0"),
+     ("Time to first token", "(" + _TGI_Q.format(q=0.5, f="tgi_batch_inference_duration", m=', method="prefill"') + " * 1000) > 0"),
+     ("Decode per-token latency", "(" + _TGI_Q.format(q=0.5, f="tgi_batch_forward_duration", m=', method="decode"') + " * 1000)>0"),
+     ("Throughput (generated tok/s)", 'sum((rate(tgi_request_generated_tokens_sum{container="$service"}[10m]) / rate(tgi_request_generated_tokens_count{container="$service"}[10m]))>0)')]
+    + [(p, _TGI_Q.format(q=q, f=f, m="")) for p, f in [
+        ("Number of tokens per prompt", "tgi_request_input_length"),
+        ("Number of generated tokens per request", "tgi_request_generated_tokens")]
+       for q in (0.5, 0.9, 0.99)]
+    + [("Requests", 'sum(increase(tgi_request_success{container="$service"}[1m]))'),
+       ("Requests", 'sum(increase(tgi_request_failure{container="$service"}[1m])) by (err)')]
+    + [("Mean Time Per Token quantiles", _TGI_Q.format(q=q, f="tgi_request_mean_time_per_token_duration", m=""))
+       for q in (0.5, 0.9, 0.99)]
+    + [("Mean Time Per Token", 'sum(increase(tgi_request_mean_time_per_token_duration_bucket{container="$service"}[5m])) by (le)'),
+       ("Number of replicas", 'count(tgi_request_count{container="$service"})'),
+       ("Queue Size", 'sum(tgi_queue_size{container="$service"})'),
+       ("Max tokens per batch", 'avg(tgi_batch_current_max_tokens{container="$service"})')]
+    + [("Speculated Tokens", _TGI_Q.format(q=q, f="tgi_request_skipped_tokens", m="")) for q in (0.5, 0.9, 0.99)]
+    + [("Prompt Tokens", _TGI_Q.format(q=q, f="tgi_request_input_length", m="")) for q in (0.5, 0.9, 0.99)]
+    + [("Latency quantiles", _TGI_Q.format(q=q, f="tgi_request_duration", m="")) for q in (0.5, 0.9, 0.99)]
+    + [("Batch Size", 'avg(tgi_batch_current_size{container="$service"})'),
+       ("Concatenates", 'sum(increase(tgi_batch_concat{container="$service"}[1m])) by (reason)')]
+    + [("Queue quantiles", _TGI_Q.format(q=q, f="tgi_request_queue_duration", m="")) for q in (0.5, 0.9, 0.99)]
+    + [(title, _TGI_Q.format(q=q, f=f, m=f', method="{meth}"'))
+       for title, f, meth in [("Prefill Quantiles", "tgi_batch_inference_duration", "prefill"),
+                              ("Decode quantiles", "tgi_batch_inference_duration", "decode"),
+                              ("Forward quantiles", "tgi_batch_forward_duration", "decode"),
+                              ("Token Decode quantiles", "tgi_batch_decode_duration", "decode"),
+                              ("Filter Batch quantiles", "tgi_batch_filter_duration", "decode"),
+                              ("Batch Concat quantiles", "tgi_batch_concat_duration", "decode")]
+       for q in (0.5, 0.9, 0.99)]
+    + [(title, f'sum(increase({f}_bucket{{method="{meth}", container="$service"}}[5m])) by (le)')
+       for title, f, meth in [("Prefill Latency", "tgi_batch_inference_duration", "prefill"),
+                              ("Decode Latency", "tgi_batch_inference_duration", "decode"),
+                              ("Forward Latency", "tgi_batch_forward_duration", "decode"),
+                              ("Token Decode Latency", "tgi_batch_decode_duration", "decode"),
+                              ("Filter Batch Latency", "tgi_batch_filter_duration", "decode"),
+                              ("Batch Concat latency", "tgi_batch_concat_duration", "decode")]]
+)
+# The engine's batch internals and speculation: TGI's shards measure them, tokchron's request
+# events cannot (docs/library/live-metrics.md); their panels must find no series.
+TGI_NOT_EXPORTED = {"tgi_batch_inference_duration", "tgi_batch_forward_duration",
+                    "tgi_batch_decode_duration", "tgi_batch_filter_duration",
+                    "tgi_batch_concat_duration", "tgi_batch_concat", "tgi_batch_current_max_tokens",
+                    "tgi_request_skipped_tokens"}
+
+# llama.cpp and trtllm-serve publish no dashboard: the natural queries over their families.
+TRTLLM_HISTOGRAMS = ["trtllm_time_to_first_token_seconds", "trtllm_e2e_request_latency_seconds",
+                     "trtllm_time_per_output_token_seconds", "trtllm_request_queue_time_seconds",
+                     "trtllm_request_prefill_time_seconds", "trtllm_request_decode_time_seconds",
+                     "trtllm_request_inference_time_seconds"]
+NATURAL_Q = "histogram_quantile({q}, sum by (le) (rate({f}_bucket[$__rate_interval])))"
+NATURAL_MEAN = "sum(rate({f}_sum[$__rate_interval])) / sum(rate({f}_count[$__rate_interval]))"
+
+# ------------------------------------------------------------------------ trace transforms
+
+REASONS = ("stop", "length", "aborted", "error", "timed_out", "rejected")
+
+
+def reason(r):
+    return cd.reason_of(r)
+
+
+def token_chunks(r):
+    return [ch for ch in r["chunks"] if ch[1] > 0]
+
+
+def output_tokens(r):
+    return sum(ch[1] for ch in r["chunks"])
+
+
+def first_token(r):
+    t = token_chunks(r)
+    return t[0][0] if t else None
+
+
+def last_token(r):
+    t = token_chunks(r)
+    return t[-1][0] if t else None
+
+
+def first_chunk_one_token(r):
+    """SGLang's ITL gives no samples for the first output batch's extra tokens, canonical ITL
+    gives k - 1 zeros: with the first token chunk cut to one token, canonical ITL is SGLang's."""
+    r = copy.deepcopy(r)
+    for ch in r["chunks"]:
+        if ch[1] > 0:
+            ch[1] = 1
+            break
+    return r
+
+
+def tokens_from_schedule(r):
+    """TGI's mean time per token is (last token - first scheduled) / N; canonical TPOT is
+    (last token - first token) / (N - 1): with one more token at the first scheduling (and N
+    counted from it) canonical TPOT is TGI's."""
+    r = copy.deepcopy(r)
+    r["chunks"].insert(0, [r["scheduled"], 1])
+    r.pop("usage_output_tokens", None)
+    return r
+
+
+def starting_at(r, start, end_at_last_token):
+    """The record with its arrival (and send) moved to `start`, and with `end_at_last_token` its
+    end at the last token: canonical TTFT and E2E then run from `start` (trtllm's executor
+    arrival; the first scheduling for an inference time) to the first and the last token."""
+    r = copy.deepcopy(r)
+    r["arrival"] = r["send"] = start
+    if r.get("queued") is not None and r["queued"] < start:
+        r.pop("queued")
+    if end_at_last_token and last_token(r) is not None:
+        r["end"] = last_token(r)
+        r["chunks"] = [ch for ch in r["chunks"] if ch[0] <= r["end"]]
+    return r
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+class Run:
+    def __init__(self, args, c, prom, w, window_ms, workdir):
+        self.args, self.c, self.prom, self.w, self.window_ms = args, c, prom, w, window_ms
+        self.workdir = workdir
+        self.tag = f'job="{args.job}"'
+        self.records = cd.read_trace(args.trace)
+        self.compared = []  # (family, q, got, exact, lo, hi)
+        self.n_reports = 0
+
+    def report(self, records):
+        """tokchron-report's canonical profile on `records`, each made a completed request."""
+        self.n_reports += 1
+        return cd.report(self.args.report, [cd.as_completed(r) for r in records], self.workdir,
+                         f"sel{self.n_reports}")["canonical"]
+
+    def expand(self, expr):
+        return (expr.replace("$__rate_interval", f"{self.window_ms}ms")
+                .replace("$model_name", self.args.model).replace("$service", self.args.service))
+
+    def dashboard(self, panels, not_exported):
+        """Runs every panel query: data expected unless it names a family tokchron does not
+        export (then none). Returns {expr: result}."""
+        answers = {}
+        print(f"--- the {len(panels)} queries of the dashboard, at T with range {self.window_ms}ms")
+        for title, expr in panels:
+            shown = " ".join(self.expand(expr).split())
+            res = self.prom.query(self.expand(expr))
+            answers[expr] = res
+            skipped = [f for f in not_exported if f in expr]
+            values = ", ".join(r["value"][1] for r in res[:3]) + (" ..." if len(res) > 3 else "")
+            if skipped:
+                self.c.ok(not res, f"[{title}] not exported ({skipped[0]}: what the engine "
+                                   f"measures), no series: {shown}")
+            else:
+                self.c.ok(len(res) > 0, f"[{title}] {len(res)} series ({values}): {shown}")
+        return answers
+
+    def value_of(self, answers, expr):
+        res = answers[expr]
+        if len(res) != 1:
+            raise cd.Failure(f"{expr}: {len(res)} series, expected 1")
+        return float(res[0]["value"][1])
+
+    def histogram(self, family, want, quantile_exprs=None):
+        """Count, mean and +Inf exactly; each quantile query (q -> expr, the dashboard's or the
+        natural one) within the bucket bound of tokchron-report's percentile."""
+        def expr_of(q):
+            e = (quantile_exprs or {}).get(q)
+            return self.expand(e) if e else None
+        got = cd.check_histogram(self.c, self.prom, expr_of if quantile_exprs else None, family,
+                                 want, self.tag)
+        self.compared += [(family,) + x for x in got]
+
+    def counter(self, family, want, exact=True):
+        got = self.prom.scalar(f"sum({family}{{{self.tag}}})")
+        if exact:
+            self.c.equal(got, want, family)
+        else:
+            self.c.close(got, want, family)
+        self.c.close(self.prom.scalar(f"sum(rate({family}{{{self.tag}}}[{self.window_ms}ms]))") *
+                     self.w, want, f"rate({family}[w]) x w")
+
+    def gauge_idle(self, family, peak_bound=None):
+        """A request gauge: 0 at the end (every request finished), peaked above 0 during the run
+        (within `peak_bound` when given)."""
+        self.c.equal(self.prom.scalar(f"sum({family}{{{self.tag}}})"), 0, f"{family} at the end")
+        peak = self.prom.scalar(f"max_over_time({family}{{{self.tag}}}[{self.window_ms}ms])")
+        self.c.ok(peak_bound is None or peak <= peak_bound,
+                  f"{family} peaked at {peak:g} during the run (bound {peak_bound})")
+        return peak
+
+    def heatmap(self, answers, expr, family):
+        """A heatmap panel (increase by le): every bucket equal to the scraped cumulative
+        bucket (the series started at 0 within the range)."""
+        got = {float(r["metric"]["le"]): float(r["value"][1]) for r in answers[expr]}
+        want = dict(cd.buckets_of(self.prom, f"{family}_bucket{{{self.tag}}}"))
+        self.c.ok(got == want, f"heatmap increase({family}_bucket) by le: {len(got)} buckets equal "
+                               f"the scraped counts (+Inf {got.get(math.inf)})")
+
+
+def check_sglang(run):
+    recs = run.records
+    # Inclusion scheduled: every request that reached the engine, whatever its outcome.
+    sched = [r for r in recs if "scheduled" in r]
+    canon = run.report(sched)
+    itl = run.report([first_chunk_one_token(r) for r in sched])["metrics"]["itl"]
+    answers = run.dashboard(SGLANG_DASHBOARD, SGLANG_NOT_EXPORTED)
+    print("--- agreement with tokchron-report on the trace")
+
+    def panel(family, q):
+        return next((e for _, e in SGLANG_DASHBOARD
+                     if e.startswith(f"histogram_quantile({q:g}, ") and family in e), None)
+    for family, want in [("sglang:e2e_request_latency_seconds", canon["metrics"]["e2e"]),
+                         ("sglang:time_to_first_token_seconds", canon["metrics"]["ttft"])]:
+        run.histogram(family, want, {q: panel(family, q) for q in (0.5, 0.9, 0.99)})
+        avg = next(e for _, e in SGLANG_DASHBOARD if e.startswith("avg(") and family in e)
+        run.c.close(run.value_of(answers, avg), want["mean"], f"dashboard average of {family}")
+        heat = next(e for _, e in SGLANG_DASHBOARD if "increase(" in e and family in e)
+        run.heatmap(answers, heat, family)
+    nat = lambda f: {q: NATURAL_Q.format(q=q, f=f) for q in (0.5, 0.9, 0.99)}
+    run.histogram("sglang:inter_token_latency_seconds", itl, nat("sglang:inter_token_latency_seconds"))
+    run.histogram("sglang:queue_time_seconds", canon["metrics"]["queue_time"],
+                  nat("sglang:queue_time_seconds"))
+    run.counter("sglang:prompt_tokens_total", sum(r.get("prompt_tokens", 0) for r in sched))
+    run.counter("sglang:generation_tokens_total", sum(output_tokens(r) for r in sched))
+    run.counter("sglang:num_requests_total", sum(1 for r in recs if reason(r) != "rejected"))
+    run.counter("sglang:num_aborted_requests_total",
+                sum(1 for r in recs if reason(r) in ("aborted", "timed_out")))
+    run.c.equal(run.value_of(answers, "sglang:num_running_reqs"), 0, "dashboard running at the end")
+    run.c.equal(run.value_of(answers, "sglang:num_queue_reqs"), 0, "dashboard queued at the end")
+    run.c.ok(run.gauge_idle("sglang:num_running_reqs") > 0, "requests ran")
+    run.gauge_idle("sglang:num_queue_reqs")
+
+
+def check_tgi(run):
+    recs = run.records
+    succ = [r for r in recs if reason(r) in ("stop", "length")]
+    canon = run.report(succ)
+    per_token = run.report([tokens_from_schedule(r) for r in succ])["metrics"]["tpot"]
+    inference = run.report([starting_at(r, r["scheduled"], True) for r in succ])["metrics"]["e2e"]
+    # Prompt lengths at validation: every request that arrived with one (tokchron: arrive).
+    arrived = run.report([r for r in recs if r.get("prompt_tokens") is not None])
+    answers = run.dashboard(TGI_DASHBOARD, TGI_NOT_EXPORTED)
+    print("--- agreement with tokchron-report on the trace")
+
+    def panel(family, title=None):
+        return {q: next(e for t, e in TGI_DASHBOARD if (title is None or t == title) and
+                        e.startswith(f"histogram_quantile({q}, ") and f"{family}_bucket" in e)
+                for q in (0.5, 0.9, 0.99)}
+    run.histogram("tgi_request_duration", canon["metrics"]["e2e"], panel("tgi_request_duration"))
+    run.histogram("tgi_request_queue_duration", canon["metrics"]["queue_time"],
+                  panel("tgi_request_queue_duration", "Queue quantiles"))
+    run.histogram("tgi_request_mean_time_per_token_duration", per_token,
+                  panel("tgi_request_mean_time_per_token_duration"))
+    run.histogram("tgi_request_inference_duration", inference)
+    # Lengths: count and sum exactly, the dashboard's quantiles within the bucket bound.
+    for family, want, title in [
+            ("tgi_request_input_length", arrived["lengths"]["prompt"], "Number of tokens per prompt"),
+            ("tgi_request_input_length", arrived["lengths"]["prompt"], "Prompt Tokens"),
+            ("tgi_request_generated_tokens", canon["lengths"]["output"],
+             "Number of generated tokens per request")]:
+        run.histogram(family, want, panel(family, title))
+    thr = next(e for _, e in TGI_DASHBOARD if e.startswith("sum((rate(tgi_request_generated"))
+    run.c.close(run.value_of(answers, thr), canon["lengths"]["output"]["mean"],
+                "dashboard 'Throughput' (generated tokens per successful request)")
+    run.c.equal(run.value_of(answers, 'sum(increase(tgi_request_success{container="$service"}[1m]))'),
+                len(succ), "dashboard increase(tgi_request_success[1m])")
+    err_of = {"aborted": "dropped", "timed_out": "dropped", "error": "generation",
+              "rejected": "overloaded"}
+    want_err = {}
+    for r in recs:
+        if reason(r) in err_of:
+            want_err[err_of[reason(r)]] = want_err.get(err_of[reason(r)], 0) + 1
+    got_err = {x["metric"]["err"]: float(x["value"][1]) for x in
+               answers['sum(increase(tgi_request_failure{container="$service"}[1m])) by (err)']}
+    run.c.ok(all(got_err.get(k, 0) == v for k, v in want_err.items()) and
+             all(v == want_err.get(k, 0) for k, v in got_err.items()),
+             f"dashboard increase(tgi_request_failure[1m]) by err: {got_err} (trace: {want_err})")
+    run.c.equal(run.value_of(answers, 'count(tgi_request_count{container="$service"})'), 1,
+                "dashboard number of replicas")
+    run.counter("tgi_request_count", len(recs))
+    run.c.equal(run.value_of(answers, 'sum(tgi_queue_size{container="$service"})'), 0,
+                "dashboard queue size at the end")
+    run.c.equal(run.value_of(answers, 'avg(tgi_batch_current_size{container="$service"})'), 0,
+                "dashboard batch size at the end")
+    run.c.ok(run.gauge_idle("tgi_batch_current_size") > 0, "requests ran")
+    heat = 'sum(increase(tgi_request_mean_time_per_token_duration_bucket{container="$service"}[5m])) by (le)'
+    run.heatmap(answers, heat, "tgi_request_mean_time_per_token_duration")
+
+
+def check_llamacpp(run):
+    recs = run.records
+    first = [r for r in recs if first_token(r) is not None]
+    done = [r for r in first if reason(r) in ("stop", "length")]
+    # Prompt tokens evaluated: the cached ones are not.
+    run.counter("llamacpp:prompt_tokens_total",
+                sum(r.get("prompt_tokens", 0) - r.get("cached_prompt_tokens", 0) for r in first))
+    run.counter("llamacpp:tokens_predicted_total", sum(output_tokens(r) for r in done))
+    # Seconds counters: each request's time cut to whole milliseconds (0 <= cut < 1 ms).
+    for family, sel, metric in [("llamacpp:prompt_seconds_total", first, "prefill_time"),
+                                ("llamacpp:tokens_predicted_seconds_total", done, "decode_time")]:
+        want = run.report(sel)["metrics"][metric]
+        exact = want["mean"] * want["count"]
+        got = run.prom.scalar(f"sum({family}{{{run.tag}}})")
+        n = want["count"]
+        run.c.ok(exact - n * 1e-3 - 1e-9 <= got <= exact + 1e-9,
+                 f"{family}: {got:.6f} s, tokchron-report's exact sum {exact:.6f} s over {n} "
+                 f"requests, truncation bound [{exact - n * 1e-3:.6f}, {exact:.6f}] "
+                 f"(cut {exact - got:.6f} s)")
+        run.c.close(run.prom.scalar(f"sum(rate({family}{{{run.tag}}}[{run.window_ms}ms]))") * run.w,
+                    got, f"rate({family}[w]) x w")
+    # The throughput gauges: at each scrape, the counters' deltas since the previous scrape.
+    for gauge, tokens, secs in [
+            ("llamacpp:prompt_tokens_seconds", "llamacpp:prompt_tokens_total",
+             "llamacpp:prompt_seconds_total"),
+            ("llamacpp:predicted_tokens_seconds", "llamacpp:tokens_predicted_total",
+             "llamacpp:tokens_predicted_seconds_total")]:
+        series = {}
+        for f in (gauge, tokens, secs):
+            res = run.prom.query(f"{f}{{{run.tag}}}[{run.window_ms}ms]")
+            if len(res) != 1:
+                raise cd.Failure(f"{f}: {len(res)} series")
+            series[f] = {float(t): float(v) for t, v in res[0]["values"]}
+        stamps = sorted(series[gauge])
+        bad, windows = [], 0
+        for prev, t in zip(stamps, stamps[1:]):
+            if prev not in series[tokens] or t not in series[tokens]:
+                continue
+            dn = series[tokens][t] - series[tokens][prev]
+            ds = series[secs][t] - series[secs][prev]
+            want = 0.0 if dn == 0 else (math.inf if ds <= 0 else dn / ds)
+            got = series[gauge][t]
+            windows += dn > 0
+            if not (got == want or abs(got - want) <= 1e-9 * abs(want)):
+                bad.append((t, got, want))
+        run.c.ok(windows > 0 and not bad,
+                 f"{gauge}: at {len(stamps)} scrapes the counters' deltas since the previous one "
+                 f"({windows} windows with tokens; differing: {bad[:3]})")
+    # Natural query: generation throughput per second of decode, within the truncation bound.
+    decode = run.report(done)["metrics"]["decode_time"]
+    exact_s = decode["mean"] * decode["count"]
+    q = (f"sum(rate(llamacpp:tokens_predicted_total{{{run.tag}}}[{run.window_ms}ms])) / "
+         f"sum(rate(llamacpp:tokens_predicted_seconds_total{{{run.tag}}}[{run.window_ms}ms]))")
+    got = run.prom.scalar(q)
+    n_tok = sum(output_tokens(r) for r in done)
+    lo, hi = n_tok / exact_s, n_tok / max(exact_s - decode["count"] * 1e-3, 1e-12)
+    run.c.ok(lo - 1e-9 <= got <= hi * (1 + 1e-9),
+             f"tokens per decode second {got:.6g}: exact {lo:.6g}, truncation bound "
+             f"[{lo:.6g}, {hi:.6g}]")
+    run.compared.append(("llamacpp:tokens_predicted/seconds", None, got, lo, lo, hi))
+    run.gauge_idle("llamacpp:requests_deferred")
+    run.c.ok(run.gauge_idle("llamacpp:requests_processing") > 0, "requests ran")
+
+
+def check_trtllm(run):
+    recs = run.records
+    # Only requests with a finish reason (stop, length, timeout) are logged.
+    inc = [r for r in recs if reason(r) in ("stop", "length", "timed_out")]
+    canon = run.report(inc)
+    # TTFT and E2E from the executor's arrival (queued) to the first and the last token.
+    from_exec = run.report([starting_at(r, r.get("queued", r.get("arrival", r["send"])), True)
+                            for r in inc])
+    inference = run.report([starting_at(r, r["scheduled"], True) for r in inc])["metrics"]["e2e"]
+    # Values of 0 are not observed: the decode time and TPOT of answers whose tokens all came
+    # at once (one-token answers among them).
+    multi = run.report([r for r in inc if first_token(r) is not None and
+                        last_token(r) > first_token(r)])
+    wants = {
+        "trtllm_time_to_first_token_seconds": from_exec["metrics"]["ttft"],
+        "trtllm_e2e_request_latency_seconds": from_exec["metrics"]["e2e"],
+        "trtllm_time_per_output_token_seconds": multi["metrics"]["tpot"],
+        "trtllm_request_queue_time_seconds": canon["metrics"]["queue_time"],
+        "trtllm_request_prefill_time_seconds": canon["metrics"]["prefill_time"],
+        "trtllm_request_decode_time_seconds": multi["metrics"]["decode_time"],
+        "trtllm_request_inference_time_seconds": inference,
+    }
+    print(f"--- natural queries (trtllm-serve publishes no dashboard), range {run.window_ms}ms")
+    for family in TRTLLM_HISTOGRAMS:
+        run.histogram(family, wants[family], {q: NATURAL_Q.format(q=q, f=family)
+                                              for q in (0.5, 0.9, 0.99)})
+        mean = run.prom.query(run.expand(NATURAL_MEAN.format(f=family)))
+        if wants[family]["count"]:
+            run.c.close(float(mean[0]["value"][1]), wants[family]["mean"], f"natural mean of {family}")
+    by = {x["metric"]["finished_reason"]: float(x["value"][1]) for x in run.prom.query(
+        f"sum by (finished_reason) (rate(trtllm_request_success_total{{{run.tag}}}[{run.window_ms}ms]))")}
+    want = {"stop": 0, "length": 0, "timeout": 0}
+    for r in inc:
+        want[{"timed_out": "timeout"}.get(reason(r), reason(r))] += 1
+    run.c.ok(all(abs(by.get(k, -1) * run.w - v) <= 1e-9 * max(v, 1) for k, v in want.items()),
+             f"rate(trtllm_request_success_total[w]) x w by finished_reason: "
+             f"{ {k: round(v * run.w, 6) for k, v in by.items()} } (trace: {want})")
+    run.counter("trtllm_prompt_tokens_total", sum(r.get("prompt_tokens", 0) for r in inc))
+    run.counter("trtllm_generation_tokens_total", sum(output_tokens(r) for r in inc))
+    run.c.ok(run.gauge_idle("trtllm_num_requests_running") > 0, "requests ran")
+    run.gauge_idle("trtllm_num_requests_waiting")
+
+
+CHECKS = {"sglang": check_sglang, "tgi": check_tgi, "llamacpp": check_llamacpp,
+          "trtllm": check_trtllm}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", required=True, choices=sorted(CHECKS))
+    ap.add_argument("--prometheus", required=True)
+    ap.add_argument("--job", required=True)
+    ap.add_argument("--trace", required=True)
+    ap.add_argument("--report", required=True, help="the tokchron-report binary")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--service", default="tokchron-serve", help="the scrape's container label")
+    ap.add_argument("--summary", help="append the compared quantiles to this file")
+    args = ap.parse_args()
+
+    prom = cd.Prometheus(args.prometheus, args.job)
+    up = prom.query(f'up{{job="{args.job}"}}[1h]')
+    if len(up) != 1:
+        print(f"no scrapes of job {args.job}: {up}")
+        return 2
+    stamps = [float(t) for t, v in up[0]["values"] if v == "1"]
+    if len(stamps) < 3:
+        print(f"fewer than 3 successful scrapes of job {args.job}")
+        return 2
+    first, last = stamps[0], stamps[-1]
+    if last - first > 55:
+        print(f"the run spans {last - first:.1f} s: the dashboards' [1m] ranges would not hold it")
+        return 2
+    prom.time = last
+    window_ms = int(math.ceil((last - first) * 1000)) + 1000
+    print(f"{args.preset}: {len(stamps)} scrapes from {first:.3f} to {last:.3f}; queries at "
+          f"T = {last:.3f} with range {window_ms}ms")
+    c = cd.Checker()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Run(args, c, prom, window_ms / 1000.0, window_ms, tmp)
+        by_reason = {}
+        for r in run.records:
+            by_reason[reason(r)] = by_reason.get(reason(r), 0) + 1
+        print(f"trace: {len(run.records)} requests, by finish reason {by_reason}")
+        try:
+            CHECKS[args.preset](run)
+        except (cd.Failure, OSError, ValueError, KeyError, StopIteration) as e:
+            print(f"FAIL {type(e).__name__}: {e}")
+            return 1
+    if args.summary:
+        with open(args.summary, "a", encoding="utf-8") as f:
+            for family, q, got, exact, lo, hi in run.compared:
+                f.write(f"{args.preset}\t{family}\t{q}\t{got:.6g}\t{exact:.6g}\t{lo:.6g}\t{hi:.6g}\n")
+    print(f"{c.failures} check(s) failed")
+    return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
