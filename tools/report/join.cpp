@@ -286,23 +286,35 @@ void write_join_table(std::ostream& out, const join_result& r,
          "client_e2e = to_server + server_e2e + e2e_return\n";
 }
 
+// The request counts, named as the JSON's `requests` object and the CSV's rows name them.
+struct request_count {
+  const char* json;
+  const char* csv;
+  std::size_t n;
+};
+std::vector<request_count> request_counts(const join_result& r) {
+  return {{"client", "requests_client", r.client_requests},
+          {"server", "requests_server", r.server_requests},
+          {"matched", "matched", r.matched},
+          {"client_only", "client_only", r.client_only},
+          {"server_only", "server_only", r.server_only},
+          {"duplicate_ids", "duplicate_ids", r.duplicate_ids},
+          {"client_duplicate_ids", "client_duplicate_ids", r.client_duplicate_ids},
+          {"server_duplicate_ids", "server_duplicate_ids", r.server_duplicate_ids},
+          {"client_ambiguous", "client_ambiguous", r.client_ambiguous},
+          {"server_ambiguous", "server_ambiguous", r.server_ambiguous},
+          {"failed", "failed", r.failed},
+          {"no_first_token", "no_first_token", r.no_first_token},
+          {"split", "split", r.requests.size()},
+          {"client_malformed_lines", "client_malformed_lines", r.client_malformed},
+          {"server_malformed_lines", "server_malformed_lines", r.server_malformed}};
+}
+
 ojson join_json(const join_result& r) {
   ojson j;
-  j["requests"] = {{"client", r.client_requests},
-                   {"server", r.server_requests},
-                   {"matched", r.matched},
-                   {"client_only", r.client_only},
-                   {"server_only", r.server_only},
-                   {"duplicate_ids", r.duplicate_ids},
-                   {"client_duplicate_ids", r.client_duplicate_ids},
-                   {"server_duplicate_ids", r.server_duplicate_ids},
-                   {"client_ambiguous", r.client_ambiguous},
-                   {"server_ambiguous", r.server_ambiguous},
-                   {"failed", r.failed},
-                   {"no_first_token", r.no_first_token},
-                   {"split", r.requests.size()},
-                   {"client_malformed_lines", r.client_malformed},
-                   {"server_malformed_lines", r.server_malformed}};
+  ojson counts = ojson::object();
+  for (const auto& c : request_counts(r)) counts[c.json] = c.n;
+  j["requests"] = std::move(counts);
   auto first = [](const std::vector<std::string>& v) {
     return std::vector<std::string>(v.begin(), v.begin() + std::min(v.size(), join_examples));
   };
@@ -353,22 +365,7 @@ void write_join_csv(std::ostream& out, const join_result& r,
     out << ',' << num(p.d.max) << ',' << p.negative << ',' << p.beyond_error << '\n';
   }
   // The request counts, each a row of its own (the value in the count column).
-  const std::pair<const char*, std::size_t> counts[] = {
-      {"requests_client", r.client_requests},
-      {"requests_server", r.server_requests},
-      {"matched", r.matched},
-      {"client_only", r.client_only},
-      {"server_only", r.server_only},
-      {"client_duplicate_ids", r.client_duplicate_ids},
-      {"server_duplicate_ids", r.server_duplicate_ids},
-      {"client_ambiguous", r.client_ambiguous},
-      {"server_ambiguous", r.server_ambiguous},
-      {"failed", r.failed},
-      {"no_first_token", r.no_first_token},
-      {"split", r.requests.size()},
-      {"client_malformed_lines", r.client_malformed},
-      {"server_malformed_lines", r.server_malformed}};
-  for (const auto& [name, n] : counts) out << name << ',' << n << '\n';
+  for (const auto& c : request_counts(r)) out << c.csv << ',' << c.n << '\n';
   if (r.clock_check) out << "clock_off_by_s," << num(r.clock_check->off_by) << '\n';
   if (!r.unreadable_files.empty())  // the count as a row of its own
     out << "unreadable_files," << r.unreadable_files.size() << '\n';

@@ -351,11 +351,7 @@ class session : public std::enable_shared_from_this<session> {
   void read_header() {
     const auto first = steady::now();
     request_deadline_ = first + std::chrono::seconds(srv_.opt.request_timeout_s);
-    const auto header = first + std::chrono::seconds(srv_.opt.header_timeout_s);
-    if (header < request_deadline_)
-      arm_read(header, closed::header_timeout);
-    else
-      arm_read(request_deadline_, closed::request_timeout);
+    arm_part(first + std::chrono::seconds(srv_.opt.header_timeout_s), closed::header_timeout);
     http::async_read_header(stream_, buf_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               self->disarm_read();
@@ -365,16 +361,20 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void read_body() {
-    const auto body = steady::now() + std::chrono::seconds(srv_.opt.body_timeout_s);
-    if (body < request_deadline_)
-      arm_read(body, closed::body_timeout);
-    else
-      arm_read(request_deadline_, closed::request_timeout);
+    arm_part(steady::now() + std::chrono::seconds(srv_.opt.body_timeout_s), closed::body_timeout);
     http::async_read(stream_, buf_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        self->disarm_read();
                        self->on_request(ec);
                      });
+  }
+
+  // A part's deadline, or the whole request's when that is earlier.
+  void arm_part(steady::time_point part, closed why) {
+    if (part < request_deadline_)
+      arm_read(part, why);
+    else
+      arm_read(request_deadline_, closed::request_timeout);
   }
 
   // The read deadline: when it passes, the pending read is cancelled and `read_timeout_` says

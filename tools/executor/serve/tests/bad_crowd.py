@@ -23,6 +23,7 @@ counted as refused, not as its kind. Only the Python standard library is used.
 """
 import argparse
 import json
+import os
 import select
 import socket
 import struct
@@ -30,6 +31,9 @@ import sys
 import threading
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import reply  # noqa: E402
 
 lock = threading.Lock()
 tally = {k: 0 for k in ("slow_headers", "slow_body", "never_read", "reset", "flood_refused",
@@ -57,21 +61,6 @@ def connect(host, port, rcvbuf=None):
     return s
 
 
-def read_reply(s, timeout):
-    """What the server sent until it closed (or timeout): bytes."""
-    s.settimeout(timeout)
-    data = b""
-    try:
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            data += b
-    except (socket.timeout, ConnectionResetError):
-        pass
-    return data
-
-
 def refused_now(s):
     """True when the server answered 503 (too many connections) as soon as it accepted."""
     r, _, _ = select.select([s], [], [], 0.2)
@@ -90,7 +79,7 @@ def metric(host, port, name, labels=None):
         try:
             s = connect(host, port)
             s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            text = read_reply(s, 10).decode(errors="replace")
+            text = reply(s, 10).decode(errors="replace")
             s.close()
         except OSError:
             time.sleep(0.1)
@@ -100,7 +89,7 @@ def metric(host, port, name, labels=None):
                 count("refused")  # a flood filled the server: this poll is one of its refusals
             else:
                 problem("/metrics got %r" % text[:80])
-            time.sleep(0.1)
+            time.sleep(0.2)
             continue
         total = 0.0
         for line in text.splitlines():
@@ -121,6 +110,17 @@ def post_head(length):
             b"Content-Length: %d\r\n\r\n" % length)
 
 
+def settle(kind, answer, code):
+    """Counts a slow client by what it got: 408 with `code` (its kind), or 503 (refused)."""
+    if answer.startswith(b"HTTP/1.1 503"):
+        count("refused")
+        time.sleep(0.2)  # the flood holds the server's connections a moment
+    elif answer.startswith(b"HTTP/1.1 408") and code in answer:
+        count(kind)
+    else:
+        problem("%s got %r" % (kind, answer[:80]))
+
+
 def slow_headers(a, end):
     while time.time() < end:
         s = connect(a.host, a.port)
@@ -136,14 +136,9 @@ def slow_headers(a, end):
             s.sendall(head[i:i + 1])
             i += 1
             time.sleep(0.2)
-        reply = read_reply(s, a.header_timeout + 10)
+        answer = b"HTTP/1.1 503" if refused else reply(s, a.header_timeout + 10)
         s.close()
-        if refused or reply.startswith(b"HTTP/1.1 503"):
-            count("refused")
-        elif reply.startswith(b"HTTP/1.1 408") and b"header_timeout" in reply:
-            count("slow_headers")
-        else:
-            problem("slow_headers got %r" % reply[:80])
+        settle("slow_headers", answer, b"header_timeout")
 
 
 def slow_body(a, end):
@@ -151,22 +146,18 @@ def slow_body(a, end):
         s = connect(a.host, a.port)
         s.sendall(post_head(1000))
         if refused_now(s):
-            read_reply(s, 5)
+            reply(s, 5)
             s.close()
             count("refused")
+            time.sleep(0.2)  # the flood holds the server's connections a moment
             continue
         t0 = time.time()
         while time.time() - t0 < 0.75 * a.body_timeout:
             s.sendall(b" ")
             time.sleep(0.2)
-        reply = read_reply(s, a.body_timeout + 10)
+        answer = reply(s, a.body_timeout + 10)
         s.close()
-        if reply.startswith(b"HTTP/1.1 503"):
-            count("refused")
-        elif reply.startswith(b"HTTP/1.1 408") and b"body_timeout" in reply:
-            count("slow_body")
-        else:
-            problem("slow_body got %r" % reply[:80])
+        settle("slow_body", answer, b"body_timeout")
 
 
 def never_read(a, end):
@@ -191,6 +182,7 @@ def never_read(a, end):
         if status.startswith(b"HTTP/1.1 503"):
             s.close()
             count("refused")
+            time.sleep(0.2)  # the flood holds the server's connections a moment
             continue
         if not status.startswith(b"HTTP/1.1 200"):
             problem("never_read got %r" % status)
@@ -220,6 +212,7 @@ def reset(a, end):
         if data.startswith(b"HTTP/1.1 503"):
             s.close()
             count("refused")
+            time.sleep(0.2)  # the flood holds the server's connections a moment
             continue
         if b"data: " not in data:
             problem("reset got %r" % data[:80])

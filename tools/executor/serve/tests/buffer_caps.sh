@@ -11,20 +11,12 @@ serve_test_dir=$(dirname "$0")
 . "$serve_test_dir/serve_test_lib.sh"
 serve_test_begin "$1" "$2"
 serve_test_start --hw h200 --max-header 1024 --max-body 1024
-python3 - "$url" <<'PY'
+python3 - "$url" "$serve_test_dir" <<'PY'
 import json, socket, sys, time, urllib.parse, urllib.request
 url = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from serve_client import closed_counts, reply
 u = urllib.parse.urlparse(url)
-def reply(s):
-    data = b""
-    try:
-        while True:
-            b = s.recv(65536)
-            if not b: break
-            data += b
-    except ConnectionResetError:
-        pass
-    return data
 def raw(data):
     s = socket.create_connection((u.hostname, u.port), timeout=20)
     try:
@@ -53,8 +45,7 @@ except OSError:
 t0 = time.time()
 while True:
     m = urllib.request.urlopen(url + "/metrics", timeout=20).read().decode()
-    closed = {l.split('"')[1]: float(l.split()[-1]) for l in m.splitlines()
-              if l.startswith("tokchron_serve_closed_connections_total{")}
+    closed = closed_counts(m)
     ab = [l for l in m.splitlines() if "request_success_total" in l and '"abort"' in l]
     if closed["read_buffer"] == 1 and ab and float(ab[0].split()[-1]) == 1:
         break

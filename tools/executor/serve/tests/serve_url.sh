@@ -5,7 +5,8 @@ serve_url() {
   serve_url_port=""
   serve_url_try=0
   while [ $serve_url_try -lt 100 ]; do
-    serve_url_port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1")
+    # (the log may not exist yet: the server's shell opens it after this one goes on)
+    [ -f "$1" ] && serve_url_port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1")
     [ -n "$serve_url_port" ] && break
     serve_url_try=$((serve_url_try + 1))
     sleep 0.1
