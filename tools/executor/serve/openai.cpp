@@ -330,7 +330,7 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
     } else if (p->is_array() && p->size() == 1 && p->front().is_string()) {
       words_in = count_words(p->front().get_ref<const std::string&>());
       seed = fnv1a(seed, p->front().get_ref<const std::string&>());
-    } else if (p->is_array() && !p->empty() && p->front().is_number_integer()) {
+    } else if (p->is_array() && !p->empty() && p->front().is_number()) {
       // Token ids are 32-bit in every tokenizer an OpenAI-compatible server loads (vLLM keeps
       // them as int32): each must be an integer in [0, 2^32); the refusal names the element
       // and the real reason (wrong type, negative, or too large), read without wrapping.
@@ -349,8 +349,13 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
       }
       words_in = p->size();
     } else {
-      return bad("'prompt' must be a string, an array of one string or an array of token ids",
-                 "prompt");
+      return bad(
+          "'prompt' must be a string, an array of one string or a non-empty array of "
+          "token ids, got " +
+              (p->is_array() ? "an array of " + std::to_string(p->size()) +
+                                   (p->size() == 1 ? " element" : " elements")
+                             : shown(*p)),
+          "prompt");
     }
   } else {
     const auto m = j.find("messages");
