@@ -396,56 +396,48 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_request(beast::error_code ec) {
-    if (read_timeout_) {  // a time limit passed: 408, then the connection is closed
-      const closed why = *read_timeout_;
+    // A request refused before it was read whole: counted, answered, the connection closed.
+    auto refuse = [this](closed why, unsigned status, const char* code, std::string message) {
       srv_.count_closed(why);
       api_error e;
-      e.status = 408;
-      const std::string which = why == closed::header_timeout ? "header"
-                                : why == closed::body_timeout ? "body"
-                                                              : "request";
-      const std::uint64_t limit = why == closed::header_timeout ? srv_.opt.header_timeout_s
-                                  : why == closed::body_timeout ? srv_.opt.body_timeout_s
-                                                                : srv_.opt.request_timeout_s;
-      e.message = "the request's " + which + " was not received whole within the server's --" +
-                  which + "-timeout of " + std::to_string(limit) + " s";
-      e.code = which + "_timeout";
-      return send_plain(e.status, "application/json", error_json(e), false);
+      e.status = status;
+      e.code = code;
+      e.message = std::move(message);
+      send_plain(e.status, "application/json", error_json(e), false);
+    };
+    if (read_timeout_) {  // a time limit passed: 408
+      const closed why = *read_timeout_;
+      const bool header = why == closed::header_timeout, body = why == closed::body_timeout;
+      const std::string which = header ? "header" : body ? "body" : "request";
+      const std::uint64_t limit = header ? srv_.opt.header_timeout_s
+                                  : body ? srv_.opt.body_timeout_s
+                                         : srv_.opt.request_timeout_s;
+      return refuse(why, 408,
+                    header ? "header_timeout"
+                    : body ? "body_timeout"
+                           : "request_timeout",
+                    "the request's " + which + " was not received whole within the server's --" +
+                        which + "-timeout of " + std::to_string(limit) + " s");
     }
     if (ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::operation_aborted) {
       return close();
     }
-    if (ec == http::error::body_limit) {
-      srv_.count_closed(closed::body_too_large);
-      api_error e;
-      e.status = 413;
-      e.message = "the request body is larger than the server's limit of " +
-                  std::to_string(srv_.opt.max_body) + " bytes";
-      e.code = "body_too_large";
-      return send_plain(e.status, "application/json", error_json(e), false);
-    }
-    if (ec == http::error::header_limit) {
-      srv_.count_closed(closed::header_too_large);
-      api_error e;
-      e.status = 431;
-      e.message = "the request header is larger than the server's limit of " +
-                  std::to_string(srv_.opt.max_header) + " bytes (--max-header)";
-      e.code = "header_too_large";
-      return send_plain(e.status, "application/json", error_json(e), false);
-    }
+    if (ec == http::error::body_limit)
+      return refuse(closed::body_too_large, 413, "body_too_large",
+                    "the request body is larger than the server's limit of " +
+                        std::to_string(srv_.opt.max_body) + " bytes");
+    if (ec == http::error::header_limit)
+      return refuse(closed::header_too_large, 431, "header_too_large",
+                    "the request header is larger than the server's limit of " +
+                        std::to_string(srv_.opt.max_header) + " bytes (--max-header)");
     if (ec == http::error::partial_message || ec == net::error::connection_reset ||
         ec == net::error::broken_pipe) {  // the client went away part-way through its request
       srv_.count_closed(closed::client_gone);
       return close();
     }
-    if (ec) {
-      srv_.count_closed(closed::bad_http);
-      api_error e;
-      e.message = "malformed HTTP request: " + ec.message();
-      e.code = "bad_http";
-      return send_plain(400, "application/json", error_json(e), false);
-    }
+    if (ec)
+      return refuse(closed::bad_http, 400, "bad_http", "malformed HTTP request: " + ec.message());
     handle(parser_->release());
   }
 
