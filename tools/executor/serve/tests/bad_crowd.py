@@ -110,11 +110,19 @@ def post_head(length):
             b"Content-Length: %d\r\n\r\n" % length)
 
 
+def gave_way(s=None):
+    """A crowd connection answered 503 (a flood was filling the server): counted as refused;
+    a pause before the next, as the flood holds the server's connections a moment."""
+    if s is not None:
+        s.close()
+    count("refused")
+    time.sleep(0.2)
+
+
 def settle(kind, answer, code):
     """Counts a slow client by what it got: 408 with `code` (its kind), or 503 (refused)."""
     if answer.startswith(b"HTTP/1.1 503"):
-        count("refused")
-        time.sleep(0.2)  # the flood holds the server's connections a moment
+        gave_way()
     elif answer.startswith(b"HTTP/1.1 408") and code in answer:
         count(kind)
     else:
@@ -147,9 +155,7 @@ def slow_body(a, end):
         s.sendall(post_head(1000))
         if refused_now(s):
             reply(s, 5)
-            s.close()
-            count("refused")
-            time.sleep(0.2)  # the flood holds the server's connections a moment
+            gave_way(s)
             continue
         t0 = time.time()
         while time.time() - t0 < 0.75 * a.body_timeout:
@@ -180,9 +186,7 @@ def never_read(a, end):
                 break
             status += b
         if status.startswith(b"HTTP/1.1 503"):
-            s.close()
-            count("refused")
-            time.sleep(0.2)  # the flood holds the server's connections a moment
+            gave_way(s)
             continue
         if not status.startswith(b"HTTP/1.1 200"):
             problem("never_read got %r" % status)
@@ -210,9 +214,7 @@ def reset(a, end):
                 break
             data += b
         if data.startswith(b"HTTP/1.1 503"):
-            s.close()
-            count("refused")
-            time.sleep(0.2)  # the flood holds the server's connections a moment
+            gave_way(s)
             continue
         if b"data: " not in data:
             problem("reset got %r" % data[:80])
