@@ -550,6 +550,15 @@ class session : public std::enable_shared_from_this<session> {
           }
           if (ec == net::error::operation_aborted && self->finished_ && !self->dead_)
             return self->after_call();
+          if (self->finished_ && !self->dead_ && ec != net::error::operation_aborted) {
+            // The answer is complete and the client closed after reading what it needed (a
+            // `Connection: close` client that read by Content-Length): no drop. The write in
+            // flight, if any, ends the connection; a failed one is a client gone.
+            self->keep_alive_ = false;
+            if (self->writing_) return;
+            if (self->call_) self->call_done();
+            return self->close();
+          }
           self->client_gone(closed::client_gone);
         });
   }

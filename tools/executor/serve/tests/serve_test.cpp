@@ -752,7 +752,7 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
     CHECK(e.code == r.code);
   }
   // The prompt's shapes: each refusal says what was given.
-  for (const auto& [prompt, message] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& shape : std::vector<std::pair<std::string, std::string>>{
            {"7",
             "'prompt' must be a string, an array of one string or a non-empty array of "
             "token ids, got 7"},
@@ -763,10 +763,11 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
             "'prompt' must be a string, an array of one string or a non-empty "
             "array of token ids, got an array of 2 elements"},
            {"[1.5,2]", "'prompt[0]' must be an integer token id, got 1.5"}}) {
+    const std::string& prompt = shape.first;  // (a structured binding cannot be captured)
     CAPTURE(prompt);
     const auto r = parse_request(cmpl, R"({"model":"m","prompt":)" + prompt + "}", lim);
     REQUIRE(std::holds_alternative<api_error>(r));
-    CHECK(std::get<api_error>(r).message == message);
+    CHECK(std::get<api_error>(r).message == shape.second);
     CHECK(std::get<api_error>(r).param == "prompt");
   }
   // Chat messages: the element, its role and its content parts are named.
