@@ -30,18 +30,20 @@ namespace {
 
 double seconds(tc::trace_clock::time_point t) { return tc::to_seconds(t.time_since_epoch()); }
 
-/// Index of each id that occurs once; ids seen twice map to npos (and are counted).
-std::map<std::string, std::size_t> unique_ids(const std::vector<std::string>& ids,
-                                              std::size_t& duplicates, bool server) {
+/// Index of each id that occurs once; ids seen twice map to npos.
+std::map<std::string, std::size_t> unique_ids(const std::vector<std::string>& ids, bool server) {
   constexpr std::size_t dup = static_cast<std::size_t>(-1);
   std::map<std::string, std::size_t> out;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     auto [it, inserted] = out.emplace(server ? client_id_of_server_id(ids[i]) : ids[i], i);
     if (!inserted) it->second = dup;
   }
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (out.at(server ? client_id_of_server_id(ids[i]) : ids[i]) == dup) ++duplicates;
   return out;
+}
+
+// Keeps up to join_examples + 1 different ids (the one past the examples says there are more).
+void note_example(std::vector<std::string>& v, const std::string& id) {
+  if (v.size() <= join_examples && std::find(v.begin(), v.end(), id) == v.end()) v.push_back(id);
 }
 
 join_clock relate_clocks(const loaded_inputs& client, const loaded_inputs& server,
@@ -75,22 +77,31 @@ join_result join_traces(const loaded_inputs& client, const loaded_inputs& server
   r.server_requests = server.timelines.size();
   r.client_clocks = client.clocks;
   r.clock = relate_clocks(client, server, clock_offset);
-  std::size_t dup = 0;
-  const auto cids = unique_ids(client.names, dup, false);
-  const auto sids = unique_ids(server.names, dup, true);
-  r.duplicate_ids = dup;
+  r.client_malformed = client.malformed;
+  r.server_malformed = server.malformed;
+  const auto cids = unique_ids(client.names, false);
+  const auto sids = unique_ids(server.names, true);
   constexpr std::size_t none = static_cast<std::size_t>(-1);
-  std::vector<bool> server_used(server.timelines.size(), false);
   const double shift = r.clock.server_to_client;
+  double low = -HUGE_VAL, high = HUGE_VAL;  // the shifts the split requests allow
   for (std::size_t i = 0; i < client.timelines.size(); ++i) {
-    if (cids.at(client.names[i]) == none) continue;  // a duplicate id: counted above
-    const auto it = sids.find(client.names[i]);
-    if (it == sids.end()) {
-      ++r.client_only;
+    const std::string& id = client.names[i];
+    if (cids.at(id) == none) {  // the id repeats on the client side
+      ++r.client_duplicate_ids;
+      note_example(r.duplicate_id_examples, id);
       continue;
     }
-    if (it->second == none) continue;  // the server has the id twice: counted above
-    server_used[it->second] = true;
+    const auto it = sids.find(id);
+    if (it == sids.end()) {
+      ++r.client_only;
+      note_example(r.client_only_ids, id);
+      continue;
+    }
+    if (it->second == none) {  // unique here, but the server has the id twice
+      ++r.client_ambiguous;
+      note_example(r.ambiguous_id_examples, id);
+      continue;
+    }
     ++r.matched;
     const auto& c = client.timelines[i];
     const auto& s = server.timelines[it->second];
@@ -103,13 +114,16 @@ join_result join_traces(const loaded_inputs& client, const loaded_inputs& server
     const double c_send = seconds(*c.send_time());
     const double s_arrival = seconds(*s.send_time()) + shift;
     q.to_server = s_arrival - c_send;
+    low = std::max(low, c_send - seconds(*s.send_time()));
     if (c.finish_time() && s.finish_time()) {
+      high = std::min(high, seconds(*c.finish_time()) - seconds(*s.finish_time()));
       const double s_end = seconds(*s.finish_time()) + shift;
       q.client_e2e = seconds(*c.finish_time()) - c_send;
       q.server_e2e = s_end - s_arrival;
       q.e2e_return = seconds(*c.finish_time()) - s_end;
     }
     if (c.first_token_time() && s.first_token_time()) {
+      high = std::min(high, seconds(*c.first_token_time()) - seconds(*s.first_token_time()));
       const double s_first = seconds(*s.first_token_time()) + shift;
       q.client_ttft = seconds(*c.first_token_time()) - c_send;
       q.server_ttft = s_first - s_arrival;
@@ -125,10 +139,32 @@ join_result join_traces(const loaded_inputs& client, const loaded_inputs& server
     r.requests.push_back(std::move(q));
   }
   for (std::size_t j = 0; j < server.timelines.size(); ++j) {
-    if (server_used[j]) continue;
-    const auto it = sids.find(client_id_of_server_id(server.names[j]));
-    if (it->second == none) continue;  // a duplicate: counted
-    ++r.server_only;
+    const std::string id = client_id_of_server_id(server.names[j]);
+    const auto own = sids.at(id);
+    const auto partner = cids.find(id);
+    if (own == none) {
+      ++r.server_duplicate_ids;
+      note_example(r.duplicate_id_examples, id);
+    } else if (partner == cids.end()) {
+      ++r.server_only;
+      note_example(r.server_only_ids, server.names[j]);
+    } else if (partner->second == none) {
+      ++r.server_ambiguous;
+      note_example(r.ambiguous_id_examples, id);
+    }  // else matched (counted with the client's side)
+  }
+  r.duplicate_ids = r.client_duplicate_ids + r.server_duplicate_ids;
+  if (!r.requests.empty()) {
+    join_clock_check k;
+    k.low = low;
+    k.high = high;
+    if (low > high)
+      k.off_by = (low - high) / 2;
+    else if (shift < low)
+      k.off_by = low - shift;
+    else if (shift > high)
+      k.off_by = shift - high;
+    r.clock_check = k;
   }
   struct part_def {
     const char* name;
@@ -188,8 +224,15 @@ void write_join_table(std::ostream& out, const join_result& r,
                       const std::vector<double>& percentiles) {
   out << "requests: " << r.client_requests << " client, " << r.server_requests << " server; "
       << r.matched << " matched, " << r.client_only << " client only, " << r.server_only
-      << " server only, " << r.duplicate_ids << " with a duplicate id; " << r.failed << " failed, "
-      << r.no_first_token << " without a first token; " << r.requests.size() << " split\n";
+      << " server only, " << r.duplicate_ids << " with a duplicate id (" << r.client_duplicate_ids
+      << " client, " << r.server_duplicate_ids << " server), "
+      << r.client_ambiguous + r.server_ambiguous << " whose id repeats on the other side ("
+      << r.client_ambiguous << " client, " << r.server_ambiguous << " server); " << r.failed
+      << " failed, " << r.no_first_token << " without a first token; " << r.requests.size()
+      << " split\n";
+  if (r.client_malformed || r.server_malformed)
+    out << "malformed lines skipped: " << r.client_malformed << " client, " << r.server_malformed
+        << " server\n";
   if (!r.unreadable_files.empty()) {
     out << "unreadable client files: " << r.unreadable_files.size() << " (left out):";
     for (const auto& f : r.unreadable_files) out << ' ' << f;
@@ -201,8 +244,21 @@ void write_join_table(std::ostream& out, const join_result& r,
   if (r.clock.error)
     c << ", error <= " << *r.clock.error * 1e6
       << " us plus the wall clocks' disagreement (0 on one host)";
-  out << c.str();
-  out << "\n\n";
+  out << c.str() << '\n';
+  if (r.clock_check) {
+    std::ostringstream k;
+    k << std::setprecision(12) << "clock check: the split requests allow a shift in ["
+      << r.clock_check->low << ", " << r.clock_check->high << "] s; ";
+    if (r.clock_check->low > r.clock_check->high)
+      k << "none fits them all (wrong pairs or drifting clocks), off by at least "
+        << r.clock_check->off_by << " s";
+    else if (r.clock_check->off_by > 0)
+      k << "the shift used is off by at least " << r.clock_check->off_by << " s";
+    else
+      k << "the shift used is inside";
+    out << k.str() << '\n';
+  }
+  out << '\n';
   std::vector<std::string> head = {"part (ms)", "count", "mean", "min"};
   for (double p : percentiles) head.push_back(tc::percentile_key(p));
   head.insert(head.end(), {"max", "negative"});
@@ -230,13 +286,42 @@ void write_join_table(std::ostream& out, const join_result& r,
          "client_e2e = to_server + server_e2e + e2e_return\n";
 }
 
+// The request counts, named as the JSON's `requests` object and the CSV's rows name them.
+struct request_count {
+  const char* json;
+  const char* csv;
+  std::size_t n;
+};
+std::vector<request_count> request_counts(const join_result& r) {
+  return {{"client", "requests_client", r.client_requests},
+          {"server", "requests_server", r.server_requests},
+          {"matched", "matched", r.matched},
+          {"client_only", "client_only", r.client_only},
+          {"server_only", "server_only", r.server_only},
+          {"duplicate_ids", "duplicate_ids", r.duplicate_ids},
+          {"client_duplicate_ids", "client_duplicate_ids", r.client_duplicate_ids},
+          {"server_duplicate_ids", "server_duplicate_ids", r.server_duplicate_ids},
+          {"client_ambiguous", "client_ambiguous", r.client_ambiguous},
+          {"server_ambiguous", "server_ambiguous", r.server_ambiguous},
+          {"failed", "failed", r.failed},
+          {"no_first_token", "no_first_token", r.no_first_token},
+          {"split", "split", r.requests.size()},
+          {"client_malformed_lines", "client_malformed_lines", r.client_malformed},
+          {"server_malformed_lines", "server_malformed_lines", r.server_malformed}};
+}
+
 ojson join_json(const join_result& r) {
   ojson j;
-  j["requests"] = {{"client", r.client_requests},  {"server", r.server_requests},
-                   {"matched", r.matched},         {"client_only", r.client_only},
-                   {"server_only", r.server_only}, {"duplicate_ids", r.duplicate_ids},
-                   {"failed", r.failed},           {"no_first_token", r.no_first_token},
-                   {"split", r.requests.size()}};
+  ojson counts = ojson::object();
+  for (const auto& c : request_counts(r)) counts[c.json] = c.n;
+  j["requests"] = std::move(counts);
+  auto first = [](const std::vector<std::string>& v) {
+    return std::vector<std::string>(v.begin(), v.begin() + std::min(v.size(), join_examples));
+  };
+  j["unpaired_examples"] = {{"client_only", first(r.client_only_ids)},
+                            {"server_only", first(r.server_only_ids)},
+                            {"duplicate_ids", first(r.duplicate_id_examples)},
+                            {"ambiguous", first(r.ambiguous_id_examples)}};
   if (!r.unreadable_files.empty()) j["unreadable_files"] = r.unreadable_files;
   ojson c;
   c["server_to_client"] = r.clock.server_to_client;
@@ -245,6 +330,11 @@ ojson join_json(const join_result& r) {
   else
     c["error"] = nullptr;
   c["source"] = r.clock.source;
+  if (r.clock_check) {
+    c["check"] = {{"low", r.clock_check->low},
+                  {"high", r.clock_check->high},
+                  {"off_by", r.clock_check->off_by}};
+  }
   j["clock"] = std::move(c);
   if (r.client_clocks.aligned()) j["client_clock_alignment"] = alignment_json(r.client_clocks);
   ojson parts;
@@ -274,6 +364,9 @@ void write_join_csv(std::ostream& out, const join_result& r,
     for (double q : percentiles) out << ',' << num(p.d.at(q));
     out << ',' << num(p.d.max) << ',' << p.negative << ',' << p.beyond_error << '\n';
   }
+  // The request counts, each a row of its own (the value in the count column).
+  for (const auto& c : request_counts(r)) out << c.csv << ',' << c.n << '\n';
+  if (r.clock_check) out << "clock_off_by_s," << num(r.clock_check->off_by) << '\n';
   if (!r.unreadable_files.empty())  // the count as a row of its own
     out << "unreadable_files," << r.unreadable_files.size() << '\n';
 }
@@ -329,12 +422,48 @@ int run_join_command(const arguments& args, std::ostream& out, std::ostream& err
   else
     write_join_table(out, r, percentiles);
   if (r.client_clocks.aligned() && !quiet) err << r.client_clocks.to_string();
+  auto named = [](const std::vector<std::string>& ids) {
+    std::string s;
+    for (std::size_t i = 0; i < ids.size() && i < join_examples; ++i)
+      s += (i == 0 ? ": " : ", ") + ids[i];
+    if (ids.size() > join_examples) s += ", ...";
+    return s;
+  };
   if (r.client_only)
     err << "warning: " << r.client_only
-        << " client requests have no server request of the same id (left out)\n";
+        << " client requests have no server request of the same id (left out)"
+        << named(r.client_only_ids) << '\n';
+  if (r.server_only)
+    err << "warning: " << r.server_only
+        << " server requests have no client request of the same id (left out)"
+        << named(r.server_only_ids) << '\n';
   if (r.duplicate_ids)
     err << "warning: " << r.duplicate_ids
-        << " requests share their id with another on the same side (left out)\n";
+        << " requests share their id with another on the same side (left out; "
+        << r.client_duplicate_ids << " client, " << r.server_duplicate_ids << " server)"
+        << named(r.duplicate_id_examples) << '\n';
+  if (r.client_ambiguous + r.server_ambiguous)
+    err << "warning: " << r.client_ambiguous + r.server_ambiguous
+        << " requests have an id that repeats on the other side (left out, never paired by guess; "
+        << r.client_ambiguous << " client, " << r.server_ambiguous << " server)"
+        << named(r.ambiguous_id_examples) << '\n';
+  if (r.client_malformed || r.server_malformed)
+    err << "warning: malformed lines skipped (their requests are unpaired): " << r.client_malformed
+        << " client, " << r.server_malformed << " server\n";
+  if (r.clock_check) {
+    const auto& k = *r.clock_check;
+    const double bound = r.clock.error.value_or(0);
+    if (k.low > k.high)
+      err << "warning: no clock shift fits every split request (the latest send-to-arrival "
+             "bound is "
+          << std::setprecision(12) << k.low - k.high
+          << " s past the earliest return bound): ids paired with the wrong request, or clocks "
+             "that drift\n";
+    else if (k.off_by > bound)
+      err << "warning: the clock shift used (" << std::setprecision(12) << r.clock.server_to_client
+          << " s, " << r.clock.source << ") is off by at least " << k.off_by
+          << " s: the split requests put it in [" << k.low << ", " << k.high << "] s\n";
+  }
   for (const join_part& p : r.parts)
     if (p.beyond_error)
       err << "warning: " << p.name << ": " << p.beyond_error

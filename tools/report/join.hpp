@@ -63,21 +63,44 @@ struct joined_request {
   std::optional<double> client_e2e, server_e2e, e2e_return;
 };
 
-/// The join of client and server traces.
+/// What the split requests say about the clock shift: each request bounds it (the server's
+/// arrival cannot be before the client's send, its first token and end not after the
+/// client's), so the shift lies in [low, high] when the pairs are right and the clocks steady.
+struct join_clock_check {
+  double low = 0, high = 0;  ///< the shift every split request allows (low > high: none does)
+  /// How far the shift used is outside [low, high] (0 inside), seconds; when low > high, at
+  /// least (low - high) / 2 whatever shift is used.
+  double off_by = 0;
+};
+
+/// The join of client and server traces. Every request of each side is in exactly one of
+/// matched, only (no partner), duplicate_ids (its id repeats on its own side) and ambiguous
+/// (its id is unique on its side but repeats on the other): nothing is paired by guess.
 struct join_result {
   std::size_t client_requests = 0, server_requests = 0;
   std::size_t matched = 0;
-  std::size_t client_only = 0;     ///< client requests no server request has the id of
-  std::size_t server_only = 0;     ///< server requests no client request has the id of (warm-up...)
-  std::size_t duplicate_ids = 0;   ///< requests left out because their id is not unique on a side
+  std::size_t client_only = 0;    ///< client requests no server request has the id of
+  std::size_t server_only = 0;    ///< server requests no client request has the id of (warm-up...)
+  std::size_t duplicate_ids = 0;  ///< client_duplicate_ids + server_duplicate_ids
+  std::size_t client_duplicate_ids = 0, server_duplicate_ids = 0;  ///< ids repeated on that side
+  std::size_t client_ambiguous = 0, server_ambiguous = 0;  ///< ids repeated on the other side
   std::size_t failed = 0;          ///< matched, but failed on either side (not split)
   std::size_t no_first_token = 0;  ///< matched and ok, but without a first token on a side
+  std::size_t client_malformed = 0, server_malformed = 0;  ///< lines skipped (truncated, ...)
+  /// Up to `join_examples` + 1 different ids of each kind of unpaired request, for the
+  /// messages (which name the first `join_examples`, and "..." when there is one more).
+  std::vector<std::string> client_only_ids, server_only_ids, duplicate_id_examples,
+      ambiguous_id_examples;
   std::vector<std::string> unreadable_files;  ///< client files that could not be read (left out)
   join_clock clock;
+  std::optional<join_clock_check> clock_check;  ///< empty when no request was split
   clock_alignment client_clocks;         ///< the client traces' own alignment (several hosts)
   std::vector<joined_request> requests;  ///< the split ones, in client order
   std::vector<join_part> parts;
 };
+
+/// How many ids of each kind of unpaired request a join names.
+inline constexpr std::size_t join_examples = 5;
 
 /// The server id's client id: the id without serve's `cmpl-` / `chatcmpl-` prefix.
 [[nodiscard]] std::string client_id_of_server_id(const std::string& id);

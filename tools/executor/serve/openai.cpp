@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -57,37 +58,259 @@ api_error bad(std::string message, std::string param = {}, std::string code = "i
   return e;
 }
 
-// A message's content: a string, null, or an array of {"type":"text","text":...} parts.
-bool content_text(const json& c, std::string& out) {
-  if (c.is_null()) return true;
+// A value as a refusal quotes it: its JSON type, and its text when short.
+std::string shown(const json& v) {
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean (" + text + ")";
+    case json::value_t::string: return "a string (" + text + ")";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return text;  // a number
+  }
+}
+
+// The request's optional fields are checked by kind: each refusal names the field (its
+// `param`, and in the message) and the real reason: the wrong JSON type, or out of range, with
+// the value given. Ranges follow vLLM's SamplingParams._verify_args
+// (vllm-project/vllm, vllm/sampling_params.py at commit
+// 00388f6573ccfcffad607b8c9ecdf341a4669ceb) and its protocol (seed: a 64-bit integer).
+struct field_check {
+  const json& j;
+  std::optional<api_error> error;
+
+  // The field, or nullptr when absent or null (null is "not given", as in the OpenAI API).
+  const json* get(const char* name) const {
+    const auto f = j.find(name);
+    return f == j.end() || f->is_null() ? nullptr : &*f;
+  }
+  void fail(const std::string& field, const std::string& why, const json& v) {
+    if (!error) error = bad("'" + field + "' " + why + ", got " + shown(v), field);
+  }
+  void unsupported(const std::string& field, const std::string& why, const json& v) {
+    if (!error)
+      error = bad("'" + field + "' " + why + ", got " + shown(v), field, "unsupported_value");
+  }
+
+  // A boolean.
+  std::optional<bool> boolean(const char* name) {
+    const json* v = get(name);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) {
+      fail(name, "must be a boolean", *v);
+      return std::nullopt;
+    }
+    return v->get<bool>();
+  }
+  // A string.
+  const json* string(const char* name) {
+    const json* v = get(name);
+    if (v && !v->is_string()) {
+      fail(name, "must be a string", *v);
+      return nullptr;
+    }
+    return v;
+  }
+  // An integer in [lo, hi]: JSON integers read exactly (signed or unsigned, never wrapped); a
+  // number written with a fraction part or an exponent is taken when it is a whole number in
+  // range (as vLLM's pydantic does), and refused as "must be an integer" when it is not whole.
+  std::optional<std::int64_t> integer(const std::string& field, const json& v, std::int64_t lo,
+                                      std::int64_t hi) {
+    const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    if (!v.is_number()) {
+      fail(field, "must be an integer in " + range, v);
+      return std::nullopt;
+    }
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::floor(d) != d) {
+        fail(field, "must be an integer", v);
+        return std::nullopt;
+      }
+      if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+        fail(field,
+             d < static_cast<double>(lo) ? "must be at least " + std::to_string(lo)
+                                         : "must be at most " + std::to_string(hi),
+             v);
+        return std::nullopt;
+      }
+      return static_cast<std::int64_t>(d);
+    }
+    if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)
+                               : v.get<std::int64_t>() > hi) {
+      fail(field, "must be at most " + std::to_string(hi), v);
+      return std::nullopt;
+    }
+    if (v.is_number_unsigned() ? lo > 0 && v.get<std::uint64_t>() < static_cast<std::uint64_t>(lo)
+                               : v.get<std::int64_t>() < lo) {
+      fail(field, "must be at least " + std::to_string(lo), v);
+      return std::nullopt;
+    }
+    return v.get<std::int64_t>();
+  }
+  std::optional<std::int64_t> integer(const char* name, std::int64_t lo, std::int64_t hi) {
+    const json* v = get(name);
+    return v ? integer(name, *v, lo, hi) : std::nullopt;
+  }
+  // A number in the interval given (`open_lo`: lo itself excluded), e.g. (0, 1].
+  std::optional<double> number(const std::string& field, const json& v, double lo, double hi,
+                               bool open_lo, const char* range) {
+    if (!v.is_number()) {
+      fail(field, std::string("must be a number in ") + range, v);
+      return std::nullopt;
+    }
+    const double d = v.get<double>();
+    if (d < lo || d > hi || (open_lo && d == lo)) {
+      fail(field, std::string("must be in ") + range, v);
+      return std::nullopt;
+    }
+    return d;
+  }
+  std::optional<double> number(const char* name, double lo, double hi, bool open_lo,
+                               const char* range) {
+    const json* v = get(name);
+    return v ? number(name, *v, lo, hi, open_lo, range) : std::nullopt;
+  }
+};
+
+constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
+
+// The sampling and output fields both endpoints share, and those of one endpoint: checked by
+// type and range. The server samples no probabilities, so the fields that ask for them, or for
+// what it does not produce (`echo`, `suffix`, several choices), are refused as unsupported
+// rather than silently ignored.
+void check_sampling_fields(field_check& f, endpoint kind) {
+  f.number("temperature", 0, 2, false, "[0, 2]");
+  f.number("top_p", 0, 1, true, "(0, 1]");
+  f.integer("top_k", -1, std::numeric_limits<std::int32_t>::max());
+  f.number("min_p", 0, 1, false, "[0, 1]");
+  f.number("presence_penalty", -2, 2, false, "[-2, 2]");
+  f.number("frequency_penalty", -2, 2, false, "[-2, 2]");
+  f.number("repetition_penalty", 0, std::numeric_limits<double>::max(), true, "(0, 1.8e308]");
+  f.integer("seed", int64_min, int64_max);
+  f.string("user");
+  if (const auto n = f.integer("n", 1, int64_max); n && *n != 1)
+    f.unsupported("n", "must be 1 (this server gives one choice)", *f.get("n"));
+  if (const json* stop = f.get("stop")) {
+    if (stop->is_string()) {
+      if (stop->get_ref<const std::string&>().empty()) f.fail("stop", "must not be empty", *stop);
+    } else if (stop->is_array()) {
+      for (std::size_t i = 0; i < stop->size(); ++i) {
+        const std::string at = "stop[" + std::to_string(i) + "]";
+        const json& e = (*stop)[i];
+        if (!e.is_string())
+          f.fail(at, "must be a string", e);
+        else if (e.get_ref<const std::string&>().empty())
+          f.fail(at, "must not be empty", e);
+      }
+    } else {
+      f.fail("stop", "must be a string or an array of strings", *stop);
+    }
+  }
+  if (const json* ids = f.get("stop_token_ids")) {
+    if (!ids->is_array())
+      f.fail("stop_token_ids", "must be an array of token ids", *ids);
+    else
+      for (std::size_t i = 0; i < ids->size(); ++i)
+        f.integer("stop_token_ids[" + std::to_string(i) + "]", (*ids)[i], 0, 0xffffffffLL);
+  }
+  if (const json* lb = f.get("logit_bias")) {
+    if (!lb->is_object()) {
+      f.fail("logit_bias", "must be an object of token id: bias", *lb);
+    } else {
+      for (const auto& [key, bias] : lb->items()) {
+        const std::string at = "logit_bias[\"" + std::string(key) + "\"]";
+        const bool digits =
+            !key.empty() && key.size() <= 10 &&
+            std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits || std::stoull(key) > 0xffffffffULL)
+          f.fail("logit_bias", "keys must be token ids (0 to 4294967295)", json(key));
+        else
+          f.number(at, bias, -100, 100, false, "[-100, 100]");
+      }
+    }
+  }
+  if (kind == endpoint::completions) {
+    if (const auto lp = f.integer("logprobs", -1, int64_max))
+      f.unsupported("logprobs", "is not supported (this server has no token probabilities)",
+                    *f.get("logprobs"));
+    if (const auto echo = f.boolean("echo"); echo && *echo)
+      f.unsupported("echo", "is not supported (the prompt is not echoed)", *f.get("echo"));
+    if (const json* sfx = f.string("suffix")) f.unsupported("suffix", "is not supported", *sfx);
+    if (const auto b = f.integer("best_of", 1, int64_max); b && *b != 1)
+      f.unsupported("best_of", "must be 1 (this server gives one choice)", *f.get("best_of"));
+  } else {
+    if (const auto lp = f.boolean("logprobs"); lp && *lp)
+      f.unsupported("logprobs", "is not supported (this server has no token probabilities)",
+                    *f.get("logprobs"));
+    if (const auto top = f.integer("top_logprobs", 0, 20); top && *top > 0)
+      f.unsupported("top_logprobs", "is not supported (this server has no token probabilities)",
+                    *f.get("top_logprobs"));
+  }
+}
+
+// The roles of chat messages (OpenAI's chat API; vLLM's chat templates take the same).
+bool known_role(const std::string& r) {
+  for (const char* k : {"system", "developer", "user", "assistant", "tool", "function"})
+    if (r == k) return true;
+  return false;
+}
+
+// messages[i]'s content: a string, null (assistant, tool calls), or an array of text parts;
+// the refusal names the element (`messages[1].content[0].type`).
+void content_text(field_check& f, const std::string& at, const json& c, std::string& out) {
+  if (c.is_null()) return;
   if (c.is_string()) {
     out += c.get_ref<const std::string&>();
-    return true;
+    return;
   }
-  if (!c.is_array()) return false;
-  for (const json& part : c) {
-    if (!part.is_object()) return false;
+  if (!c.is_array()) return f.fail(at, "must be a string or an array of content parts", c);
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const json& part = c[i];
+    const std::string p = at + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) return f.fail(p, "must be an object", part);
     const auto t = part.find("type");
+    if (t == part.end()) return f.fail(p + ".type", "is required", json(nullptr));
+    if (!t->is_string()) return f.fail(p + ".type", "must be a string", *t);
+    const std::string& type = t->get_ref<const std::string&>();
+    if (type != "text") {
+      static const char* const media[] = {"image_url", "input_audio", "file",
+                                          "video_url", "audio_url",   "refusal"};
+      const bool known =
+          std::any_of(std::begin(media), std::end(media), [&](const char* m) { return type == m; });
+      return known
+                 ? f.unsupported(p + ".type", "is not supported (this server takes text only)", *t)
+                 : f.fail(p + ".type", "must be \"text\"", *t);
+    }
     const auto x = part.find("text");
-    if (t == part.end() || !t->is_string() || *t != "text" || x == part.end() || !x->is_string())
-      return false;
+    if (x == part.end()) return f.fail(p + ".text", "is required", json(nullptr));
+    if (!x->is_string()) return f.fail(p + ".text", "must be a string", *x);
     out += ' ';
     out += x->get_ref<const std::string&>();
   }
-  return true;
 }
 
 std::variant<generation_request, api_error> parse(endpoint kind, std::string_view body,
                                                   const request_limits& lim) {
-  const json j = json::parse(body.begin(), body.end(), nullptr, false);
-  if (j.is_discarded()) return bad("the request body is not valid JSON", {}, "invalid_json");
+  json j;
+  try {
+    j = json::parse(body.begin(), body.end());
+  } catch (const json::exception& e) {  // where and why: "parse error at line 1, column 9: ..."
+    // (a number past double's range is nlohmann-json's out_of_range 406, the rest parse_error)
+    std::string why = e.what();
+    if (const auto at = why.find("] "); at != std::string::npos) why.erase(0, at + 2);
+    return bad("the request body is not valid JSON: " + why, {}, "invalid_json");
+  }
   if (!j.is_object()) return bad("the request body must be a JSON object", {}, "invalid_json");
   generation_request g;
   g.kind = kind;
 
   const auto model = j.find("model");
   if (model == j.end()) return bad("'model' is required", "model", "missing_field");
-  if (!model->is_string()) return bad("'model' must be a string", "model");
+  if (!model->is_string()) return bad("'model' must be a string, got " + shown(*model), "model");
   if (model->get_ref<const std::string&>() != lim.model) {
     api_error e = bad("The model '" + model->get<std::string>() + "' does not exist.", "model",
                       "model_not_found");
@@ -107,7 +330,7 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
     } else if (p->is_array() && p->size() == 1 && p->front().is_string()) {
       words_in = count_words(p->front().get_ref<const std::string&>());
       seed = fnv1a(seed, p->front().get_ref<const std::string&>());
-    } else if (p->is_array() && !p->empty() && p->front().is_number_integer()) {
+    } else if (p->is_array() && !p->empty() && p->front().is_number()) {
       // Token ids are 32-bit in every tokenizer an OpenAI-compatible server loads (vLLM keeps
       // them as int32): each must be an integer in [0, 2^32); the refusal names the element
       // and the real reason (wrong type, negative, or too large), read without wrapping.
@@ -126,24 +349,46 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
       }
       words_in = p->size();
     } else {
-      return bad("'prompt' must be a string, an array of one string or an array of token ids",
-                 "prompt");
+      return bad(
+          "'prompt' must be a string, an array of one string or a non-empty array of "
+          "token ids, got " +
+              (p->is_array() ? "an array of " + std::to_string(p->size()) +
+                                   (p->size() == 1 ? " element" : " elements")
+                             : shown(*p)),
+          "prompt");
     }
   } else {
     const auto m = j.find("messages");
     if (m == j.end()) return bad("'messages' is required", "messages", "missing_field");
     if (!m->is_array() || m->empty())
-      return bad("'messages' must be a non-empty array", "messages");
+      return bad("'messages' must be a non-empty array, got " +
+                     (m->is_array() ? std::string("an empty array") : shown(*m)),
+                 "messages");
     std::string all;
-    for (const json& msg : *m) {
-      if (!msg.is_object()) return bad("each message must be an object", "messages");
+    field_check f{j, std::nullopt};
+    for (std::size_t i = 0; i < m->size(); ++i) {
+      const json& msg = (*m)[i];
+      const std::string at = "messages[" + std::to_string(i) + "]";
+      if (!msg.is_object()) return bad("'" + at + "' must be an object, got " + shown(msg), at);
       const auto role = msg.find("role");
-      if (role == msg.end() || !role->is_string())
-        return bad("each message needs a string 'role'", "messages");
+      if (role == msg.end())
+        return bad("'" + at + ".role' is required", at + ".role", "missing_field");
+      if (!role->is_string() || !known_role(role->get_ref<const std::string&>()))
+        return bad("'" + at +
+                       ".role' must be one of \"system\", \"developer\", \"user\", "
+                       "\"assistant\", \"tool\", \"function\", got " +
+                       shown(*role),
+                   at + ".role");
+      if (const auto nm = msg.find("name"); nm != msg.end() && !nm->is_string() && !nm->is_null())
+        return bad("'" + at + ".name' must be a string, got " + shown(*nm), at + ".name");
       const auto c = msg.find("content");
       std::string text;
-      if (c != msg.end() && !content_text(*c, text))
-        return bad("a message's 'content' must be a string or an array of text parts", "messages");
+      if (c != msg.end()) content_text(f, at + ".content", *c, text);
+      if (f.error) return *f.error;
+      if ((c == msg.end() || c->is_null()) && *role != "assistant")
+        return bad(
+            "'" + at + ".content' is required for a " + role->get<std::string>() + " message",
+            at + ".content", "missing_field");
       all += role->get_ref<const std::string&>();
       all += '\n';
       all += text;
@@ -166,31 +411,31 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
   g.prompt_tokens = static_cast<std::uint32_t>(words_in);
   g.seed = seed;
 
-  auto flag = [&](const char* name, bool& out) -> std::optional<api_error> {
-    const auto f = j.find(name);
-    if (f == j.end() || f->is_null()) return std::nullopt;
-    if (!f->is_boolean()) return bad(std::string("'") + name + "' must be a boolean", name);
-    out = f->get<bool>();
-    return std::nullopt;
-  };
-  if (auto e = flag("stream", g.stream)) return *e;
-  if (auto e = flag("ignore_eos", g.ignore_eos)) return *e;
-
-  const auto so = j.find("stream_options");
-  if (so != j.end() && !so->is_null()) {
-    if (!so->is_object()) return bad("'stream_options' must be an object", "stream_options");
+  field_check f{j, std::nullopt};
+  g.stream = f.boolean("stream").value_or(false);
+  g.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  if (f.error) return *f.error;
+  if (const json* so = f.get("stream_options")) {
+    if (!so->is_object())
+      return bad("'stream_options' must be an object, got " + shown(*so), "stream_options");
     if (!g.stream)
       return bad("'stream_options' can only be given when 'stream' is true", "stream_options");
-    const auto iu = so->find("include_usage");
-    if (iu != so->end() && !iu->is_null()) {
-      if (!iu->is_boolean())
-        return bad("'stream_options.include_usage' must be a boolean", "stream_options");
-      g.include_usage = iu->get<bool>();
+    field_check o{*so, std::nullopt};
+    g.include_usage = o.boolean("include_usage").value_or(false);
+    const auto cont = o.boolean("continuous_usage_stats");
+    if (o.error) {  // name the field within stream_options
+      o.error->message.insert(1, "stream_options.");
+      o.error->param = "stream_options." + o.error->param;
+      return *o.error;
     }
+    if (cont && *cont)
+      return bad(
+          "'stream_options.continuous_usage_stats' is not supported (usage comes in one "
+          "chunk at the end)",
+          "stream_options.continuous_usage_stats", "unsupported_value");
   }
-  const auto n = j.find("n");
-  if (n != j.end() && !n->is_null() && !(n->is_number_integer() && n->get<std::int64_t>() == 1))
-    return bad("only 'n' = 1 is supported", "n");
+  check_sampling_fields(f, kind);
+  if (f.error) return *f.error;
 
   // max_tokens (chat also takes max_completion_tokens, which wins, as in the OpenAI API).
   const std::uint32_t room = lim.max_model_len - g.prompt_tokens;
@@ -198,25 +443,32 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
     if (kind == endpoint::completions && std::string_view(name) == "max_completion_tokens")
       continue;
-    const auto mt = j.find(name);
-    if (mt == j.end() || mt->is_null()) continue;
-    if (!mt->is_number_integer())
-      return bad(std::string("'") + name + "' must be an integer", name);
-    if (mt->is_number_unsigned() ? mt->get<std::uint64_t>() < 1 : mt->get<std::int64_t>() < 1)
-      return bad(std::string("'") + name + "' must be at least 1, got " + mt->dump(), name);
-    const std::uint64_t v = mt->is_number_unsigned()
-                                ? mt->get<std::uint64_t>()
-                                : static_cast<std::uint64_t>(mt->get<std::int64_t>());
-    if (v > room)
-      return bad("This model's maximum context length is " + std::to_string(lim.max_model_len) +
-                     " tokens. However, you requested " + std::to_string(v + g.prompt_tokens) +
-                     " tokens (" + std::to_string(g.prompt_tokens) + " in the prompt, " +
-                     std::to_string(v) + " in the completion).",
-                 name);
-    g.max_tokens = static_cast<std::uint32_t>(v);
+    const json* mt = f.get(name);
+    if (!mt) continue;
+    const auto v = f.integer(name, 1, room);
+    if (!v) {
+      api_error e = *f.error;
+      if (e.message.find("must be at most") != std::string::npos)  // say why it is the limit
+        e.message += " (this model's maximum context length is " +
+                     std::to_string(lim.max_model_len) + " tokens and the prompt has " +
+                     std::to_string(g.prompt_tokens) + ")";
+      return e;
+    }
+    g.max_tokens = static_cast<std::uint32_t>(*v);
+  }
+  // min_tokens (vLLM's): the answer is not stopped before it (at most max_tokens).
+  std::uint32_t min_tokens = 0;
+  if (const json* mn = f.get("min_tokens")) {
+    const auto v = f.integer("min_tokens", 0, int64_max);
+    if (!v) return *f.error;
+    if (static_cast<std::uint64_t>(*v) > g.max_tokens)
+      return bad("'min_tokens' must be at most max_tokens (" + std::to_string(g.max_tokens) +
+                     "), got " + mn->dump(),
+                 "min_tokens");
+    min_tokens = static_cast<std::uint32_t>(*v);
   }
 
-  const std::uint32_t natural = natural_length(g.seed, lim.eos_range);
+  const std::uint32_t natural = std::max(natural_length(g.seed, lim.eos_range), min_tokens);
   g.stops = !g.ignore_eos && natural <= g.max_tokens;
   g.output_tokens = g.stops ? natural : g.max_tokens;
   if (kind == endpoint::chat)  // vLLM's reasoning parsers serve chat only

@@ -2,6 +2,7 @@
 #include "server.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <exception>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
@@ -88,6 +90,15 @@ std::string serve_usage() {
          "1024)\n"
          "  --max-buffered BYTES  drop a client with more unwritten response bytes (default "
          "4194304)\n"
+         "  --idle-timeout S      close a connection that starts no request for S seconds "
+         "(default 60)\n"
+         "  --header-timeout S    a request's header must be whole S seconds after its first "
+         "byte\n"
+         "                        (default 10; else 408 and the connection closed)\n"
+         "  --body-timeout S      its body whole S seconds after the header (default 30; 408)\n"
+         "  --request-timeout S   header and body whole S seconds after the first byte "
+         "(default 30; 408)\n"
+         "  --max-header BYTES    largest request header (default 8192; larger: HTTP 431)\n"
          "  --threads N           HTTP threads (default 2)\n"
          "  --max-model-len N     prompt + output tokens of a request (default 4096)\n"
          "  --eos-range N         without ignore_eos an answer stops after 1..N tokens\n"
@@ -149,6 +160,16 @@ serve_options parse_serve_options(const std::vector<std::string>& args) {
       o.max_connections = parse_count(name, value, 1, 1000000);
     } else if (name == "max-buffered") {
       o.max_buffered = parse_count(name, value, 4096, std::uint64_t(1) << 32);
+    } else if (name == "idle-timeout") {
+      o.idle_timeout_s = parse_count(name, value, 1, 86400);
+    } else if (name == "header-timeout") {
+      o.header_timeout_s = parse_count(name, value, 1, 86400);
+    } else if (name == "body-timeout") {
+      o.body_timeout_s = parse_count(name, value, 1, 86400);
+    } else if (name == "request-timeout") {
+      o.request_timeout_s = parse_count(name, value, 1, 86400);
+    } else if (name == "max-header") {
+      o.max_header = parse_count(name, value, 1024, 1u << 20);
     } else if (name == "threads") {
       o.threads = static_cast<unsigned>(parse_count(name, value, 1, 256));
     } else if (name == "max-model-len") {
@@ -183,6 +204,29 @@ struct server::impl {
   std::atomic<bool> stopping{false};
   /// Connections open now, and those refused past --max-connections (both in /metrics).
   std::atomic<std::uint64_t> open_connections{0}, refused_connections{0};
+  /// Why serve closed a connection itself (each connection counted once, by its first reason;
+  /// `/metrics`: tokchron_serve_closed_connections_total{reason}).
+  enum class closed : std::uint8_t {
+    idle_timeout,      // no request started within --idle-timeout (no answer)
+    header_timeout,    // 408: header not whole within --header-timeout
+    body_timeout,      // 408: body not whole within --body-timeout
+    request_timeout,   // 408: header and body not whole within --request-timeout
+    header_too_large,  // 431: header over --max-header
+    body_too_large,    // 413: body over --max-body
+    bad_http,          // 400: not HTTP/1.x
+    write_timeout,     // a response write made no progress for --write-timeout
+    write_buffer,      // more than --max-buffered response bytes waited (a client not reading)
+    read_buffer,       // pipelined bytes past --max-body + 64 KiB during a response
+    client_gone,       // the client closed or reset the connection during a request
+    count_
+  };
+  static constexpr const char* closed_names[] = {
+      "idle_timeout",     "header_timeout", "body_timeout", "request_timeout",
+      "header_too_large", "body_too_large", "bad_http",     "write_timeout",
+      "write_buffer",     "read_buffer",    "client_gone"};
+  static_assert(std::size(closed_names) == static_cast<std::size_t>(closed::count_));
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(closed::count_)> closed_by{};
+  void count_closed(closed why) { closed_by[static_cast<std::size_t>(why)].fetch_add(1); }
 
   static tokchron::live_options metric_options(const serve_options& o) {
     return serve::metric_options(o.names, o.model, o.max_model_len);
@@ -224,16 +268,21 @@ struct server::impl {
   void accept();
   void begin_shutdown();
   /// serve's own families, after the engine's: open connections and refused ones.
-  [[nodiscard]] std::string connection_metrics() const {
-    return "# HELP tokchron_serve_open_connections Connections open now.\n"
-           "# TYPE tokchron_serve_open_connections gauge\n"
-           "tokchron_serve_open_connections " +
-           std::to_string(open_connections.load()) +
-           "\n# HELP tokchron_serve_refused_connections_total Connections refused past "
-           "--max-connections (503).\n"
-           "# TYPE tokchron_serve_refused_connections_total counter\n"
-           "tokchron_serve_refused_connections_total " +
-           std::to_string(refused_connections.load()) + "\n";
+  /// serve's own families (connections open, refused, closed by reason), appended to the
+  /// scrape of the live metrics: one list for the text and the protobuf exposition.
+  void add_connection_metrics(tokchron::metrics_snapshot& s) const {
+    s.family("tokchron_serve_open_connections", "Connections open now.",
+             tokchron::metric_kind::gauge)
+        .add(static_cast<double>(open_connections.load()));
+    s.family("tokchron_serve_refused_connections",
+             "Connections refused past --max-connections (503).", tokchron::metric_kind::counter)
+        .add(static_cast<double>(refused_connections.load()));
+    auto& closed = s.family("tokchron_serve_closed_connections",
+                            "Connections serve closed itself, by reason (timeouts, limits, "
+                            "clients that stopped reading or went away mid-request).",
+                            tokchron::metric_kind::counter);
+    for (std::size_t i = 0; i < closed_by.size(); ++i)
+      closed.add(static_cast<double>(closed_by[i].load()), {{"reason", closed_names[i]}});
   }
   void answered_one() {
     if (opt.max_requests && answered.fetch_add(1) + 1 == opt.max_requests) begin_shutdown();
@@ -248,7 +297,9 @@ const char* status_text(unsigned s) {
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
     case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Error";
@@ -270,35 +321,121 @@ class session : public std::enable_shared_from_this<session> {
   }
 
  private:
+  using closed = server::impl::closed;
+  using steady = std::chrono::steady_clock;
+
+  // Reading a request, in three timed phases (docs/tools/serve.md, "Time limits"): the first
+  // byte within --idle-timeout, then the header within --header-timeout of it, then the body
+  // within --body-timeout of the header's end, the whole within --request-timeout. A deadline
+  // that passes cancels the read; the read's handler then answers 408 (or, idle, just closes).
   void read_request() {
     parser_.emplace();
     parser_->body_limit(srv_.opt.max_body);
-    stream_.expires_after(std::chrono::seconds(60));  // an idle or slow client is dropped
-    http::async_read(
-        stream_, buf_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+    parser_->header_limit(static_cast<std::uint32_t>(srv_.opt.max_header));
+    if (buf_.size() > 0) return read_header();  // a pipelined request's first bytes are here
+    arm_read(steady::now() + std::chrono::seconds(srv_.opt.idle_timeout_s), closed::idle_timeout);
+    stream_.socket().async_read_some(
+        buf_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->disarm_read();
+          if (ec) {
+            if (self->read_timeout_) self->srv_.count_closed(*self->read_timeout_);
+            return self->close();
+          }
+          self->buf_.commit(n);
+          self->read_header();
+        });
+  }
+
+  void read_header() {
+    const auto first = steady::now();
+    request_deadline_ = first + std::chrono::seconds(srv_.opt.request_timeout_s);
+    arm_part(first + std::chrono::seconds(srv_.opt.header_timeout_s), closed::header_timeout);
+    http::async_read_header(stream_, buf_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              self->disarm_read();
+                              if (ec || self->parser_->is_done()) return self->on_request(ec);
+                              self->read_body();
+                            });
+  }
+
+  void read_body() {
+    arm_part(steady::now() + std::chrono::seconds(srv_.opt.body_timeout_s), closed::body_timeout);
+    http::async_read(stream_, buf_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->disarm_read();
+                       self->on_request(ec);
+                     });
+  }
+
+  // A part's deadline, or the whole request's when that is earlier.
+  void arm_part(steady::time_point part, closed why) {
+    if (part < request_deadline_)
+      arm_read(part, why);
+    else
+      arm_read(request_deadline_, closed::request_timeout);
+  }
+
+  // The read deadline: when it passes, the pending read is cancelled and `read_timeout_` says
+  // which limit it was. A generation number retires a timer whose read ended first.
+  void arm_read(steady::time_point deadline, closed why) {
+    read_timeout_.reset();
+    const std::uint64_t gen = ++read_gen_;
+    read_timer_.expires_at(deadline);
+    read_timer_.async_wait([self = shared_from_this(), gen, why](beast::error_code ec) {
+      if (ec || gen != self->read_gen_) return;
+      self->read_timeout_ = why;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
+  }
+  void disarm_read() {
+    ++read_gen_;
+    read_timer_.cancel();
   }
 
   void on_request(beast::error_code ec) {
-    stream_.expires_never();
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+    // A request refused before it was read whole: counted, answered, the connection closed.
+    auto refuse = [this](closed why, unsigned status, const char* code, std::string message) {
+      srv_.count_closed(why);
+      api_error e;
+      e.status = status;
+      e.code = code;
+      e.message = std::move(message);
+      send_plain(e.status, "application/json", error_json(e), false);
+    };
+    if (read_timeout_) {  // a time limit passed: 408
+      const closed why = *read_timeout_;
+      const bool header = why == closed::header_timeout, body = why == closed::body_timeout;
+      const std::string which = header ? "header" : body ? "body" : "request";
+      const std::uint64_t limit = header ? srv_.opt.header_timeout_s
+                                  : body ? srv_.opt.body_timeout_s
+                                         : srv_.opt.request_timeout_s;
+      return refuse(why, 408,
+                    header ? "header_timeout"
+                    : body ? "body_timeout"
+                           : "request_timeout",
+                    "the request's " + which + " was not received whole within the server's --" +
+                        which + "-timeout of " + std::to_string(limit) + " s");
+    }
+    if (ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::operation_aborted) {
       return close();
     }
-    if (ec == http::error::body_limit) {
-      api_error e;
-      e.status = 413;
-      e.message = "the request body is larger than the server's limit of " +
-                  std::to_string(srv_.opt.max_body) + " bytes";
-      e.code = "body_too_large";
-      return send_plain(e.status, "application/json", error_json(e), false);
+    if (ec == http::error::body_limit)
+      return refuse(closed::body_too_large, 413, "body_too_large",
+                    "the request body is larger than the server's limit of " +
+                        std::to_string(srv_.opt.max_body) + " bytes");
+    if (ec == http::error::header_limit)
+      return refuse(closed::header_too_large, 431, "header_too_large",
+                    "the request header is larger than the server's limit of " +
+                        std::to_string(srv_.opt.max_header) + " bytes (--max-header)");
+    if (ec == http::error::partial_message || ec == net::error::connection_reset ||
+        ec == net::error::broken_pipe) {  // the client went away part-way through its request
+      srv_.count_closed(closed::client_gone);
+      return close();
     }
-    if (ec) {
-      api_error e;
-      e.message = "malformed HTTP request: " + ec.message();
-      e.code = "bad_http";
-      return send_plain(400, "application/json", error_json(e), false);
-    }
+    if (ec)
+      return refuse(closed::bad_http, 400, "bad_http", "malformed HTTP request: " + ec.message());
     handle(parser_->release());
   }
 
@@ -333,20 +470,13 @@ class session : public std::enable_shared_from_this<session> {
       // A scraper that asks for the protobuf exposition (Prometheus with native histograms
       // enabled) gets it: every histogram's classic buckets, and a native histogram where the
       // buckets are a native schema's edges (the tokchron names' exponential layout); the text
-      // format otherwise. serve's own connection families are the ones connection_metrics()
-      // writes as text.
+      // format otherwise; serve's own connection families in both.
       if (const auto accept = req.find(http::field::accept);
           accept != req.end() &&
           tokchron::negotiate_exposition({accept->value().data(), accept->value().size()}) ==
               tokchron::exposition_format::protobuf) {
         tokchron::metrics_snapshot s = tokchron::scrape(srv_.metrics);
-        s.family("tokchron_serve_open_connections", "Connections open now.",
-                 tokchron::metric_kind::gauge)
-            .add(static_cast<double>(srv_.open_connections.load()));
-        s.family("tokchron_serve_refused_connections",
-                 "Connections refused past --max-connections (503).",
-                 tokchron::metric_kind::counter)
-            .add(static_cast<double>(srv_.refused_connections.load()));
+        srv_.add_connection_metrics(s);
         std::string body;
         try {
           body = tokchron::to_prometheus_protobuf(s, tokchron::prometheus_native_from_classic(s));
@@ -358,10 +488,10 @@ class session : public std::enable_shared_from_this<session> {
                           std::move(body), keep_alive_);
       }
 #endif
-      return send_plain(
-          200, std::string(tokchron::prometheus_content_type),
-          tokchron::to_prometheus(tokchron::scrape(srv_.metrics)) + srv_.connection_metrics(),
-          keep_alive_);
+      tokchron::metrics_snapshot s = tokchron::scrape(srv_.metrics);
+      srv_.add_connection_metrics(s);
+      return send_plain(200, std::string(tokchron::prometheus_content_type),
+                        tokchron::to_prometheus(s), keep_alive_);
     }
     const bool chat = target == "/v1/chat/completions";
     if (!chat && target != "/v1/completions") {
@@ -434,19 +564,33 @@ class session : public std::enable_shared_from_this<session> {
           if (!ec) {
             self->buf_.commit(n);
             if (self->buf_.size() > self->srv_.opt.max_body + 65536)  // not a client: bytes
-              return self->client_gone();                             // beyond any request
+              return self->client_gone(closed::read_buffer);          // beyond any request
             if (self->call_ && !self->finished_) return self->watch();
             return self->after_call();
           }
           if (ec == net::error::operation_aborted && self->finished_ && !self->dead_)
             return self->after_call();
-          self->client_gone();
+          if (self->finished_ && !self->dead_ && ec != net::error::operation_aborted) {
+            // The answer is complete and the client closed after reading what it needed (a
+            // `Connection: close` client that read by Content-Length): no drop. The write in
+            // flight, if any, ends the connection; a failed one is a client gone.
+            self->keep_alive_ = false;
+            if (self->writing_) return;
+            if (self->call_) self->call_done();
+            return self->close();
+          }
+          self->client_gone(closed::client_gone);
         });
   }
 
-  void client_gone() {
+  // The connection is given up (counted once, by `why`, in /metrics): a request in flight is
+  // aborted in the engine, which sends its final event; then the socket is closed.
+  void client_gone(closed why) {
     if (dead_) return;
     dead_ = true;
+    srv_.count_closed(why);
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);  // a write or read in flight ends now
     if (call_ && !finished_) return srv_.engine->cancel(call_);  // the engine aborts it
     if (call_) call_done();
     close();
@@ -563,10 +707,7 @@ class session : public std::enable_shared_from_this<session> {
       closing_write_ = false;
       out_.erase(out_.begin() + 1, out_.end());  // the front is being written: it stays
       out_bytes_ = out_.front().size();
-      overflowed_ = true;  // however the write in flight ends, the client is dropped
-      beast::error_code ec;
-      stream_.socket().cancel(ec);  // the write in flight ends with an error: client_gone
-      return;
+      return client_gone(closed::write_buffer);  // cancels the write in flight
     }
     if (!writing_) write_next();
   }
@@ -581,22 +722,27 @@ class session : public std::enable_shared_from_this<session> {
       return;
     }
     writing_ = true;
-    // A write that makes no progress for --write-timeout ends with beast::error::timeout (the
-    // socket is closed): the client is dropped below.
-    stream_.expires_after(std::chrono::seconds(srv_.opt.write_timeout_s));
+    // A write that does not complete within --write-timeout drops the client: the timer counts
+    // it first, then cancels the write.
+    const std::uint64_t gen = ++write_gen_;
+    write_timer_.expires_after(std::chrono::seconds(srv_.opt.write_timeout_s));
+    write_timer_.async_wait([self = shared_from_this(), gen](beast::error_code ec) {
+      if (!ec && gen == self->write_gen_) self->client_gone(closed::write_timeout);
+    });
     net::async_write(stream_, net::buffer(out_.front()),
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->stream_.expires_never();
+                       ++self->write_gen_;
+                       self->write_timer_.cancel();
                        if (!self->out_.empty()) {
                          self->out_bytes_ -= std::min(self->out_bytes_, self->out_.front().size());
                          self->out_.pop_front();
                        }
-                       if (ec || self->overflowed_) {
+                       if (ec || self->dead_) {
                          self->out_bytes_ = 0;
                          self->out_.clear();
                          self->writing_ = false;
                          self->closing_write_ = false;
-                         return self->client_gone();
+                         return self->client_gone(closed::client_gone);
                        }
                        self->write_next();
                      });
@@ -643,7 +789,10 @@ class session : public std::enable_shared_from_this<session> {
   response_head head_;
   std::deque<std::string> out_;
   std::uint64_t out_bytes_ = 0;  // the bytes in out_
-  bool overflowed_ = false;      // out_ passed --max-buffered: the client is being dropped
+  net::steady_timer read_timer_{stream_.get_executor()}, write_timer_{stream_.get_executor()};
+  std::uint64_t read_gen_ = 0, write_gen_ = 0;  // the deadline a timer's wait belongs to
+  std::optional<closed> read_timeout_;          // the read limit that passed, if one did
+  steady::time_point request_deadline_{};
   unsigned version_ = 11;
   std::uint32_t completion_ = 0;
   bool keep_alive_ = true, chunked_ = true, writing_ = false, watching_ = false;

@@ -35,6 +35,17 @@ struct serve_options {
   std::uint64_t max_buffered = 4 * 1024 * 1024;
   /// Connections open at once; one more is answered 503 with Retry-After and closed.
   std::uint64_t max_connections = 1024;
+  /// The time limits of reading a request, seconds (past one: 408 and the connection closed;
+  /// an idle keep-alive connection is closed without an answer): the first byte of a request
+  /// within `idle_timeout_s` of the connection's start or of the previous response; its header
+  /// whole within `header_timeout_s` of its first byte; its body whole within `body_timeout_s`
+  /// of the header's end; header and body within `request_timeout_s` of the first byte.
+  std::uint64_t idle_timeout_s = 60;
+  std::uint64_t header_timeout_s = 10;
+  std::uint64_t body_timeout_s = 30;
+  std::uint64_t request_timeout_s = 30;
+  /// The largest request header (request line and fields), bytes; larger: 431.
+  std::uint64_t max_header = 8192;
   unsigned threads = 2;                ///< HTTP threads
   std::uint32_t max_model_len = 4096;  ///< prompt + output tokens (capped by the KV pool)
   std::uint32_t eos_range = 256;       ///< natural answer lengths 1..eos_range

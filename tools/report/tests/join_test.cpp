@@ -2,6 +2,7 @@
 // `tokchron-report join`: client and server traces joined by request id (join.hpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -205,4 +206,211 @@ TEST_CASE("join: refusals") {
   CHECK(r.rc == 1);
   CHECK(r.out.empty());
   CHECK(r.err.find("line 1: field chunks[0][0]: is earlier than send") != std::string::npos);
+}
+
+namespace {
+
+// A client line and its server partner (ids "ID" and "cmpl-ID"): sent at `t` on the client,
+// arriving 0.1 s later on the server, first token 0.2 s after that, the client seeing it 0.1 s
+// later, the end 0.1 s after the first token on both sides. `server_clock`: the server's time
+// of client time 0 (the anchors below put it at +4990 s).
+std::string client_line(const std::string& id, double t) {
+  std::ostringstream os;
+  os.precision(17);
+  os << R"("id":")" << id << R"(","send":)" << t << R"(,"chunks":[[)" << t + 0.4 << ",1],["
+     << t + 0.5 << R"(,3]],"end":)" << t + 0.5;
+  return line(client_anchor, os.str());
+}
+std::string server_line(const std::string& id, double t, double server_clock = 4990) {
+  std::ostringstream os;
+  os.precision(17);
+  const double s = t + server_clock;
+  os << R"("id":"cmpl-)" << id << R"(","send":)" << s + 0.1 << R"(,"chunks":[[)" << s + 0.3
+     << ",1],[" << s + 0.4 << R"(,3]],"end":)" << s + 0.4;
+  return line(server_anchor, os.str());
+}
+
+nlohmann::json join_json_of(const std::string& dir, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"join", "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+  const auto r = report(args);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "bad input J1: join: every request of each side is matched, alone, duplicated or "
+    "ambiguous, counted and named in every format") {
+  const std::string dir = tmp_dir("join_ids");
+  // Client: 1 and 2 match; 3 twice (a duplicate on the client); 4 once, but the server has it
+  // twice (ambiguous); 5 only on the client. Server: 1, 2, 4 twice, 3 once (ambiguous: the
+  // client has it twice), 6 and 7 only on the server.
+  write_lines(dir + "/client.jsonl",
+              {client_line("1", 1), client_line("2", 2), client_line("3", 3), client_line("3", 4),
+               client_line("4", 5), client_line("5", 6)});
+  write_lines(dir + "/server.jsonl",
+              {server_line("1", 1), server_line("2", 2), server_line("4", 5), server_line("4", 5.5),
+               server_line("3", 3), server_line("6", 7), server_line("7", 8)});
+  const auto r = report(
+      {"join", "--format", "json", "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+  CHECK(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& q = j["requests"];
+  CHECK(q["client"] == 6);
+  CHECK(q["server"] == 7);
+  CHECK(q["matched"] == 2);
+  CHECK(q["client_only"] == 1);
+  CHECK(q["server_only"] == 2);
+  CHECK(q["client_duplicate_ids"] == 2);
+  CHECK(q["server_duplicate_ids"] == 2);
+  CHECK(q["duplicate_ids"] == 4);
+  CHECK(q["client_ambiguous"] == 1);  // 4
+  CHECK(q["server_ambiguous"] == 1);  // cmpl-3 (before: miscounted as server only)
+  // Every request of each side in exactly one class.
+  CHECK(q["client"].get<int>() == q["matched"].get<int>() + q["client_only"].get<int>() +
+                                      q["client_duplicate_ids"].get<int>() +
+                                      q["client_ambiguous"].get<int>());
+  CHECK(q["server"].get<int>() == q["matched"].get<int>() + q["server_only"].get<int>() +
+                                      q["server_duplicate_ids"].get<int>() +
+                                      q["server_ambiguous"].get<int>());
+  CHECK(q["split"] == 2);
+  const auto& ex = j["unpaired_examples"];
+  CHECK(ex["client_only"] == nlohmann::json::array({"5"}));
+  CHECK(ex["server_only"] == nlohmann::json::array({"cmpl-6", "cmpl-7"}));
+  CHECK(ex["duplicate_ids"] == nlohmann::json::array({"3", "4"}));
+  CHECK(ex["ambiguous"] == nlohmann::json::array({"4", "3"}));
+  CHECK(r.err.find("warning: 1 client requests have no server request of the same id (left "
+                   "out): 5\n") != std::string::npos);
+  CHECK(r.err.find("warning: 2 server requests have no client request of the same id (left "
+                   "out): cmpl-6, cmpl-7\n") != std::string::npos);
+  CHECK(r.err.find("warning: 4 requests share their id with another on the same side (left "
+                   "out; 2 client, 2 server): 3, 4\n") != std::string::npos);
+  CHECK(r.err.find("warning: 2 requests have an id that repeats on the other side (left out, "
+                   "never paired by guess; 1 client, 1 server): 4, 3\n") != std::string::npos);
+  // The table and the CSV carry every count.
+  const auto t = report({"join", "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+  CHECK(t.out.find("requests: 6 client, 7 server; 2 matched, 1 client only, 2 server only, 4 "
+                   "with a duplicate id (2 client, 2 server), 2 whose id repeats on the other "
+                   "side (1 client, 1 server); 0 failed, 0 without a first token; 2 split\n") !=
+        std::string::npos);
+  const auto c =
+      report({"join", "--format", "csv", "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+  for (const char* row :
+       {"\nrequests_client,6\n", "\nrequests_server,7\n", "\nmatched,2\n", "\nclient_only,1\n",
+        "\nserver_only,2\n", "\nclient_duplicate_ids,2\n", "\nserver_duplicate_ids,2\n",
+        "\nclient_ambiguous,1\n", "\nserver_ambiguous,1\n", "\nsplit,2\n",
+        "\nclient_malformed_lines,0\n"}) {
+    CAPTURE(row);
+    CHECK(c.out.find(row) != std::string::npos);
+  }
+  // More unpaired ids than the examples kept: the first five named, then "...".
+  std::vector<std::string> many = {client_line("1", 1)};
+  for (int i = 0; i < 8; ++i) many.push_back(client_line("x" + std::to_string(i), 10 + i));
+  write_lines(dir + "/client.jsonl", many);
+  const auto m = report({"join", "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+  CHECK(m.err.find("warning: 8 client requests have no server request of the same id (left "
+                   "out): x0, x1, x2, x3, x4, ...\n") != std::string::npos);
+}
+
+TEST_CASE("bad input J2: join: clocks hours apart, or pairs no one shift fits, are named") {
+  const std::string dir = tmp_dir("join_clocks");
+  write_lines(dir + "/client.jsonl", {client_line("1", 1), client_line("2", 2)});
+  write_lines(dir + "/server.jsonl", {server_line("1", 1), server_line("2", 2)});
+  // The anchors relate the clocks: the shift is inside what the requests allow,
+  // [-4990 + 0 - 0.1, -4990 + 0.1] = [-4990.1, -4989.9].
+  auto j = join_json_of(dir);
+  CHECK(j["clock"]["check"]["low"].get<double>() == doctest::Approx(-4990.1));
+  CHECK(j["clock"]["check"]["high"].get<double>() == doctest::Approx(-4989.9));
+  CHECK(j["clock"]["check"]["off_by"].get<double>() == 0);
+  // A --clock-offset three hours wrong: every request says so, in every format.
+  const std::string wrong = std::to_string(-4990 + 3 * 3600);
+  j = join_json_of(dir, {"--clock-offset", wrong});
+  CHECK(j["clock"]["check"]["off_by"].get<double>() == doctest::Approx(3 * 3600 - 0.1));
+  CHECK(j["parts"]["ttft_return"]["negative"] == 2);
+  auto r = report(
+      {"join", "--clock-offset", wrong, "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+  CHECK(r.out.find("clock check: the split requests allow a shift in [-4990.1, -4989.9] s; the "
+                   "shift used is off by at least 10799.9 s") != std::string::npos);
+  CHECK(r.err.find("warning: the clock shift used (5810 s, --clock-offset) is off by at least "
+                   "10799.9 s: the split requests put it in [-4990.1, -4989.9] s\n") !=
+        std::string::npos);
+  r = report({"join", "--format", "csv", "--clock-offset", wrong, "--server", dir + "/server.jsonl",
+              dir + "/client.jsonl"});
+  CHECK(r.out.find("\nclock_off_by_s,10799.") != std::string::npos);
+  // Anchors whose wall clocks disagree by hours (two hosts, one clock wrong): the same warning.
+  const std::string skewed =
+      R"("clock_mono":5000,"clock_wall_ns":1700010800000000000,"clock_gap_ns":2000,)";
+  std::vector<std::string> lines;
+  for (const auto& l : {server_line("1", 1), server_line("2", 2)})
+    lines.push_back("{" + skewed + l.substr(1 + server_anchor.size()));
+  write_lines(dir + "/server.jsonl", lines);
+  r = report({"join", "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+  CHECK(r.err.find("(5810 s, anchors) is off by at least 10799.9 s") != std::string::npos);
+  // Pairs that no one shift fits (request 2's server times an hour later: wrong pairs, or a
+  // clock that jumped): named as such.
+  write_lines(dir + "/server.jsonl", {server_line("1", 1), server_line("2", 2, 4990 + 3600)});
+  j = join_json_of(dir);
+  CHECK(j["clock"]["check"]["low"].get<double>() > j["clock"]["check"]["high"].get<double>());
+  CHECK(j["clock"]["check"]["off_by"].get<double>() == doctest::Approx((3600 - 0.2) / 2));
+  r = report({"join", "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+  CHECK(r.err.find("warning: no clock shift fits every split request") != std::string::npos);
+  CHECK(r.out.find("none fits them all (wrong pairs or drifting clocks)") != std::string::npos);
+}
+
+TEST_CASE(
+    "bad input J3: join: reordered lines give the same join; a file cut mid-line is "
+    "counted and named") {
+  const std::string dir = tmp_dir("join_lines");
+  std::vector<std::string> client, server;
+  for (int i = 0; i < 6; ++i) {
+    client.push_back(client_line(std::to_string(i), 1 + i * 0.25));
+    server.push_back(server_line(std::to_string(i), 1 + i * 0.25));
+  }
+  write_lines(dir + "/client.jsonl", client);
+  write_lines(dir + "/server.jsonl", server);
+  const auto in_order = join_json_of(dir);
+  // Reordered: both files backwards, and the client's interleaved.
+  std::reverse(server.begin(), server.end());
+  write_lines(dir + "/server.jsonl", server);
+  write_lines(dir + "/client.jsonl",
+              {client[3], client[0], client[5], client[1], client[4], client[2]});
+  const auto reordered = join_json_of(dir);
+  CHECK(reordered["requests"] == in_order["requests"]);
+  CHECK(reordered["parts"] == in_order["parts"]);
+  CHECK(reordered["clock"] == in_order["clock"]);
+  // The server's file cut in the middle of its last line (a server killed while writing), and
+  // the client's cut in the middle of a line followed by more lines.
+  server.back().resize(server.back().size() / 2);
+  {
+    std::ofstream f(dir + "/server.jsonl", std::ios::binary);
+    for (std::size_t i = 0; i < server.size(); ++i)
+      f << server[i] << (i + 1 < server.size() ? "\n" : "");  // no newline after the cut
+  }
+  client[2].resize(20);
+  write_lines(dir + "/client.jsonl", client);
+  for (const std::string format : {"json", "table", "csv"}) {
+    CAPTURE(format);
+    const auto r = report(
+        {"join", "--format", format, "--server", dir + "/server.jsonl", dir + "/client.jsonl"});
+    CHECK(r.rc == tr::exit_input);  // malformed lines: exit 1, the join still written
+    CHECK(r.err.find("client.jsonl: line 3") != std::string::npos);
+    CHECK(r.err.find("server.jsonl: line 6") != std::string::npos);
+    CHECK(r.err.find("warning: malformed lines skipped (their requests are unpaired): 1 client, "
+                     "1 server\n") != std::string::npos);
+    if (format == "json") {
+      const auto j = nlohmann::json::parse(r.out);
+      CHECK(j["requests"]["client_malformed_lines"] == 1);
+      CHECK(j["requests"]["server_malformed_lines"] == 1);
+      CHECK(j["requests"]["matched"] == 4);      // 1, 3, 4, 5
+      CHECK(j["requests"]["client_only"] == 1);  // 0: its server line was cut
+      CHECK(j["requests"]["server_only"] == 1);  // cmpl-2: its client line was cut
+    } else if (format == "csv") {
+      CHECK(r.out.find("\nclient_malformed_lines,1\nserver_malformed_lines,1\n") !=
+            std::string::npos);
+    } else {
+      CHECK(r.out.find("malformed lines skipped: 1 client, 1 server\n") != std::string::npos);
+    }
+  }
 }

@@ -318,7 +318,7 @@ TEST_CASE("serve: every bad request gets its status and OpenAI error JSON; servi
       {"n > 1", http::verb::post, "/v1/completions",
        R"({"model":"tokchron-sim","prompt":"a","n":2})", 400, "n"},
       {"message without role", http::verb::post, "/v1/chat/completions",
-       R"({"model":"tokchron-sim","messages":[{"content":"a"}]})", 400, "messages"},
+       R"({"model":"tokchron-sim","messages":[{"content":"a"}]})", 400, "messages[0].role"},
       {"body over --max-body", http::verb::post, "/v1/completions",
        R"({"model":"tokchron-sim","prompt":")" + big + "\"}", 413, nullptr},
       {"unknown path", http::verb::get, "/v1/nothing", "", 404, nullptr},
@@ -673,3 +673,241 @@ TEST_CASE(
   CHECK(text.body.find("tokchron_ttft_seconds_bucket") != std::string::npos);
 }
 #endif
+
+TEST_CASE("bad input H8: serve: every field's refusal names the field and the real reason") {
+  request_limits lim;
+  lim.model = "m";
+  lim.max_model_len = 100;
+  // The error for `fields` added to a valid request of `kind`.
+  const auto refusal = [&](endpoint kind, const std::string& fields) {
+    const std::string base = kind == endpoint::chat
+                                 ? R"({"model":"m","messages":[{"role":"user","content":"a b"}])"
+                                 : R"({"model":"m","prompt":"a b")";
+    const auto r = parse_request(kind, base + (fields.empty() ? "" : "," + fields) + "}", lim);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    return std::get<api_error>(r);
+  };
+  struct row {
+    endpoint kind;
+    std::string fields, param, message, code;
+  };
+  const endpoint cmpl = endpoint::completions, chat = endpoint::chat;
+  const std::vector<row> rows = {
+      // max_tokens: wrong type, not whole, below 1, past the model length, past 2^64.
+      {cmpl, R"("max_tokens":"5")", "max_tokens",
+       R"('max_tokens' must be an integer in [1, 98], got a string ("5"))", "invalid_value"},
+      {cmpl, R"("max_tokens":true)", "max_tokens",
+       "'max_tokens' must be an integer in [1, 98], got a boolean (true)", "invalid_value"},
+      {cmpl, R"("max_tokens":2.5)", "max_tokens", "'max_tokens' must be an integer, got 2.5",
+       "invalid_value"},
+      {cmpl, R"("max_tokens":0)", "max_tokens", "'max_tokens' must be at least 1, got 0",
+       "invalid_value"},
+      {cmpl, R"("max_tokens":-9223372036854775808)", "max_tokens",
+       "'max_tokens' must be at least 1, got -9223372036854775808", "invalid_value"},
+      {cmpl, R"("max_tokens":99)", "max_tokens",
+       "'max_tokens' must be at most 98, got 99 (this model's maximum context length is 100 "
+       "tokens and the prompt has 2)",
+       "invalid_value"},
+      {cmpl, R"("max_tokens":18446744073709551615)", "max_tokens",
+       "'max_tokens' must be at most 98, got 18446744073709551615 (this model's maximum "
+       "context length is 100 tokens and the prompt has 2)",
+       "invalid_value"},
+      {cmpl, R"("max_tokens":1e300)", "max_tokens",
+       "'max_tokens' must be at most 98, got 1e+300 (this model's maximum context length is 100 "
+       "tokens and the prompt has 2)",
+       "invalid_value"},
+      {chat, R"("max_completion_tokens":[])", "max_completion_tokens",
+       "'max_completion_tokens' must be an integer in [1, 98], got an array", "invalid_value"},
+      {cmpl, R"("max_tokens":4,"min_tokens":5)", "min_tokens",
+       "'min_tokens' must be at most max_tokens (4), got 5", "invalid_value"},
+      {cmpl, R"("min_tokens":-1)", "min_tokens", "'min_tokens' must be at least 0, got -1",
+       "invalid_value"},
+      // n and best_of: wrong type, out of range, unsupported.
+      {cmpl, R"("n":"1")", "n",
+       R"('n' must be an integer in [1, 9223372036854775807], got a string ("1"))",
+       "invalid_value"},
+      {cmpl, R"("n":0)", "n", "'n' must be at least 1, got 0", "invalid_value"},
+      {cmpl, R"("n":2)", "n", "'n' must be 1 (this server gives one choice), got 2",
+       "unsupported_value"},
+      {cmpl, R"("n":18446744073709551615)", "n",
+       "'n' must be at most 9223372036854775807, got 18446744073709551615", "invalid_value"},
+      {cmpl, R"("best_of":3)", "best_of",
+       "'best_of' must be 1 (this server gives one choice), got 3", "unsupported_value"},
+      // Sampling numbers: wrong type and out of range, vLLM's ranges.
+      {cmpl, R"("temperature":"hot")", "temperature",
+       R"('temperature' must be a number in [0, 2], got a string ("hot"))", "invalid_value"},
+      {cmpl, R"("temperature":-0.5)", "temperature", "'temperature' must be in [0, 2], got -0.5",
+       "invalid_value"},
+      {chat, R"("temperature":2.5)", "temperature", "'temperature' must be in [0, 2], got 2.5",
+       "invalid_value"},
+      {cmpl, R"("top_p":0)", "top_p", "'top_p' must be in (0, 1], got 0", "invalid_value"},
+      {cmpl, R"("top_p":null,"top_k":-2)", "top_k", "'top_k' must be at least -1, got -2",
+       "invalid_value"},
+      {cmpl, R"("top_k":1.5)", "top_k", "'top_k' must be an integer, got 1.5", "invalid_value"},
+      {cmpl, R"("min_p":1.01)", "min_p", "'min_p' must be in [0, 1], got 1.01", "invalid_value"},
+      {cmpl, R"("presence_penalty":3)", "presence_penalty",
+       "'presence_penalty' must be in [-2, 2], got 3", "invalid_value"},
+      {chat, R"("frequency_penalty":{})", "frequency_penalty",
+       "'frequency_penalty' must be a number in [-2, 2], got an object", "invalid_value"},
+      {cmpl, R"("repetition_penalty":0)", "repetition_penalty",
+       "'repetition_penalty' must be in (0, 1.8e308], got 0", "invalid_value"},
+      {cmpl, R"("seed":9223372036854775808)", "seed",
+       "'seed' must be at most 9223372036854775807, got 9223372036854775808", "invalid_value"},
+      {cmpl, R"("seed":"7")", "seed",
+       R"('seed' must be an integer in [-9223372036854775808, 9223372036854775807], got a string ("7"))",
+       "invalid_value"},
+      // Booleans, strings and lists.
+      {cmpl, R"("stream":1)", "stream", "'stream' must be a boolean, got 1", "invalid_value"},
+      {cmpl, R"("ignore_eos":"true")", "ignore_eos",
+       R"('ignore_eos' must be a boolean, got a string ("true"))", "invalid_value"},
+      {cmpl, R"("stream":true,"stream_options":[])", "stream_options",
+       "'stream_options' must be an object, got an array", "invalid_value"},
+      {cmpl, R"("stream":true,"stream_options":{"include_usage":"yes"})",
+       "stream_options.include_usage",
+       R"('stream_options.include_usage' must be a boolean, got a string ("yes"))",
+       "invalid_value"},
+      {cmpl, R"("stream":true,"stream_options":{"continuous_usage_stats":true})",
+       "stream_options.continuous_usage_stats",
+       "'stream_options.continuous_usage_stats' is not supported (usage comes in one chunk at "
+       "the end)",
+       "unsupported_value"},
+      {cmpl, R"("stream":false,"stream_options":{"include_usage":true})", "stream_options",
+       "'stream_options' can only be given when 'stream' is true", "invalid_value"},
+      {cmpl, R"("user":5)", "user", "'user' must be a string, got 5", "invalid_value"},
+      {cmpl, R"("stop":7)", "stop", "'stop' must be a string or an array of strings, got 7",
+       "invalid_value"},
+      {cmpl, R"("stop":["a",2])", "stop[1]", "'stop[1]' must be a string, got 2", "invalid_value"},
+      {cmpl, R"("stop":["a",""])", "stop[1]", R"('stop[1]' must not be empty, got a string (""))",
+       "invalid_value"},
+      {cmpl, R"("stop_token_ids":[1,4294967296])", "stop_token_ids[1]",
+       "'stop_token_ids[1]' must be at most 4294967295, got 4294967296", "invalid_value"},
+      {cmpl, R"("logit_bias":{"12":101})", R"(logit_bias["12"])",
+       R"('logit_bias["12"]' must be in [-100, 100], got 101)", "invalid_value"},
+      {cmpl, R"("logit_bias":{"x":1})", "logit_bias",
+       R"('logit_bias' keys must be token ids (0 to 4294967295), got a string ("x"))",
+       "invalid_value"},
+      // What the server cannot give is refused as unsupported, not ignored.
+      {cmpl, R"("logprobs":2)", "logprobs",
+       "'logprobs' is not supported (this server has no token probabilities), got 2",
+       "unsupported_value"},
+      {cmpl, R"("logprobs":-2)", "logprobs", "'logprobs' must be at least -1, got -2",
+       "invalid_value"},
+      {chat, R"("logprobs":true)", "logprobs",
+       "'logprobs' is not supported (this server has no token probabilities), got a boolean "
+       "(true)",
+       "unsupported_value"},
+      {chat, R"("top_logprobs":21)", "top_logprobs", "'top_logprobs' must be at most 20, got 21",
+       "invalid_value"},
+      {cmpl, R"("echo":true)", "echo",
+       "'echo' is not supported (the prompt is not echoed), got a boolean (true)",
+       "unsupported_value"},
+      {cmpl, R"("suffix":"x")", "suffix", R"('suffix' is not supported, got a string ("x"))",
+       "unsupported_value"},
+      {cmpl, R"("model":7)", "model", "'model' must be a string, got 7", "invalid_value"},
+  };
+  for (const row& r : rows) {
+    CAPTURE(r.fields);
+    const api_error e = refusal(r.kind, r.fields);
+    CHECK(e.status == 400);
+    CHECK(e.param == r.param);
+    CHECK(e.message == r.message);
+    CHECK(e.code == r.code);
+  }
+  // The prompt's shapes: each refusal says what was given.
+  for (const auto& shape : std::vector<std::pair<std::string, std::string>>{
+           {"7",
+            "'prompt' must be a string, an array of one string or a non-empty array of "
+            "token ids, got 7"},
+           {"[]",
+            "'prompt' must be a string, an array of one string or a non-empty array of "
+            "token ids, got an array of 0 elements"},
+           {R"(["a","b"])",
+            "'prompt' must be a string, an array of one string or a non-empty "
+            "array of token ids, got an array of 2 elements"},
+           {"[1.5,2]", "'prompt[0]' must be an integer token id, got 1.5"}}) {
+    const std::string& prompt = shape.first;  // (a structured binding cannot be captured)
+    CAPTURE(prompt);
+    const auto r = parse_request(cmpl, R"({"model":"m","prompt":)" + prompt + "}", lim);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    CHECK(std::get<api_error>(r).message == shape.second);
+    CHECK(std::get<api_error>(r).param == "prompt");
+  }
+  // Chat messages: the element, its role and its content parts are named.
+  const auto chat_refusal = [&](const std::string& messages) {
+    const auto r = parse_request(chat, R"({"model":"m","messages":)" + messages + "}", lim);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    return std::get<api_error>(r);
+  };
+  struct msg_row {
+    std::string messages, param, message;
+  };
+  const std::vector<msg_row> msgs = {
+      {R"({})", "messages", "'messages' must be a non-empty array, got an object"},
+      {R"([])", "messages", "'messages' must be a non-empty array, got an empty array"},
+      {R"([{"role":"user","content":"a"},"hi"])", "messages[1]",
+       R"('messages[1]' must be an object, got a string ("hi"))"},
+      {R"([{"content":"a"}])", "messages[0].role", "'messages[0].role' is required"},
+      {R"([{"role":"robot","content":"a"}])", "messages[0].role",
+       R"('messages[0].role' must be one of "system", "developer", "user", "assistant", "tool", "function", got a string ("robot"))"},
+      {R"([{"role":1,"content":"a"}])", "messages[0].role",
+       R"('messages[0].role' must be one of "system", "developer", "user", "assistant", "tool", "function", got 1)"},
+      {R"([{"role":"user"}])", "messages[0].content",
+       "'messages[0].content' is required for a user message"},
+      {R"([{"role":"user","content":5}])", "messages[0].content",
+       "'messages[0].content' must be a string or an array of content parts, got 5"},
+      {R"([{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{}}]}])",
+       "messages[0].content[1].type",
+       R"('messages[0].content[1].type' is not supported (this server takes text only), got a string ("image_url"))"},
+      {R"([{"role":"user","content":[{"type":"txt","text":"a"}]}])", "messages[0].content[0].type",
+       R"('messages[0].content[0].type' must be "text", got a string ("txt"))"},
+      {R"([{"role":"user","content":[{"type":"text","text":3}]}])", "messages[0].content[0].text",
+       "'messages[0].content[0].text' must be a string, got 3"},
+      {R"([{"role":"user","content":[{"text":"a"}]}])", "messages[0].content[0].type",
+       "'messages[0].content[0].type' is required, got null"},
+      {R"([{"role":"user","content":"a","name":[]}])", "messages[0].name",
+       "'messages[0].name' must be a string, got an array"},
+  };
+  for (const msg_row& r : msgs) {
+    CAPTURE(r.messages);
+    const api_error e = chat_refusal(r.messages);
+    CHECK(e.status == 400);
+    CHECK(e.param == r.param);
+    CHECK(e.message == r.message);
+  }
+  // Not JSON: where and why.
+  const auto nj = parse_request(cmpl, R"({"model":"m","prompt":"a","max_tokens":1e400})", lim);
+  REQUIRE(std::holds_alternative<api_error>(nj));
+  CHECK(std::get<api_error>(nj).message ==
+        "the request body is not valid JSON: number overflow parsing '1e400'");
+  const auto syntax = parse_request(cmpl, R"({"model":"m",})", lim);
+  REQUIRE(std::holds_alternative<api_error>(syntax));
+  CHECK(std::get<api_error>(syntax).message.rfind(
+            "the request body is not valid JSON: parse error at line 1, column 14: syntax error "
+            "while "
+            "parsing object key - unexpected '}'; expected string literal",
+            0) == 0);
+  CHECK(std::get<api_error>(syntax).code == "invalid_json");
+  // Valid edges pass: an assistant message without content, whole numbers written as floats,
+  // null for "not given", the extremes of each range, min_tokens raising the natural stop.
+  for (const std::string& ok :
+       {std::string(R"("max_tokens":98,"temperature":0,"top_p":1,"top_k":-1,"min_p":1,)"
+                    R"("presence_penalty":-2,"frequency_penalty":2,"seed":-9223372036854775808,)"
+                    R"("n":1.0,"best_of":null,"stop":["x"],"logit_bias":{"4294967295":-100},)"
+                    R"("logprobs":null,"echo":false,"user":"u")"),
+        std::string(R"("max_tokens":5.0,"stream":true,"stream_options":{"include_usage":true,)"
+                    R"("continuous_usage_stats":false})")}) {
+    CAPTURE(ok);
+    CHECK(std::holds_alternative<generation_request>(
+        parse_request(cmpl, R"({"model":"m","prompt":"a b",)" + ok + "}", lim)));
+  }
+  CHECK(std::holds_alternative<generation_request>(parse_request(
+      chat,
+      R"({"model":"m","messages":[{"role":"system","content":"s"},{"role":"assistant","content":null},)"
+      R"({"role":"user","content":[{"type":"text","text":"a"}]}],"logprobs":false,"top_logprobs":0})",
+      lim)));
+  lim.eos_range = 1;  // the natural answer is 1 token; min_tokens holds it to 7
+  const auto mt = parse_request(cmpl, R"({"model":"m","prompt":"a","min_tokens":7})", lim);
+  REQUIRE(std::holds_alternative<generation_request>(mt));
+  CHECK(std::get<generation_request>(mt).output_tokens == 7);
+  CHECK(std::get<generation_request>(mt).stops);
+}
