@@ -267,7 +267,6 @@ struct server::impl {
 
   void accept();
   void begin_shutdown();
-  /// serve's own families, after the engine's: open connections and refused ones.
   /// serve's own families (connections open, refused, closed by reason), appended to the
   /// scrape of the live metrics: one list for the text and the protobuf exposition.
   void add_connection_metrics(tokchron::metrics_snapshot& s) const {
@@ -277,12 +276,12 @@ struct server::impl {
     s.family("tokchron_serve_refused_connections",
              "Connections refused past --max-connections (503).", tokchron::metric_kind::counter)
         .add(static_cast<double>(refused_connections.load()));
-    auto& closed = s.family("tokchron_serve_closed_connections",
-                            "Connections serve closed itself, by reason (timeouts, limits, "
-                            "clients that stopped reading or went away mid-request).",
-                            tokchron::metric_kind::counter);
+    auto& by_reason = s.family("tokchron_serve_closed_connections",
+                               "Connections serve closed itself, by reason (timeouts, limits, "
+                               "clients that stopped reading or went away mid-request).",
+                               tokchron::metric_kind::counter);
     for (std::size_t i = 0; i < closed_by.size(); ++i)
-      closed.add(static_cast<double>(closed_by[i].load()), {{"reason", closed_names[i]}});
+      by_reason.add(static_cast<double>(closed_by[i].load()), {{"reason", closed_names[i]}});
   }
   void answered_one() {
     if (opt.max_requests && answered.fetch_add(1) + 1 == opt.max_requests) begin_shutdown();
