@@ -172,7 +172,7 @@ std::string to_prometheus_protobuf(const metrics_snapshot& s,
     const auto& fam = s.families[f];
     pb::MetricFamily mf;
     const bool counter = fam.kind == metric_kind::counter;
-    mf.set_name(counter ? fam.name + "_total" : fam.name);
+    mf.set_name(counter && fam.total_suffix ? fam.name + "_total" : fam.name);
     mf.set_help(fam.help);
     if (!fam.unit.empty()) mf.set_unit(fam.unit);
     mf.set_type(counter ? pb::COUNTER : fam.kind == metric_kind::gauge ? pb::GAUGE : pb::HISTOGRAM);

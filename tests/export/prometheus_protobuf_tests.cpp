@@ -232,6 +232,14 @@ TEST_CASE("prometheus protobuf: gauges and counters") {
   CHECK(fams[1].name() == "c_total");
   CHECK(fams[1].type() == pb::COUNTER);
   CHECK(fams[1].metric(0).counter().value() == 7);
+  // A family written without `_total` in the text format (TGI's counters) keeps its name here.
+  s.family("tgi_request_success", "a counter without _total", metric_kind::counter)
+      .add(3)
+      .total_suffix = false;
+  const auto again = decode(to_prometheus_protobuf(s));
+  REQUIRE(again.size() == 3);
+  CHECK(again[2].name() == "tgi_request_success");
+  CHECK(to_prometheus(s).find("\ntgi_request_success 3\n") != std::string::npos);
 }
 
 TEST_CASE("prometheus protobuf: schemas and bounds") {

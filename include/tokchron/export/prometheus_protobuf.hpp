@@ -231,8 +231,9 @@ struct native_histogram_point {
 }
 
 /// The protobuf exposition of `s`: one varint-length-delimited MetricFamily per family, in
-/// order. Counters are named with `_total` (the series name the text format writes), gauges
-/// and histograms as they are; histograms carry their classic buckets (+Inf included) and,
+/// order. Counters are named with `_total` unless the family's `total_suffix` is false (the
+/// series name the text format writes: TGI's counters have none), gauges and histograms as
+/// they are; histograms carry their classic buckets (+Inf included) and,
 /// where `native` has a point of the same family and labels, its native histogram (schema,
 /// zero bucket, spans and deltas; Prometheus numbers a bucket by its upper edge, so each index
 /// is the OpenTelemetry one plus 1). A zero threshold of 0 is written as 2^-128
