@@ -167,3 +167,16 @@ tc_build() {
 
 # tc_dir NAME: the directory of tree NAME (configured or not).
 tc_dir() { echo "${TOKCHRON_CI_BUILD:-$TOKCHRON_ROOT/build/ci}/$1"; }
+
+# tc_release_tools [TARGET...]: builds batching-executor and tokchron-bench (and TARGET...) in
+# the release tree, the tools as users run them, and sets `bx`, `bench` and `report` to
+# batching-executor, tokchron-bench and tokchron-report there (the stages that run serve under
+# load share this one build).
+tc_release_tools() {
+  local dir
+  dir=$(tc_dir release)
+  tc_build release batching-executor tokchron-bench "$@" || return 1
+  bx=$dir/tools/executor/batching-executor
+  bench=$dir/tools/bench/tokchron-bench
+  report=$dir/tools/report/tokchron-report
+}

@@ -28,11 +28,7 @@ for p in sglang tgi llamacpp trtllm; do
 done
 
 # The release tree stage 47 uses too (one build of serve, the load generator and the report).
-dir=$(tc_dir release)
-tc_build release batching-executor tokchron-bench tokchron-report
-bx=$dir/tools/executor/batching-executor
-bench=$dir/tools/bench/tokchron-bench
-report=$dir/tools/report/tokchron-report
+tc_release_tools tokchron-report
 checker=$TOKCHRON_ROOT/tools/executor/serve/tests/check_presets.py
 summary=$work/quantiles.tsv
 

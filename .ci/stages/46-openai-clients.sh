@@ -22,9 +22,7 @@ fi
 cp "$TOKCHRON_ROOT/tests/data/openai/stream_client.mjs" "$sdk/stream_client.mjs"
 client=$sdk/stream_client.mjs
 
-dir=$(tc_dir release)
-tc_build release batching-executor
-bx=$dir/tools/executor/batching-executor
+tc_release_tools
 
 echo "--- serve on 127.0.0.1 (sim h200, so steps take a few ms)"
 "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim \

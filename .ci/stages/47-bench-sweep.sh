@@ -10,10 +10,7 @@
 tc_need_pkgs curl python3
 tc_scratch  # $work, and $pids: stopped on exit
 
-dir=$(tc_dir release)
-tc_build release batching-executor tokchron-bench
-bx=$dir/tools/executor/batching-executor
-bench=$dir/tools/bench/tokchron-bench
+tc_release_tools
 
 echo "--- serve on 127.0.0.1 (sim h200 in real time, vLLM metric names, reasoning, prefix cache)"
 "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim --names vllm \

@@ -13,10 +13,7 @@
 tc_need_pkgs curl python3
 tc_scratch  # $work, and $pids: stopped on exit
 
-dir=$(tc_dir release)
-tc_build release batching-executor tokchron-bench
-bx=$dir/tools/executor/batching-executor
-bench=$dir/tools/bench/tokchron-bench
+tc_release_tools
 crowd=$TOKCHRON_ROOT/tools/executor/serve/tests/bad_crowd.py
 seconds=${TOKCHRON_SOAK_SECONDS:-75}
 
