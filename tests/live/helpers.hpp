@@ -24,6 +24,9 @@ namespace live_test {
 
 using clock = tokchron::manual_clock;
 using time_point = clock::time_point;
+// The live metrics and the per-request recorder on the manual clock, as the tests use them.
+using metrics = tokchron::basic_live_metrics<clock>;
+using request = tokchron::basic_live_request<clock>;
 
 // The manual-clock time `ms` milliseconds after its epoch.
 inline time_point ms(double ms) {

@@ -25,10 +25,7 @@
 #include "tokchron/live/scrape.hpp"
 
 namespace {
-using live_test::ms;
-using live_test::value;
-using metrics = tokchron::basic_live_metrics<tokchron::manual_clock>;
-using request = tokchron::basic_live_request<tokchron::manual_clock>;
+using namespace live_test;  // the live tests' helpers (tests/live/helpers.hpp)
 using tokchron::record_status;
 using tokchron::scrape;
 

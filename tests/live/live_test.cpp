@@ -16,11 +16,7 @@
 #include "tokchron/timeline/request_timeline.hpp"
 
 namespace {
-using live_test::hist;
-using live_test::ms;
-using live_test::value;
-using metrics = tokchron::basic_live_metrics<tokchron::manual_clock>;
-using request = tokchron::basic_live_request<tokchron::manual_clock>;
+using namespace live_test;  // the live tests' helpers (tests/live/helpers.hpp)
 using tokchron::finish_reason;
 using tokchron::live_histogram;
 using tokchron::record_status;
