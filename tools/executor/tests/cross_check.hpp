@@ -57,17 +57,21 @@
 
 namespace batching::compute::cross_check {
 
-/// The cross-check model: 2 layers, d 256, 4 heads of 64, ffn 512, vocab 1024, seed 2024.
-inline model_config config() {
+/// A two-layer test model of 4 heads: width `hidden`, MLP width `ffn`, `vocab` tokens, weights
+/// drawn from `seed`.
+inline model_config small_model(std::uint32_t hidden, std::uint32_t ffn, std::uint32_t vocab,
+                                std::uint64_t seed) {
   model_config c;
   c.layers = 2;
-  c.hidden = 256;
   c.heads = 4;
-  c.ffn = 512;
-  c.vocab = 1024;
-  c.seed = 2024;
+  c.hidden = hidden;
+  c.ffn = ffn;
+  c.vocab = vocab;
+  c.seed = seed;
   return c;
 }
+/// The cross-check model: 2 layers, d 256, 4 heads of 64, ffn 512, vocab 1024, seed 2024.
+inline model_config config() { return small_model(256, 512, 1024, 2024); }
 inline constexpr std::uint32_t prompt_lengths[] = {7, 16, 33, 64};
 inline constexpr std::uint32_t decode_steps = 16;
 inline constexpr std::uint32_t block_size = 16;

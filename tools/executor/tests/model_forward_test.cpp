@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "cross_check.hpp"
 #include "model/forward.hpp"
 #include "model/half.hpp"
 #include "model/model.hpp"
@@ -26,16 +27,8 @@ namespace {
 // ulps: 1e-4 bounds it with margin.
 constexpr double fp32_tol = 1e-4;
 
-model_config tiny() {
-  model_config c;
-  c.layers = 2;
-  c.hidden = 64;
-  c.heads = 4;
-  c.ffn = 128;
-  c.vocab = 256;
-  c.seed = 7;
-  return c;
-}
+// The test model: 2 layers, d 64, 4 heads of 16, ffn 128, vocab 256, seed 7.
+model_config tiny() { return cross_check::small_model(64, 128, 256, 7); }
 
 std::vector<std::int32_t> prompt(std::uint64_t id, std::uint32_t n, const model_config& c) {
   std::vector<std::int32_t> t(n);
