@@ -516,7 +516,9 @@ TEST_CASE("report: --inclusion counts, family by family, what live_metrics count
         {"tokchron_decode_seconds", &sum.decode_time},
         {"tokchron_request_prompt_tokens", &sum.prompt_lengths},
         {"tokchron_request_output_tokens", &sum.output_lengths}};
-    for (const auto& [name, d] : families) {
+    for (const auto& family : families) {
+      const char* const name = family.first;  // not a structured binding: CAPTURE captures it
+      const tokchron::distribution* const d = family.second;
       CAPTURE(name);
       const tokchron::histogram_data& h = live_test::hist(text, name);
       CHECK(h.count == d->count);
