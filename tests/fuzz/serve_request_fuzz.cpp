@@ -49,6 +49,14 @@ const sv::request_limits& limits() {
   return l;
 }
 
+// `text` as a client reads it back from the error JSON: serve echoes request text in its
+// messages and replaces invalid UTF-8 with U+FFFD rather than failing (error_json).
+std::string as_sent(const std::string& text) {
+  return nlohmann::json::parse(
+             nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .get<std::string>();
+}
+
 void check_refusal(unsigned status, const sv::api_error& e) {
   TOKCHRON_FUZZ_CHECK(status >= 400 && status <= 499);
   TOKCHRON_FUZZ_CHECK(e.status == status);
@@ -56,8 +64,8 @@ void check_refusal(unsigned status, const sv::api_error& e) {
   const auto j = nlohmann::json::parse(sv::error_json(e), nullptr, false);
   TOKCHRON_FUZZ_CHECK(j.is_object() && j.contains("error") && j["error"].is_object());
   const auto& err = j["error"];
-  TOKCHRON_FUZZ_CHECK(err.contains("message") && err["message"] == e.message);
-  TOKCHRON_FUZZ_CHECK(e.param.empty() ? err["param"].is_null() : err["param"] == e.param);
+  TOKCHRON_FUZZ_CHECK(err.contains("message") && err["message"] == as_sent(e.message));
+  TOKCHRON_FUZZ_CHECK(e.param.empty() ? err["param"].is_null() : err["param"] == as_sent(e.param));
 }
 
 // serve's OpenAI body checks: a request within the limits, or a 4xx naming the reason.
