@@ -454,10 +454,22 @@ std::uint32_t live_intern(live_state& st, const std::string_view* v, std::size_t
   const std::uint64_t h = live_hash(v, n);
   const std::size_t mask = st.slots.size() - 1;
   live_series_entry* mine = nullptr;
+  bool rescanned = false;
   for (std::size_t probe = 0, i = h & mask; probe <= mask; ++probe, i = (i + 1) & mask) {
     live_series_entry* e = st.slots[i].load(std::memory_order_acquire);
     if (e == nullptr) {
-      if (st.next_index.load(std::memory_order_relaxed) >= st.options.max_series) break;
+      if (st.next_index.load(std::memory_order_acquire) >= st.options.max_series) {
+        // Full. The set may have been published at a slot this probe passed while it was
+        // empty: every entry that gets a real index is published before its fetch_add, so all
+        // of them are visible now (acquire on the count). Probe once more from the start; an
+        // empty slot then means the set has no real index, and a later insertion of it gets
+        // the overflow index too, so every thread gets the same answer for a set.
+        if (rescanned) break;
+        rescanned = true;
+        probe = ~std::size_t{0};  // the loop's increment makes it 0
+        i = (h - 1) & mask;       // and this h & mask
+        continue;
+      }
       if (mine == nullptr) {
         TOKCHRON_TRY {
           mine = new (std::nothrow) live_series_entry;
@@ -473,7 +485,7 @@ std::uint32_t live_intern(live_state& st, const std::string_view* v, std::size_t
         if (mine == nullptr) break;
       }
       if (st.slots[i].compare_exchange_strong(e, mine, std::memory_order_acq_rel)) {
-        std::uint32_t idx = st.next_index.fetch_add(1, std::memory_order_relaxed);
+        std::uint32_t idx = st.next_index.fetch_add(1, std::memory_order_acq_rel);
         if (idx >= st.options.max_series)
           idx = st.overflow_index();
         else
