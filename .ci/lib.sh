@@ -58,21 +58,24 @@ tc_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# tc_prometheus DIR JOB TARGET [LABEL=VALUE]: starts Debian's prometheus on 127.0.0.1 (a free
-# port) with a temporary config in DIR (data in DIR/data) scraping TARGET (host:port) every
-# 200 ms as job JOB, the target labelled LABEL=VALUE when given. Sets `prom_port` and
+# tc_prometheus DIR JOB TARGETS [LABEL=VALUE] [--FLAG...]: starts Debian's prometheus on
+# 127.0.0.1 (a free port) with a temporary config in DIR (data in DIR/data) scraping TARGETS
+# (host:port, comma-separated) every $TC_SCRAPE_INTERVAL (200ms unless set) as job JOB, the
+# targets labelled LABEL=VALUE when given, with prometheus' own --FLAGs. Sets `prom_port` and
 # `prom_pid`, and appends the pid to `pids` (tc_scratch stops it on exit).
 tc_prometheus() {
-  local dir=$1 job=$2 target=$3 label=${4:-}
+  local dir=$1 job=$2 targets=$3 label="" every=${TC_SCRAPE_INTERVAL:-200ms}
+  shift 3
+  if [ $# -gt 0 ] && [[ $1 != --* ]]; then label=$1; shift; fi
   prom_port=$(tc_free_port)
   {
-    printf 'global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n'
+    printf 'global:\n  scrape_interval: %s\n  scrape_timeout: %s\n' "$every" "$every"
     printf 'scrape_configs:\n  - job_name: %s\n    static_configs:\n' "$job"
-    printf "      - targets: ['%s']\n" "$target"
+    printf "      - targets: ['%s']\n" "${targets//,/\', \'}"
     [ -z "$label" ] || printf '        labels:\n          %s: %s\n' "${label%%=*}" "${label#*=}"
   } >"$dir/prometheus.yml"
   prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
-    --web.listen-address="127.0.0.1:$prom_port" >"$dir/prometheus.log" 2>&1 &
+    --web.listen-address="127.0.0.1:$prom_port" "$@" >"$dir/prometheus.log" 2>&1 &
   prom_pid=$!
   pids+=("$prom_pid")
 }

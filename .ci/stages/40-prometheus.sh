@@ -42,11 +42,11 @@ source "$TOKCHRON_ROOT/examples/fleet/fleet.sh"
 ex=$dir/examples/fleet
 # Different TTFT distributions, so the merge matters.
 fleet_start "$ex" "prometheus-cpp prometheus-cpp httplib" "150 250 400"
-fleet_prometheus "$ex" prometheus
+fleet_prometheus prometheus
 if ! "$ex/fleet_check" --prometheus "$fleet_address" --replicas "$fleet_dumps" --q 0.95 \
     --timeout 120; then
   echo "--- fleet check failed; logs:"
-  tail -n 20 "$work"/*.log
+  tail -n 20 "$work"/*.log "$work"/*/prometheus.log
   exit 1
 fi
 # The httplib replica was scraped as OpenMetrics (Prometheus asks for it), and its scrapes

@@ -20,14 +20,14 @@ ex=$dir/examples/fleet
 
 echo "--- native histograms: three replicas, a native and a classic Prometheus on 127.0.0.1"
 fleet_start "$ex" "httplib httplib httplib" "150 250 400" --cluster-s 1 --cluster-share 0.08
-fleet_prometheus "$ex" classic
+fleet_prometheus classic
 classic=$fleet_address
-fleet_prometheus "$ex" native --enable-feature=native-histograms
+fleet_prometheus native --enable-feature=native-histograms
 native=$fleet_address
 if ! "$ex/fleet_check" --prometheus "$classic" --native-prometheus "$native" \
     --replicas "$fleet_dumps" --samples "$fleet_samples" --q 0.95 --timeout 120 --separate; then
   echo "--- native-histogram check failed; logs:"
-  tail -n 20 "$work"/*.log
+  tail -n 20 "$work"/*.log "$work"/*/prometheus.log
   exit 1
 fi
 # Content negotiation: every replica was scraped as protobuf by the native Prometheus and as

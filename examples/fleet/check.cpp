@@ -26,10 +26,6 @@
 //   fleet_check [--prometheus 127.0.0.1:9090] [--native-prometheus 127.0.0.1:9091]
 //               --replicas r1=dump1,r2=dump2,r3=dump3 [--samples r1=f1,r2=f2,r3=f3]
 //               [--q 0.95] [--timeout 90] [--separate]
-//   fleet_check --free-port      (prints a free TCP port on 127.0.0.1)
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -52,21 +48,6 @@
 #include "common.hpp"
 
 namespace {
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    fleet::die("cannot find a free port");
-  const int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
 struct prom {
   httplib::Client client;
   double time = 0;  // evaluation time (Unix seconds); 0: now
@@ -166,10 +147,6 @@ double spread(const std::map<std::string, double>& w) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string(argv[1]) == "--free-port") {
-    std::printf("%d\n", free_port());
-    return 0;
-  }
   const std::string address = fleet::arg(argc, argv, "--prometheus", "");
   const std::string native_address = fleet::arg(argc, argv, "--native-prometheus", "");
   const std::string spec = fleet::arg(argc, argv, "--replicas", "");

@@ -5,7 +5,7 @@
 
 # fleet_start EX "SERVER..." "MEDIAN_MS..." [REPLICA_ARG...]: starts replicas r1, r2, ... (one
 # per server, examples/fleet/replica.cpp; 4000 requests each after 40 scrapes, seeds 11, 12,
-# ...), waits for their ports, and sets fleet_targets (the scrape targets, YAML list items),
+# ...), waits for their ports, and sets fleet_targets (the scrape targets, comma-separated),
 # fleet_dumps and fleet_samples (NAME=FILE,... for fleet_check).
 fleet_start() {
   local ex=$1 i n
@@ -26,30 +26,19 @@ fleet_start() {
     n=r$((i + 1))
     for _ in $(seq 100); do [ -s "$work/$n.port" ] && break; sleep 0.1; done
     [ -s "$work/$n.port" ] || { cat "$work/$n.log"; return 1; }
-    fleet_targets+="${fleet_targets:+, }'127.0.0.1:$(cat "$work/$n.port")'"
+    fleet_targets+="${fleet_targets:+,}127.0.0.1:$(cat "$work/$n.port")"
     fleet_dumps+="${fleet_dumps:+,}$n=$work/$n.dump"
     fleet_samples+="${fleet_samples:+,}$n=$work/$n.samples"
   done
 }
 
-# fleet_prometheus EX NAME [PROMETHEUS_FLAG...]: a real Prometheus scraping fleet_targets every
-# 250 ms (temporary configuration and data directory under $work, named NAME), on a free port;
-# sets fleet_address to its host:port.
+# fleet_prometheus NAME [PROMETHEUS_FLAG...]: a real Prometheus (tc_prometheus, .ci/lib.sh)
+# scraping fleet_targets every 250 ms, its configuration, data and log under $work/NAME; sets
+# fleet_address to its host:port.
 fleet_prometheus() {
-  local ex=$1 name=$2 port
-  shift 2
-  port=$("$ex/fleet_check" --free-port)
-  cat >"$work/$name.yml" <<YAML
-global:
-  scrape_interval: 250ms
-  scrape_timeout: 250ms
-scrape_configs:
-  - job_name: fleet
-    static_configs:
-      - targets: [$fleet_targets]
-YAML
-  prometheus --config.file="$work/$name.yml" --storage.tsdb.path="$work/$name-data" \
-    --web.listen-address="127.0.0.1:$port" "$@" >"$work/$name.log" 2>&1 &
-  pids+=($!)
-  fleet_address=127.0.0.1:$port
+  local name=$1
+  shift
+  mkdir -p "$work/$name"
+  TC_SCRAPE_INTERVAL=250ms tc_prometheus "$work/$name" fleet "$fleet_targets" "$@"
+  fleet_address=127.0.0.1:$prom_port
 }
