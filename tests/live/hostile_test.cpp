@@ -275,3 +275,70 @@ TEST_CASE(
     std::fclose(f);
   }
 }
+
+TEST_CASE(
+    "bad input L11: live: a label value longer than max_label_value_bytes is cut on a character "
+    "boundary (or refused into the overflow series), counted, and bounds the scrape's size") {
+  auto o = tokchron::vllm_live_options("m", 100);
+  o.max_series = 8;
+  o.max_label_value_bytes = 8;
+  o.overflow_value = "__over__";
+  SUBCASE("cut") {
+    metrics m(o);
+    // 1 MiB of one value: before the bound every point of every family repeated it, so one
+    // request made each scrape hundreds of MB.
+    const std::string huge(std::size_t{1} << 20, 'x');
+    const auto a = m.series({huge, "0"});
+    const auto b = m.series({huge + "y", "0"});  // the same first 8 bytes: the same series
+    CHECK(a.index == b.index);
+    CHECK(m.label_values(a) == std::vector<std::string>{"xxxxxxxx", "0"});
+    // "abcdefg" then a 3-byte euro sign across the bound: the whole character is left out.
+    const auto euro = m.series({"abcdefg\xe2\x82\xac", "0"});
+    CHECK(m.label_values(euro) == std::vector<std::string>{"abcdefg", "0"});
+    const auto exact = m.series({"12345678", "0"});  // at the bound: kept, not counted
+    CHECK(m.label_values(exact) == std::vector<std::string>{"12345678", "0"});
+    // A value that is only the overflow value once cut is refused as a spoof (misuse).
+    auto p = o;
+    p.overflow_value = "__overfl";
+    metrics spoofed(p);
+    CHECK(spoofed.label_values(spoofed.series({"__overflow__", "__overflow__"})) ==
+          std::vector<std::string>{"__overfl", "__overfl"});
+    CHECK(spoofed.misuse() == 1);
+    CHECK(m.long_label_values() == 3);
+    CHECK(m.misuse() == 0);
+    one_request(m, a, 10);
+    one_request(m, euro, 20);
+    const auto snap = scrape(m);
+    CHECK(value(snap, "tokchron_long_label_values") == 3);
+    CHECK(value(snap, "vllm:prompt_tokens", {{"model_name", "xxxxxxxx"}}) == 3);
+    CHECK(value(snap, "tokchron_label_overflow") == 0);
+    const std::string text = tokchron::to_prometheus(snap);
+    CHECK(text.find("xxxxxxxxx") == std::string::npos);
+    // The whole exposition (the vLLM preset, four series) is smaller than one uncut copy of the
+    // value: every point carried it before.
+    CHECK(text.size() < huge.size());
+  }
+  SUBCASE("refused") {
+    o.long_label_value = tokchron::live_long_label_value::overflow;
+    metrics m(o);
+    const auto a = m.series({"123456789", "0"});
+    CHECK(m.label_values(a) == std::vector<std::string>{o.overflow_value, o.overflow_value});
+    CHECK(m.long_label_values() == 1);
+    CHECK(m.overflowed_lookups() == 1);
+    CHECK(m.misuse() == 0);
+    one_request(m, a, 10);
+    const auto snap = scrape(m);
+    CHECK(value(snap, "tokchron_long_label_values") == 1);
+    CHECK(value(snap, "tokchron_label_overflow") == 1);
+  }
+  SUBCASE("options") {
+    o.max_label_value_bytes = 0;
+    CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
+    o.max_label_value_bytes = 1;  // the default value "m" fits; "__over__" does not
+    CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
+    o.overflow_value = "_";
+    CHECK_NOTHROW((void)metrics(o));
+    o.default_label_values = {"mm", "0"};  // a default value over the bound
+    CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
+  }
+}

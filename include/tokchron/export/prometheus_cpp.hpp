@@ -126,6 +126,8 @@ using prometheus_live_metrics = basic_prometheus_live_metrics<>;
   for (const auto& lab : o.labels) {
     l.label_names.push_back(lab.name);
     l.default_label_values.push_back(lab.value);
+    // Constant labels are the application's own: never cut.
+    if (lab.value.size() > l.max_label_value_bytes) l.max_label_value_bytes = lab.value.size();
   }
   l.max_series = 1;
   auto set = [&](live_histogram h, metric_id m) {

@@ -64,7 +64,10 @@ struct live_names {
   std::string rejected;
   std::string misuse;          ///< counter of refused recording calls
   std::string label_overflow;  ///< counter of requests recorded into the overflow series
-  std::string dropped;         ///< counter of samples lost to memory exhaustion
+  /// Counter of series lookups that carried a label value longer than
+  /// `live_options::max_label_value_bytes` (cut or refused, see `live_long_label_value`).
+  std::string long_label_values;
+  std::string dropped;  ///< counter of samples lost to memory exhaustion
   /// Counter of arrived requests (TGI's `tgi_request_count`, counted as its handler starts):
   /// finished of every reason, plus running and waiting, as of the scrape.
   std::string arrived;
@@ -136,6 +139,7 @@ inline constexpr live_family_name live_family_names[] = {
     {&live_names::rejected, "", "tokchron_rejected_requests"},
     {&live_names::misuse, "tokchron_misuse", "tokchron_misuse"},
     {&live_names::label_overflow, "tokchron_label_overflow", "tokchron_label_overflow"},
+    {&live_names::long_label_values, "tokchron_long_label_values", "tokchron_long_label_values"},
     {&live_names::dropped, "tokchron_dropped_samples", "tokchron_dropped_samples"},
 };
 
@@ -164,6 +168,17 @@ inline constexpr live_histogram_name live_histogram_names[] = {
     {live_histogram::validation_time, "", ""},
 };
 
+/// What a series lookup does with a label value longer than
+/// `live_options::max_label_value_bytes` (either way counted in `live_names::long_label_values`
+/// and `long_label_values()`).
+enum class live_long_label_value : std::uint8_t {
+  /// The value is cut to the bound on a character boundary, and the series is that of the cut
+  /// set: two values that agree on their first bytes share a series.
+  truncate,
+  /// The lookup returns the overflow series, as when there is no room for another set.
+  overflow,
+};
+
 /// Configuration of a `basic_live_metrics`. Use the presets of live/presets.hpp and adjust.
 struct live_options {
   live_semantics semantics = live_semantics::tokchron;
@@ -181,6 +196,11 @@ struct live_options {
   std::size_t speculative_positions = 0;
   /// The label value of the overflow series.
   std::string overflow_value = "__overflow__";
+  /// The longest label value, in bytes, a series carries (at least 1; the default and overflow
+  /// values must fit). With `max_series` it bounds every scrape's size: a longer value is cut
+  /// or refused as `long_label_value` says, and counted.
+  std::size_t max_label_value_bytes = 256;
+  live_long_label_value long_label_value = live_long_label_value::truncate;
   /// Classic-histogram upper bounds by `live_histogram` (finite, strictly increasing; +Inf is
   /// implicit). The bucket counts are exact: a value is counted in the first bound >= it.
   std::array<std::vector<double>, live_histogram_count> buckets;

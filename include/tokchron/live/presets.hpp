@@ -141,6 +141,7 @@ TOKCHRON_BEGIN_NAMESPACE
   live_names n;
   n.misuse = "tokchron_misuse";
   n.label_overflow = "tokchron_label_overflow";
+  n.long_label_values = "tokchron_long_label_values";
   n.dropped = "tokchron_dropped_samples";
   return n;
 }

@@ -361,6 +361,11 @@ class basic_live_metrics {
   [[nodiscard]] std::uint64_t overflowed_lookups() const noexcept {
     return detail::live_core<>::overflowed_lookups(*state_);
   }
+  /// `series(...)` lookups that carried a label value longer than
+  /// `live_options::max_label_value_bytes` (cut or refused into the overflow series).
+  [[nodiscard]] std::uint64_t long_label_values() const noexcept {
+    return detail::live_core<>::long_label_values(*state_);
+  }
 
   /// The shared state, for live/scrape.hpp. Not part of the API.
   [[nodiscard]] detail::live_state& state_for_scrape() const noexcept { return *state_; }

@@ -191,7 +191,8 @@ struct live_scrape_lock {
 /// fed (KV-cache usage, prefix cache), once recorded into the cached-prompt counters (cached,
 /// by source, recomputed), the reasoning-token counter and the speculative-decoding counters
 /// (drafts, draft tokens, accepted tokens, accepted per position), then tokchron's own counters
-/// (rejected when the requests counter omits them, misuse, label overflow, dropped samples).
+/// (rejected when the requests counter omits them, misuse, label overflow, long label values,
+/// dropped samples).
 /// Series: every interned label-value set in interning order, then the overflow series if it holds
 /// anything. Cost: O(writer threads x touched series x buckets); it allocates. Throws
 /// std::bad_alloc if memory runs out (nothing recorded is lost then: it comes with the next
@@ -469,13 +470,19 @@ template <class Clock>
                "Requests recorded into the overflow series: more label-value sets than allowed.",
                metric_kind::counter)
         .add(static_cast<double>(counter(st.overflow_index(), detail::lc_overflow_requests)));
+  if (!n.long_label_values.empty())
+    out.family(n.long_label_values,
+               "Series lookups with a label value longer than the bound (cut, or refused into "
+               "the overflow series).",
+               metric_kind::counter)
+        .add(static_cast<double>(st.long_label_values.load(std::memory_order_relaxed)));
   if (!n.dropped.empty())
     out.family(n.dropped, "Recorded events lost because memory ran out.", metric_kind::counter)
         .add(static_cast<double>(dropped));
   if (!n.counter_total_suffix)  // the server's counters; tokchron's own keep the suffix
     for (auto& f : out.families)
       if (f.kind == metric_kind::counter && f.name != n.misuse && f.name != n.label_overflow &&
-          f.name != n.dropped && f.name != n.rejected)
+          f.name != n.dropped && f.name != n.rejected && f.name != n.long_label_values)
         f.total_suffix = false;
   return out;
 }

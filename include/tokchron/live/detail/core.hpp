@@ -197,6 +197,7 @@ struct live_core {
   static void count_misuse(live_state& s) noexcept;
   static std::uint64_t misuse(const live_state& s) noexcept;
   static std::uint64_t overflowed_lookups(const live_state& s) noexcept;
+  static std::uint64_t long_label_values(const live_state& s) noexcept;
 };
 
 /// One recording call's bracket on the calling thread's shard of a state: everything recorded

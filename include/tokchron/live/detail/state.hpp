@@ -194,6 +194,15 @@ class live_side {
   return true;
 }
 
+/// `s` cut to at most `max` bytes on a character boundary (`s` is valid UTF-8): the bytes of
+/// an incomplete last character are left out with it. Allocates nothing.
+[[nodiscard]] inline std::string_view live_cut(std::string_view s, std::size_t max) noexcept {
+  if (s.size() <= max) return s;
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0u) == 0x80u) --n;
+  return s.substr(0, n);
+}
+
 /// Shard ownership: `owned` by a thread, `retired` (its thread let it go; both sides belong to
 /// the scrapes and the next thread may claim it), `draining` (a scrape is emptying a retired
 /// shard; nobody may claim it).
@@ -215,11 +224,13 @@ struct live_series_entry {
   std::atomic<std::uint32_t> index{~std::uint32_t{0}};  // assigned after the slot is won
 };
 
-/// FNV-1a over the values, separated so ("ab","c") and ("a","bc") differ.
-[[nodiscard]] inline std::uint64_t live_hash(const std::string_view* v, std::size_t n) noexcept {
+/// FNV-1a over the values, each cut to `max` bytes (live_cut), separated so ("ab","c") and
+/// ("a","bc") differ.
+[[nodiscard]] inline std::uint64_t live_hash(const std::string_view* v, std::size_t n,
+                                             std::size_t max) noexcept {
   std::uint64_t h = 1469598103934665603ull;
   for (std::size_t i = 0; i < n; ++i) {
-    for (const char c : v[i]) {
+    for (const char c : live_cut(v[i], max)) {
       h ^= static_cast<unsigned char>(c);
       h *= 1099511628211ull;
     }
@@ -270,6 +281,7 @@ struct live_state {
   std::vector<std::atomic<live_series_entry*>> by_index;  // max_series + 1 (overflow last)
   std::atomic<std::uint32_t> next_index{0};
   std::atomic<std::uint64_t> overflowed_lookups{0};
+  std::atomic<std::uint64_t> long_label_values{0};  // lookups with a value over the bound
   std::vector<std::atomic<double>> kv_cache_usage;  // by series; NaN = never set
   std::atomic<bool> prefix_cache_used{false};
 
@@ -378,16 +390,17 @@ inline live_thread_cache& live_this_thread() noexcept {
 // --- live/detail/core.hpp ---------------------------------------------------------------------
 
 /// True if `n` label values can be a series of their own: valid UTF-8, and not every value
-/// `overflow` (the overflow series' label set; with no labels, every set is the default).
+/// (cut to `max` bytes) `overflow` (the overflow series' label set; with no labels, every set
+/// is the default).
 /// (This and the next three are templates so that they are compiled only where live_core<> is:
 /// record_instantiate.hpp, or header-only the files that construct or label a live_metrics.)
 template <int = 0>
 [[nodiscard]] bool live_exportable(const std::string_view* v, std::size_t n,
-                                   std::string_view overflow) noexcept {
+                                   std::string_view overflow, std::size_t max) noexcept {
   bool all_overflow = n > 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (!live_valid_utf8(v[i])) return false;
-    all_overflow = all_overflow && v[i] == overflow;
+    all_overflow = all_overflow && live_cut(v[i], max) == overflow;
   }
   return !all_overflow;
 }
@@ -424,9 +437,22 @@ void live_check(const live_options& o) {
   if (!live_valid_utf8(o.overflow_value))
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: live_options.overflow_value is not valid UTF-8");
+  if (o.max_label_value_bytes == 0)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_options.max_label_value_bytes must be at least 1");
+  if (o.overflow_value.size() > o.max_label_value_bytes)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_options.overflow_value is longer than max_label_value_bytes");
+  for (const std::string& v : o.default_label_values)
+    if (v.size() > o.max_label_value_bytes)
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: live_options.default_label_values: a value is longer than "
+                     "max_label_value_bytes (" +
+                         std::to_string(v.size()) + " > " +
+                         std::to_string(o.max_label_value_bytes) + " bytes)");
   const std::vector<std::string_view> d(o.default_label_values.begin(),
                                         o.default_label_values.end());
-  if (!live_exportable(d.data(), d.size(), o.overflow_value))
+  if (!live_exportable(d.data(), d.size(), o.overflow_value, o.max_label_value_bytes))
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: live_options.default_label_values: not valid UTF-8, or the "
                    "overflow series' own values");
@@ -439,19 +465,21 @@ void live_check(const live_options& o) {
 
 template <int = 0>
 [[nodiscard]] bool live_equal(const std::vector<std::string>& a, const std::string_view* v,
-                              std::size_t n) noexcept {
+                              std::size_t n, std::size_t max) noexcept {
   if (a.size() != n) return false;
   for (std::size_t i = 0; i < n; ++i)
-    if (std::string_view(a[i]) != v[i]) return false;
+    if (std::string_view(a[i]) != live_cut(v[i], max)) return false;
   return true;
 }
 
-/// Interns a label-value set: its index, or the overflow index when the table is full or
-/// memory ran out. Lock-free: probing reads published entries; a new entry is published by
-/// compare-and-swap into an empty slot and only then given an index.
+/// Interns a label-value set, each value cut to `live_options::max_label_value_bytes`: its
+/// index, or the overflow index when the table is full or memory ran out. Lock-free: probing reads
+/// published entries; a new entry is published by compare-and-swap into an empty slot and only then
+/// given an index.
 template <int = 0>
 std::uint32_t live_intern(live_state& st, const std::string_view* v, std::size_t n) noexcept {
-  const std::uint64_t h = live_hash(v, n);
+  const std::size_t max = st.options.max_label_value_bytes;
+  const std::uint64_t h = live_hash(v, n, max);
   const std::size_t mask = st.slots.size() - 1;
   live_series_entry* mine = nullptr;
   bool rescanned = false;
@@ -475,7 +503,8 @@ std::uint32_t live_intern(live_state& st, const std::string_view* v, std::size_t
           mine = new (std::nothrow) live_series_entry;
           if (mine != nullptr) {
             mine->hash = h;
-            mine->values.assign(v, v + n);
+            mine->values.reserve(n);
+            for (std::size_t k = 0; k < n; ++k) mine->values.emplace_back(live_cut(v[k], max));
           }
         }
         TOKCHRON_CATCH_ALL {
@@ -497,7 +526,7 @@ std::uint32_t live_intern(live_state& st, const std::string_view* v, std::size_t
       }
       // Lost the race: `e` is the winner; compare it below.
     }
-    if (e->hash == h && live_equal(e->values, v, n)) {
+    if (e->hash == h && live_equal(e->values, v, n, max)) {
       std::uint32_t idx;
       while ((idx = e->index.load(std::memory_order_acquire)) == ~std::uint32_t{0}) {
       }
@@ -554,9 +583,20 @@ template <int I>
 std::uint32_t live_core<I>::series(live_state& s, const std::string_view* values,
                                    std::size_t n) noexcept {
   const live_hot_options h = hot(s);
-  if (n != s.options.label_names.size() || !live_exportable(values, n, s.options.overflow_value)) {
+  const std::size_t max = s.options.max_label_value_bytes;
+  if (n != s.options.label_names.size() ||
+      !live_exportable(values, n, s.options.overflow_value, max)) {
     count_misuse(s);
     return live_resolve(h, h.overflow_index);
+  }
+  bool long_value = false;
+  for (std::size_t i = 0; i < n; ++i) long_value = long_value || values[i].size() > max;
+  if (long_value) {
+    s.long_label_values.fetch_add(1, std::memory_order_relaxed);
+    if (s.options.long_label_value == live_long_label_value::overflow) {
+      s.overflowed_lookups.fetch_add(1, std::memory_order_relaxed);
+      return live_resolve(h, h.overflow_index);
+    }
   }
   return live_resolve(h, live_intern(s, values, n));
 }
@@ -634,6 +674,11 @@ std::uint64_t live_core<I>::misuse(const live_state& s) noexcept {
 template <int I>
 std::uint64_t live_core<I>::overflowed_lookups(const live_state& s) noexcept {
   return s.overflowed_lookups.load(std::memory_order_relaxed);
+}
+
+template <int I>
+std::uint64_t live_core<I>::long_label_values(const live_state& s) noexcept {
+  return s.long_label_values.load(std::memory_order_relaxed);
 }
 
 template <int I>
