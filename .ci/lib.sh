@@ -7,11 +7,26 @@ tc_need_pkgs() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "tokchron: installing missing Debian packages: ${missing[*]}" >&2
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  local sudo="" rc=0
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || {
+      echo "tokchron: cannot install ${missing[*]}: not root and no sudo; install them as root" >&2
+      return 1
+    }
+    sudo="sudo"
+  fi
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || rc=$?
+  [ "$rc" -eq 0 ] || {
+    echo "tokchron: 'apt-get update' failed (exit $rc, its messages above): is Debian's package" \
+      "registry reachable, and is no other apt or dpkg running?" >&2
+    return 1
+  }
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >&2
+    "${missing[@]}" >&2 || rc=$?
+  [ "$rc" -eq 0 ] || {
+    echo "tokchron: 'apt-get install ${missing[*]}' failed (exit $rc, its messages above)" >&2
+    return 1
+  }
 }
 
 # The packages every build needs. protobuf is here, not only in the stages that scrape, so that
