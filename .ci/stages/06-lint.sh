@@ -6,6 +6,9 @@
 # uses (a text check against a table of each header's names; its docstring says what it is not).
 # .ci/check_layers.py: includes inside include/tokchron/ flow one way, lowest layer first (the
 # order is written once, in that script).
+# Commit subjects: every commit after the rule came (SUBJECTS_SINCE; .githooks/commit-msg)
+# has a subject of at most 72 characters, the detail in the body (a shallow clone without that
+# commit checks HEAD's subject alone).
 tc_need_pkgs git clang-format clang-tidy libboost-dev nlohmann-json3-dev prometheus-cpp-dev catch2 \
   python3
 cd "$TOKCHRON_ROOT"
@@ -14,6 +17,14 @@ echo "--- unused standard includes in include/tokchron/"
 python3 .ci/check_includes.py .
 echo "--- layer order of include/tokchron/"
 python3 .ci/check_layers.py .
+
+echo "--- commit subjects of at most 72 characters"
+SUBJECTS_SINCE=05a9bdc2d0537552cf855a766100d55f399e9640  # the commit before the rule (.githooks/commit-msg)
+if git cat-file -e "$SUBJECTS_SINCE^{commit}" 2>/dev/null; then range=$SUBJECTS_SINCE..HEAD; else range=-1; fi
+long=$(git log --format='%h %s' "$range" |
+  python3 -c 'import sys; [print(l, end="") for l in sys.stdin if len(l.rstrip("\n").split(" ", 1)[-1]) > 72]')
+[ -z "$long" ] || { printf 'subjects over 72 characters (say the why in the body):\n%s\n' "$long"; exit 1; }
+echo "commit subjects: $(git rev-list --count "$range" 2>/dev/null || echo 1) checked"
 
 echo "--- clang-format --dry-run -Werror"
 git ls-files -z '*.hpp' '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -0 clang-format --dry-run -Werror
