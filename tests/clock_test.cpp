@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "tokchron/clock.hpp"
 
@@ -43,15 +44,36 @@ TEST_CASE("tsc_clock: monotonic and calibrated against steady_clock") {
   CHECK(tokchron::tsc_clock::ns_per_tick() > 0.01);   // under 100 GHz
   CHECK(tokchron::tsc_clock::ns_per_tick() < 100.0);  // over 10 MHz
   // Busy-wait 50 ms of steady time (no sleep: the point is the two clocks' rates, not the
-  // duration). The calibration measures over 10 ms, so a 1% rate error would be gross.
-  const auto s0 = std::chrono::steady_clock::now();
-  const auto t0 = tokchron::tsc_clock::now();
-  std::chrono::steady_clock::time_point s1;
-  do {
-    s1 = std::chrono::steady_clock::now();
-  } while (s1 - s0 < 50ms);
-  const auto t1 = tokchron::tsc_clock::now();
-  const double steady_ns = std::chrono::duration<double, std::nano>(s1 - s0).count();
-  const double tsc_ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
-  CHECK(std::fabs(tsc_ns / steady_ns - 1.0) < 0.01);
+  // duration). The calibration measures over 10 ms, so a 1% rate error would be gross. Each
+  // end's pair of reads is bracketed by reads of the other clock and the tightest of a few
+  // tries kept (as the calibration does), and the rate is measured up to 3 times: a loaded
+  // machine may preempt the thread between the two clocks' reads, which says nothing of the
+  // rates; a wrong calibration fails every try.
+  const auto pair = [] {
+    std::pair<std::chrono::steady_clock::time_point, tokchron::tsc_clock::time_point> best;
+    auto best_width = std::chrono::steady_clock::duration::max();
+    for (int i = 0; i < 5; ++i) {
+      const auto s0 = std::chrono::steady_clock::now();
+      const auto t = tokchron::tsc_clock::now();
+      const auto s1 = std::chrono::steady_clock::now();
+      if (s1 - s0 < best_width) {
+        best_width = s1 - s0;
+        best = {s0 + (s1 - s0) / 2, t};
+      }
+    }
+    return best;
+  };
+  double error = 1.0;
+  for (int attempt = 0; attempt < 3 && error >= 0.01; ++attempt) {
+    const auto start = pair();
+    while (std::chrono::steady_clock::now() - start.first < 50ms) {
+    }
+    const auto end = pair();
+    const double steady_ns =
+        std::chrono::duration<double, std::nano>(end.first - start.first).count();
+    const double tsc_ns =
+        std::chrono::duration<double, std::nano>(end.second - start.second).count();
+    error = std::fabs(tsc_ns / steady_ns - 1.0);
+  }
+  CHECK(error < 0.01);
 }

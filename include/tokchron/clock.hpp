@@ -271,20 +271,42 @@ class tsc_clock {
   }
 
  private:
+  /// A steady_clock reading and the TSC reading taken with it: the midpoint of two TSC reads
+  /// around the steady read, the tightest of a few tries, so that a preemption between the two
+  /// clocks' reads (a loaded machine) cannot pair times milliseconds apart.
+  struct paired_reading {
+    std::chrono::steady_clock::time_point steady;
+    std::uint64_t ticks;
+  };
+  static paired_reading paired_read() noexcept {
+    paired_reading best{};
+    std::uint64_t best_width = ~std::uint64_t{0};
+    for (int i = 0; i < 5; ++i) {
+      const std::uint64_t before = __builtin_ia32_rdtsc();
+      const auto steady = std::chrono::steady_clock::now();
+      const std::uint64_t after = __builtin_ia32_rdtsc();
+      const std::uint64_t width = after >= before ? after - before : ~std::uint64_t{0};
+      if (width < best_width) {
+        best_width = width;
+        best = paired_reading{steady, before + width / 2};
+      }
+    }
+    return best;
+  }
+
   static calibration measure() noexcept {
     using sc = std::chrono::steady_clock;
-    const auto t0 = sc::now();
-    const std::uint64_t c0 = __builtin_ia32_rdtsc();
-    sc::time_point t1;
-    do {
-      t1 = sc::now();
-    } while (t1 - t0 < std::chrono::milliseconds(10));
-    const std::uint64_t c1 = __builtin_ia32_rdtsc();
-    const double ns = static_cast<double>(std::chrono::duration_cast<duration>(t1 - t0).count());
-    const double ticks = c1 > c0 ? static_cast<double>(c1 - c0) : 1.0;
+    const paired_reading start = paired_read();
+    while (sc::now() - start.steady < std::chrono::milliseconds(10)) {
+    }
+    const paired_reading end = paired_read();
+    const double ns = static_cast<double>(
+        std::chrono::duration_cast<duration>(end.steady - start.steady).count());
+    const double ticks =
+        end.ticks > start.ticks ? static_cast<double>(end.ticks - start.ticks) : 1.0;
     // The factor is positive and far from 0.5, where adding 0.5 and truncating rounds right.
     // NOLINTNEXTLINE(bugprone-incorrect-roundings)
-    return calibration{c0, static_cast<std::uint64_t>(ns / ticks * 4294967296.0 + 0.5)};
+    return calibration{start.ticks, static_cast<std::uint64_t>(ns / ticks * 4294967296.0 + 0.5)};
   }
 #endif
 };
