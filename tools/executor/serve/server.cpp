@@ -99,6 +99,8 @@ std::string serve_usage() {
          "  --request-timeout S   header and body whole S seconds after the first byte "
          "(default 30; 408)\n"
          "  --max-header BYTES    largest request header (default 8192; larger: HTTP 431)\n"
+         "  --shutdown-grace-ms MS  after a first signal, stop MS ms later (default 200); a\n"
+         "                        second signal stops at once\n"
          "  --threads N           HTTP threads (default 2)\n"
          "  --max-model-len N     prompt + output tokens of a request (default 4096)\n"
          "  --eos-range N         without ignore_eos an answer stops after 1..N tokens\n"
@@ -168,6 +170,8 @@ serve_options parse_serve_options(const std::vector<std::string>& args) {
       o.body_timeout_s = parse_count(name, value, 1, 86400);
     } else if (name == "request-timeout") {
       o.request_timeout_s = parse_count(name, value, 1, 86400);
+    } else if (name == "shutdown-grace-ms") {
+      o.shutdown_grace_ms = parse_count(name, value, 0, 3600000);
     } else if (name == "max-header") {
       o.max_header = parse_count(name, value, 1024, 1u << 20);
     } else if (name == "threads") {
@@ -845,7 +849,8 @@ void server::impl::begin_shutdown() {
     acceptor.close(ec);
     engine->stop();  // aborts what is in flight; the sessions get their final events
     // Let the sessions write their last bytes, then stop.
-    auto t = std::make_shared<net::steady_timer>(ioc, std::chrono::milliseconds(200));
+    auto t = std::make_shared<net::steady_timer>(
+        ioc, std::chrono::milliseconds(static_cast<std::int64_t>(opt.shutdown_grace_ms)));
     t->async_wait([this, t](beast::error_code) { ioc.stop(); });
   });
 }

@@ -44,6 +44,9 @@ struct serve_options {
   std::uint64_t header_timeout_s = 10;
   std::uint64_t body_timeout_s = 30;
   std::uint64_t request_timeout_s = 30;
+  /// After the first SIGINT/SIGTERM, how long the connections may take their last bytes before
+  /// serve stops, milliseconds; a second signal in that time stops it at once.
+  std::uint64_t shutdown_grace_ms = 200;
   /// The largest request header (request line and fields), bytes; larger: 431.
   std::uint64_t max_header = 8192;
   unsigned threads = 2;                ///< HTTP threads

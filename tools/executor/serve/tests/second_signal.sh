@@ -1,14 +1,16 @@
 #!/bin/sh
 # docs/bad-input.md row H4: serve's shutdown under signals. Three long streams are open when
-# SIGINT arrives; a second SIGINT 50 ms later (inside the graceful shutdown) stops serve at once.
-# Then: serve has exited (status 0), said so, counted the cut streams, and its trace is whole
-# JSON Lines (every line parses, one per request, each aborted); no .partial file is left.
+# SIGINT arrives; once their clients have read them to the end (the first signal was handled),
+# a second SIGINT inside the graceful shutdown (--shutdown-grace-ms 30000, so that it always
+# falls inside on a loaded machine) stops serve at once. Then: serve has exited (status 0), said
+# so, counted the cut streams, and its trace is whole JSON Lines (every line parses, one per
+# request, each aborted); no .partial file is left. Each wait has a 30 s deadline.
 #   second_signal.sh BATCHING_EXECUTOR WORKDIR        (exit 77: skipped without python3)
 set -eu
 serve_test_dir=$(dirname "$0")
 . "$serve_test_dir/serve_test_lib.sh"
 serve_test_begin "$1" "$2"
-serve_test_start --hw a10g --trace-out "$work/trace.jsonl"
+serve_test_start --hw a10g --trace-out "$work/trace.jsonl" --shutdown-grace-ms 30000
 python3 - "$url" "$work/streams.ok" <<'PY' &
 import http.client, sys, threading, urllib.parse
 u = urllib.parse.urlparse(sys.argv[1])
@@ -32,11 +34,15 @@ open(sys.argv[2], "w").close()
 for t in ts: t.join()
 PY
 client=$!
-i=0
-while [ ! -f "$work/streams.ok" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -f "$work/streams.ok" ] || { echo "the streams never opened"; cat "$work/serve.log"; exit 1; }
+deadline=$(($(date +%s) + 30))
+while [ ! -f "$work/streams.ok" ] && [ "$(date +%s)" -lt $deadline ]; do sleep 0.1; done
+[ -f "$work/streams.ok" ] || { echo "the streams did not open within 30 s"; cat "$work/serve.log"; exit 1; }
 kill -INT "$pid"
-sleep 0.05
+# Two signals sent before the first is delivered would be one: the second waits until the
+# streams have ended, which only the first signal's shutdown does.
+deadline=$(($(date +%s) + 30))
+while kill -0 "$client" 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do sleep 0.1; done
+kill -0 "$client" 2>/dev/null && { echo "the streams did not end within 30 s of SIGINT"; exit 1; }
 kill -INT "$pid"
 status=0
 wait "$pid" || status=$?
