@@ -1,8 +1,9 @@
 #!/bin/sh
 # docs/bad-input.md row H5: a client that sends a streaming request and never reads. serve runs
 # with --write-timeout 1 --max-buffered 8192; the client shrinks its receive buffer and reads
-# nothing. Within 20 s it must be dropped: its request aborted in the engine and counted as an
-# abort in /metrics, and, after shutdown, in the trace; a well-behaved request beside it succeeds.
+# nothing. It must be dropped (polled for with a 60 s deadline, which only catches a client never
+# dropped): its request aborted in the engine and counted as an abort in /metrics, and, after
+# shutdown, in the trace; a well-behaved request beside it succeeds.
 #   never_read.sh BATCHING_EXECUTOR WORKDIR        (exit 77: skipped without python3)
 set -eu
 serve_test_dir=$(dirname "$0")
@@ -25,7 +26,7 @@ good = urllib.request.Request(url + "/v1/completions", headers={"content-type": 
 answer = json.loads(urllib.request.urlopen(good, timeout=20).read())
 assert answer["usage"]["completion_tokens"] == 20, answer
 t0 = time.time()
-while time.time() - t0 < 20:
+while time.time() - t0 < 60:
     m = urllib.request.urlopen(url + "/metrics", timeout=20).read().decode()
     ab = [l for l in m.splitlines() if "request_success_total" in l and '"abort"' in l]
     if ab and float(ab[0].split()[-1]) == 1:
@@ -33,7 +34,7 @@ while time.time() - t0 < 20:
         break
     time.sleep(0.2)
 else:
-    sys.exit("the never-reading client was not dropped within 20 s")
+    sys.exit("the never-reading client was not dropped within 60 s")
 PY
 kill -INT "$pid"
 wait "$pid"
