@@ -252,3 +252,47 @@ TEST_CASE("trace_json: reasoning chunks, cached, reasoning and speculative count
   CHECK_FALSE(old.record->cached_prompt_tokens);
   CHECK_FALSE(old.record->spec_draft_tokens);
 }
+
+TEST_CASE("trace_json: usage_source reads, writes, reaches the timeline, and is checked") {
+  for (const char* src : {"usage_chunk", "content_chunk", "body", "server"}) {
+    CAPTURE(src);
+    const std::string line = std::string(R"({"id":"u","send":0.0,"chunks":[[0.1,2]],)") +
+                             R"("usage_output_tokens":2,"usage_source":")" + src +
+                             R"(","ok":true})";
+    const auto fast = tc::parse_trace_line(line);
+    const auto json = tc::detail::parse_trace_line_json(line, 1);
+    REQUIRE(fast.record);
+    REQUIRE(json.record);
+    CHECK(*fast.record == *json.record);
+    REQUIRE(fast.record->usage_from);
+    CHECK(tc::to_string(*fast.record->usage_from) == src);
+    CHECK(tc::to_json_line(*fast.record) == line);  // written after usage_output_tokens
+    const auto tl = tc::to_timeline(*fast.record);
+    REQUIRE(tl.reported_output_tokens_source());
+    CHECK(*tl.reported_output_tokens_source() == *fast.record->usage_from);
+    const auto back = tc::to_trace_record(tl, tc::trace_clock::time_point{}, "u");
+    CHECK(back.usage_from == fast.record->usage_from);
+    CHECK(back.usage_output_tokens == fast.record->usage_output_tokens);
+  }
+  // A line without the field reads as before: no source, on the record and on the timeline.
+  const auto old = tc::parse_trace_line(R"({"send":0,"chunks":[[0.1,1]],"usage_output_tokens":1})");
+  REQUIRE(old.record);
+  CHECK_FALSE(old.record->usage_from);
+  CHECK_FALSE(tc::to_timeline(*old.record).reported_output_tokens_source());
+  // Refused, naming the field: an unknown source, a source of another type, a source without a
+  // count.
+  for (const char* bad : {R"({"send":0,"chunks":[],"usage_output_tokens":1,"usage_source":"sse"})",
+                          R"({"send":0,"chunks":[],"usage_output_tokens":1,"usage_source":1})",
+                          R"({"send":0,"chunks":[],"usage_source":"body"})"}) {
+    CAPTURE(bad);
+    const auto r = tc::parse_trace_line(bad, 3);
+    REQUIRE(r.error);
+    CHECK(r.error->field == "usage_source");
+  }
+  // A source given with the count is dropped by a later count given without one.
+  tc::trace_timeline tl;
+  (void)tl.send(tc::trace_clock::time_point{});
+  tl.set_reported_output_tokens(4, tc::usage_source::usage_chunk);
+  tl.set_reported_output_tokens(5);
+  CHECK_FALSE(tl.reported_output_tokens_source());
+}

@@ -75,6 +75,9 @@ struct trace_record {
   std::vector<trace_chunk> chunks;
   std::optional<double> end;
   std::optional<std::uint64_t> usage_output_tokens;
+  /// Where the client learnt `usage_output_tokens` (JSON field `usage_source`). Absent in
+  /// traces that do not say: see docs/library/trace-format.md for how profiles read those.
+  std::optional<usage_source> usage_from;
   bool ok = true;
   std::string error;  ///< the failure's message (empty when none)
   /// Why the request ended (tokchron extension; default: stop when ok, error otherwise).
@@ -123,6 +126,7 @@ inline constexpr auto trace_fields = std::make_tuple(
     trace_field<std::optional<double>>{"end", &trace_record::end},
     trace_field<std::optional<std::uint64_t>>{"usage_output_tokens",
                                               &trace_record::usage_output_tokens},
+    trace_field<std::optional<usage_source>>{"usage_source", &trace_record::usage_from},
     trace_field<bool>{"ok", &trace_record::ok},
     trace_field<std::string>{"error", &trace_record::error},
     trace_field<std::optional<finish_reason>>{"finish_reason", &trace_record::reason},
@@ -190,6 +194,14 @@ struct trace_issue {
   return std::nullopt;
 }
 
+/// The usage source named `s` ("usage_chunk", "content_chunk", "body", "server").
+[[nodiscard]] inline std::optional<usage_source> parse_usage_source(std::string_view s) noexcept {
+  for (usage_source u : {usage_source::usage_chunk, usage_source::content_chunk, usage_source::body,
+                         usage_source::server})
+    if (to_string(u) == s) return u;
+  return std::nullopt;
+}
+
 /// The chunk kind named `s` ("text", "empty", "usage", "done", "reasoning").
 [[nodiscard]] inline std::optional<chunk_kind> parse_chunk_kind(std::string_view s) noexcept {
   for (chunk_kind k : {chunk_kind::text, chunk_kind::empty, chunk_kind::usage, chunk_kind::done,
@@ -247,7 +259,8 @@ inline constexpr std::uint64_t max_clock_gap_ns = 1000000000;
 /// nothing after a `[DONE]` chunk: the order `basic_request_timeline` enforces), kinds consistent
 /// with `ok`, counts consistent with each other (cached_prompt_tokens <= prompt_tokens,
 /// usage_reasoning_tokens <= usage_output_tokens, spec_accepted_tokens <= spec_draft_tokens, the
-/// speculative counts both or neither). Empty when the record is valid. O(chunks).
+/// speculative counts both or neither, a usage source only with a usage count). Empty when the
+/// record is valid. O(chunks).
 [[nodiscard]] inline std::optional<trace_issue> validate(const trace_record& r) {
   auto bad = [](std::string field, std::string msg) {
     return std::optional<trace_issue>(trace_issue{std::move(field), std::move(msg)});
@@ -303,6 +316,8 @@ inline constexpr std::uint64_t max_clock_gap_ns = 1000000000;
   if (r.reason && is_success(*r.reason) != r.ok)
     return bad("finish_reason",
                r.ok ? "is a failure but ok is true" : "is a success but ok is false");
+  if (r.usage_from && !r.usage_output_tokens)
+    return bad("usage_source", "needs usage_output_tokens");
   if (r.cached_prompt_tokens && r.prompt_tokens && *r.cached_prompt_tokens > *r.prompt_tokens)
     return bad("cached_prompt_tokens", "is greater than prompt_tokens");
   if (r.usage_reasoning_tokens && r.usage_output_tokens &&
@@ -347,7 +362,12 @@ inline constexpr std::uint64_t max_clock_gap_ns = 1000000000;
   if (r.end) end = *r.end;
   (void)tl.finish(at(end), reason_of(r));
   if (r.prompt_tokens) tl.set_prompt_tokens(*r.prompt_tokens);
-  if (r.usage_output_tokens) tl.set_reported_output_tokens(*r.usage_output_tokens);
+  if (r.usage_output_tokens) {
+    if (r.usage_from)
+      tl.set_reported_output_tokens(*r.usage_output_tokens, *r.usage_from);
+    else
+      tl.set_reported_output_tokens(*r.usage_output_tokens);
+  }
   if (r.cached_prompt_tokens) tl.set_cached_prompt_tokens(*r.cached_prompt_tokens);
   if (r.usage_reasoning_tokens) tl.set_reported_reasoning_tokens(*r.usage_reasoning_tokens);
   if (r.spec_draft_tokens && r.spec_accepted_tokens)
@@ -384,6 +404,7 @@ template <class Timeline>
     r.chunks.push_back(trace_chunk{s(c.time), c.tokens, c.kind});
   if (tl.finish_time()) r.end = s(*tl.finish_time());
   r.usage_output_tokens = tl.reported_output_tokens();
+  if (r.usage_output_tokens) r.usage_from = tl.reported_output_tokens_source();
   r.cached_prompt_tokens = tl.cached_prompt_tokens();
   r.usage_reasoning_tokens = tl.reported_reasoning_tokens();
   r.spec_draft_tokens = tl.speculative_drafted_tokens();

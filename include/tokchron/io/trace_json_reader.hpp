@@ -170,6 +170,14 @@ struct trace_reader {
     return true;
   }
 
+  template <class F>
+  bool read(const trace_json& v, const F& fd, std::optional<usage_source>& out) {
+    out = v.is_string() ? parse_usage_source(v.get_ref<const std::string&>()) : std::nullopt;
+    if (!out)
+      return fail(std::string(fd.name), "must be one of usage_chunk, content_chunk, body, server");
+    return true;
+  }
+
   bool record(const trace_json& j, trace_record& r) {
     if (!j.is_object()) return fail("", "a trace line must be a JSON object");
     bool ok = true;

@@ -41,7 +41,7 @@ template <class T>
 void write_trace_field(nlohmann::ordered_json& j, const char* name, const std::optional<T>& v,
                        bool) {
   if (!v) return;
-  if constexpr (std::is_same_v<T, finish_reason>)
+  if constexpr (std::is_enum_v<T>)
     j[name] = std::string(to_string(*v));
   else
     j[name] = *v;

@@ -100,6 +100,8 @@ namespace detail {
     if (failed) r.error = (*errors)[i].get<std::string>();
     r.prompt_tokens = *in_len;
     r.usage_output_tokens = *out_len;
+    // vLLM's own N: the usage-only chunk's count, else its re-encode of the text.
+    r.usage_from = usage_source::usage_chunk;
     if (!failed) {
       double t = ttfts[i].get<double>();
       r.chunks.push_back(trace_chunk{t, 1, chunk_kind::text});

@@ -25,6 +25,17 @@ enum class chunk_kind : std::uint8_t {
   reasoning,  ///< reasoning content (vLLM's and SGLang's `reasoning_content` delta field)
 };
 
+/// Where the client learnt a request's reported output-token count (OpenAI
+/// `usage.completion_tokens`): the tools differ in which of these they read, so a profile needs
+/// to know.
+enum class usage_source : std::uint8_t {
+  usage_chunk,    ///< a usage-only chunk of the stream (no choices: `stream_options.include_usage`)
+  content_chunk,  ///< the usage object of a chunk that had choices (the last one carrying one:
+                  ///< a server that puts usage on its final content chunk, continuous usage)
+  body,           ///< the body of a non-streamed response
+  server,         ///< the server's own count, written by the server; nothing says a client saw it
+};
+
 /// Why a request ended.
 enum class finish_reason : std::uint8_t {
   stop,       ///< the model produced a stop token or sequence
@@ -103,6 +114,18 @@ enum class record_status : std::uint8_t {
     case chunk_kind::usage: return "usage";
     case chunk_kind::done: return "done";
     case chunk_kind::reasoning: return "reasoning";
+  }
+  return "unknown";
+}
+
+/// The trace format's name of a usage source ("usage_chunk", "content_chunk", "body",
+/// "server").
+[[nodiscard]] constexpr std::string_view to_string(usage_source s) noexcept {
+  switch (s) {
+    case usage_source::usage_chunk: return "usage_chunk";
+    case usage_source::content_chunk: return "content_chunk";
+    case usage_source::body: return "body";
+    case usage_source::server: return "server";
   }
   return "unknown";
 }

@@ -121,8 +121,18 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   /// Prompt length in tokens, when known.
   void set_prompt_tokens(std::uint64_t n) noexcept { prompt_tokens_ = n; }
   /// The output-token count the server reported (e.g. OpenAI `usage.completion_tokens`), which
-  /// some tools prefer to counting chunk tokens.
-  void set_reported_output_tokens(std::uint64_t n) noexcept { reported_output_tokens_ = n; }
+  /// some tools prefer to counting chunk tokens. Where it came from is then unknown (a source
+  /// given with an earlier count is dropped).
+  void set_reported_output_tokens(std::uint64_t n) noexcept {
+    reported_output_tokens_ = n;
+    usage_from_.reset();
+  }
+  /// The reported output-token count and where the client learnt it (a later call replaces
+  /// both).
+  void set_reported_output_tokens(std::uint64_t n, usage_source from) noexcept {
+    reported_output_tokens_ = n;
+    usage_from_ = from;
+  }
   /// Prompt tokens served from a prefix cache (OpenAI `usage.prompt_tokens_details.cached_tokens`).
   void set_cached_prompt_tokens(std::uint64_t n) noexcept { cached_prompt_tokens_ = n; }
   /// The reasoning-token count the server reported (OpenAI
@@ -179,6 +189,10 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
   }
   [[nodiscard]] std::optional<std::uint64_t> reported_output_tokens() const noexcept {
     return reported_output_tokens_;
+  }
+  /// Where the reported output-token count came from, when the recorder said so.
+  [[nodiscard]] std::optional<usage_source> reported_output_tokens_source() const noexcept {
+    return usage_from_;
   }
   [[nodiscard]] std::optional<std::uint64_t> cached_prompt_tokens() const noexcept {
     return cached_prompt_tokens_;
@@ -257,6 +271,7 @@ class basic_request_timeline : private detail::clock_holder<Clock> {
       last_preempted_{}, finish_{}, latest_{};
   std::optional<std::uint64_t> prompt_tokens_, reported_output_tokens_, cached_prompt_tokens_,
       reported_reasoning_tokens_, spec_drafted_, spec_accepted_;
+  std::optional<usage_source> usage_from_;
   std::uint32_t misuses_ = 0;
   std::uint8_t has_ = 0;
   finish_reason reason_ = finish_reason::stop;

@@ -295,6 +295,13 @@ class fast_trace_scanner {
     out = parse_finish_reason(sv);
     return out.has_value();
   }
+  bool read(std::optional<usage_source>& out) noexcept {
+    if (literal("null")) return true;
+    std::string_view sv;
+    if (!string(sv)) return false;
+    out = parse_usage_source(sv);
+    return out.has_value();
+  }
 
   const char* p_;
   const char* end_;
