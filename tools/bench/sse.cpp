@@ -244,7 +244,9 @@ bool sse_decoder::event(clock::time_point t) {
   if (!has_choice && !has_usage)
     return fail(failure_kind::sse_event, where + " has neither choices nor usage");
   if (n.prompt) tl_->set_prompt_tokens(*n.prompt);
-  if (n.completion) tl_->set_reported_output_tokens(*n.completion);
+  if (n.completion)
+    tl_->set_reported_output_tokens(*n.completion, has_choice ? tc::usage_source::content_chunk
+                                                              : tc::usage_source::usage_chunk);
   if (n.cached) tl_->set_cached_prompt_tokens(*n.cached);
   if (n.reasoning) tl_->set_reported_reasoning_tokens(*n.reasoning);
   if (reason) reason_ = *reason;
