@@ -176,6 +176,7 @@ void live_engine::step_loop() {
         tokchron::trace_record rec = tokchron::to_trace_record(r->tl, time_point{}, c.name);
         rec.prompt_tokens = c.gen.prompt_tokens;
         rec.usage_output_tokens = r->generated;
+        rec.usage_from = tokchron::usage_source::server;  // its own count, sent or not
         const std::lock_guard<std::mutex> lock(mu_);
         trace_.push_back(std::move(rec));
       }
