@@ -55,6 +55,7 @@ std::vector<tc::trace_record> separating() {
   v[2].chunks = {{0.200, 1, K::text}, {0.230, 1, K::text}, {0.250, 2, K::text}};
   v[2].end = 0.250;
   v[2].usage_output_tokens = 4;
+  v[2].usage_from = tc::usage_source::content_chunk;
   v[3].id = "failed";
   v[3].arrival = 0.300;
   v[3].send = 0.300;
@@ -70,6 +71,7 @@ std::vector<tc::trace_record> separating() {
   v[4].chunks = {{0.100, 1, K::text}, {0.200, 1, K::text}, {0.300, 1, K::text}};
   v[4].end = 0.310;
   v[4].usage_output_tokens = 0;
+  v[4].usage_from = tc::usage_source::content_chunk;
   return v;
 }
 
@@ -94,7 +96,7 @@ bool close_float_ms(std::optional<double> a, std::optional<double> b) {
 }  // namespace
 
 TEST_CASE("profiles: every built-in profile is found by name and described") {
-  CHECK(tc::all_profiles().size() == 14);
+  CHECK(tc::all_profiles().size() == 15);
   for (const tc::profile* p : tc::all_profiles()) {
     REQUIRE(tc::find_profile(p->name) == p);
     CHECK(!p->description.empty());
@@ -136,18 +138,18 @@ TEST_CASE("profiles: hand-computed values on requests that separate the tools") 
         {0.030, 0.050, two_thirds, {0.02}, none, 4},
         {},
         {0.050, 0.260, 0.105, {0.1, 0.1}, none, 3}}},
-      {"sglang_openai",  // usage only when a usage chunk carried it (usage-zero has none: N = 3)
+      {"sglang_openai",  // usage of any chunk that carried it (usage-zero's: N = 0, no TPOT)
        {{0.150, 0.165, none, {}, none, 1},
         {0.108, 0.170, 0.0155, {0.03, 0.02}, none, 5},
         {0.030, 0.050, two_thirds, {0.02}, none, 4},
         {},
-        {0.050, 0.250, 0.100, {0.1, 0.1}, none, 3}}},
+        {0.050, 0.250, none, {0.1, 0.1}, none, 0}}},
       {"sglang_native",
        {{0.150, 0.165, none, {}, none, 1},
         {0.108, 0.170, 0.0155, {0.01, 0.01, 0.01, 0.02}, none, 5},
         {0.030, 0.050, two_thirds, {0.01, 0.01}, none, 4},
         {},
-        {0.050, 0.250, 0.100, {0.1, 0.1}, none, 3}}},
+        {0.050, 0.250, none, {0.1, 0.1}, none, 0}}},
       {"genai_perf",
        {{0.150, 0.150, none, {}, none, 1},
         {0.108, 0.158, 0.0125, {}, 0.0125, 5},
@@ -190,10 +192,17 @@ TEST_CASE("profiles: hand-computed values on requests that separate the tools") 
         {0.0, 0.050, 0.0125, {}, 0.050 / 3, 4},
         {},
         {0.050, 0.260, none, {}, none, 0}}},
-      {"inference_perf",  // fewer than 2 tokens: no TTFT/TPOT; ITL per token: gap, then zeros
+      {"inference_perf",  // fewer than 2 tokens: no TTFT/TPOT; ITL per token: gap, then zeros;
+                          // E2E ends at the end of the stream, past [DONE]
        {{none, 0.165, none, {}, none, 1},
-        {0.108, 0.170, 0.0125, {0.030, 0.0, 0.0, 0.020}, none, 5},
+        {0.108, 0.173, 0.0125, {0.030, 0.0, 0.0, 0.020}, none, 5},
         {0.0, 0.050, 0.050 / 3, {0.030, 0.020, 0.0}, none, 4},
+        {},
+        {0.050, 0.260, 0.100, {0.100, 0.100}, none, 3}}},
+      {"inference_perf_no_tokenizer",  // one stamp per content chunk: one chunk, no TTFT
+       {{none, 0.165, none, {}, none, 1},
+        {0.108, 0.173, 0.0125, {0.030, 0.020}, none, 5},
+        {0.0, 0.050, 0.050 / 3, {0.030, 0.020}, none, 4},
         {},
         {0.050, 0.260, 0.100, {0.100, 0.100}, none, 3}}},
   };
@@ -341,6 +350,23 @@ double chunk_sum(const tc::trace_record& r) {
 double end_of(const tc::trace_record& r) {
   return r.end ? *r.end : (r.chunks.empty() ? r.send : r.chunks.back().time);
 }
+// Where the trace says the usage count came from (docs/library/trace-format.md): its
+// usage_source, else its usage chunk, else unknown.
+std::optional<tc::usage_source> source_of(const tc::trace_record& r) {
+  if (r.usage_from) return r.usage_from;
+  for (const auto& c : r.chunks)
+    if (c.kind == K::usage) return tc::usage_source::usage_chunk;
+  return std::nullopt;
+}
+// The usage count a tool reading it from `from` saw.
+std::optional<double> usage_seen(const tc::trace_record& r,
+                                 std::initializer_list<tc::usage_source> from) {
+  const auto src = source_of(r);
+  if (!r.usage_output_tokens || !src) return std::nullopt;
+  for (const auto f : from)
+    if (f == *src) return static_cast<double>(*r.usage_output_tokens);
+  return std::nullopt;
+}
 std::optional<double> first_token(const tc::trace_record& r) {
   for (const auto& c : r.chunks)
     if (c.tokens > 0) return c.time;
@@ -384,7 +410,8 @@ tool_result vllm_tool(const std::vector<tc::trace_record>& rs) {
     }
     if (!r.ok || !first) continue;
     const double latency = recent - r.send;
-    double n = r.usage_output_tokens ? static_cast<double>(*r.usage_output_tokens) : 0;
+    // `elif usage := data.get("usage")`: only a chunk without choices is read.
+    double n = usage_seen(r, {tc::usage_source::usage_chunk}).value_or(0);
     if (n == 0) n = chunk_sum(r);  // stand-in for the tokenizer re-encode
     if (n > 1) t.tpot.push_back((latency - ttft) / (n - 1));
     t.itl.insert(t.itl.end(), itl.begin(), itl.end());
@@ -437,11 +464,9 @@ tool_result sglang_tool(const std::vector<tc::trace_record>& rs, bool native) {
   for (const auto& r : rs) {
     if (!r.ok) continue;
     double ttft = 0.0, recent = 0, latency = 0;
-    bool usage_chunk = false;
     std::vector<double> itl;
     for (const auto& c : r.chunks) {
       latency = c.time - r.send;
-      usage_chunk = usage_chunk || c.kind == K::usage;
       if (native ? c.tokens == 0 : c.kind != K::text) continue;
       if (ttft == 0.0) {
         ttft = c.time - r.send;
@@ -453,9 +478,10 @@ tool_result sglang_tool(const std::vector<tc::trace_record>& rs, bool native) {
       }
       recent = c.time;
     }
-    const double n = usage_chunk && r.usage_output_tokens
-                         ? static_cast<double>(*r.usage_output_tokens)
-                         : chunk_sum(r);
+    // `output_len = (data.get("usage") or {}).get(...)` on every data line; a body's usage.
+    const double n = usage_seen(r, {tc::usage_source::usage_chunk, tc::usage_source::content_chunk,
+                                    tc::usage_source::body})
+                         .value_or(chunk_sum(r));
     if (n > 1) t.tpot.push_back((latency - ttft) / (n - 1));
     t.itl.insert(t.itl.end(), itl.begin(), itl.end());
     t.add(ttft, latency, n);
@@ -686,12 +712,17 @@ std::vector<tc::trace_record> random_trace(unsigned seed, int n) {
       tokens += tok;
     }
     const int usage = u(0, 5);
+    const tc::usage_source sources[] = {tc::usage_source::usage_chunk,
+                                        tc::usage_source::content_chunk, tc::usage_source::body,
+                                        tc::usage_source::server};
     if (usage > 0) {
       c += u(0, 2000) * 1e-6;
       r.chunks.push_back({c, 0, K::usage});
       r.usage_output_tokens = usage == 1 ? 0 : tokens + static_cast<std::uint64_t>(u(0, 1));
-    } else if (u(0, 3) == 0) {  // a usage count without a usage chunk
+      if (u(0, 1)) r.usage_from = sources[u(0, 3)];  // else: the usage chunk's, inferred
+    } else if (u(0, 3) == 0) {                       // a usage count without a usage chunk
       r.usage_output_tokens = u(0, 1) ? 0 : tokens + 1;
+      if (u(0, 2)) r.usage_from = sources[u(1, 3)];  // else: unknown, read by none
     }
     if (u(0, 1)) {
       c += u(0, 2000) * 1e-6;
@@ -713,30 +744,36 @@ double done_or_end(const tc::trace_record& r) {
   return end_of(r);
 }
 
-// inference-perf reportgen/base.py summarize_requests: every token of a content chunk stamped
-// with the chunk's time (the re-tokenized count: the chunk's tokens); TTFT, TPOT and ITL only for
-// more than one token time; total_time = max(end_time) - min(start_time) over every request.
-tool_result inference_perf_tool(const std::vector<tc::trace_record>& rs) {
+// inference-perf reportgen/base.py summarize_requests: with a tokenizer every token of a content
+// chunk stamped with the chunk's time (the re-tokenized count: the chunk's tokens), without one
+// each content chunk stamped once (apis/chat.py chunk_times); TTFT, TPOT and ITL only for more
+// than one time stamp; N the whole text re-tokenized (the content chunks' token sum); end_time
+// after the stream was read to its end (parse_sse_stream's `break` leaves only the inner loop);
+// total_time = max(end_time) - min(start_time) over every request.
+tool_result inference_perf_tool(const std::vector<tc::trace_record>& rs, bool tokenizer) {
   tool_result t;
   double lo = 1e300, hi = -1e300;
   for (const auto& r : rs) {
     lo = std::min(lo, r.send);
-    hi = std::max(hi, done_or_end(r));
+    hi = std::max(hi, end_of(r));
   }
   t.duration = hi - lo;
   for (const auto& r : rs) {
     if (!r.ok) continue;
     std::vector<double> times;  // output_token_times
+    double n = 0;
     for (const auto& c : r.chunks)
-      if (c.kind == K::text)
-        for (std::uint32_t k = 0; k < c.tokens; ++k) times.push_back(c.time);
-    const double n = static_cast<double>(times.size());
+      if (c.kind == K::text) {
+        n += c.tokens;
+        if (!tokenizer) times.push_back(c.time);
+        for (std::uint32_t k = 0; tokenizer && k < c.tokens; ++k) times.push_back(c.time);
+      }
     if (times.size() > 1) {
       t.ttft.push_back(times.front() - r.send);
-      t.tpot.push_back((times.back() - times.front()) / (n - 1));
+      if (n > 1) t.tpot.push_back((times.back() - times.front()) / (n - 1));
       for (std::size_t i = 0; i + 1 < times.size(); ++i) t.itl.push_back(times[i + 1] - times[i]);
     }
-    t.e2el.push_back(done_or_end(r) - r.send);
+    t.e2el.push_back(end_of(r) - r.send);
     t.completed += 1;
     t.output_tokens += n;
   }
@@ -793,21 +830,30 @@ void check_guidellm(const std::vector<tc::trace_record>& rs, const tc::run_summa
     hi = std::max(hi, end_of(r));
     std::optional<double> first, last;
     double iterations = 0;
-    bool content = false;
-    for (const auto& c : r.chunks)
+    bool content = false, done = false;
+    for (const auto& c : r.chunks) {
       if (c.kind == K::text || c.kind == K::reasoning) {  // add_streaming_line returns 1
         if (!first) first = c.time;
         last = c.time;
         iterations += 1;
         content = content || c.kind == K::text;
       }
-    const auto usage = r.usage_output_tokens;
-    const double n = usage ? static_cast<double>(*usage) : iterations;
+      done = done || c.kind == K::done;
+    }
+    // `if usage:` on every line before [DONE], or a non-streamed body; not the server's count.
+    const auto usage = usage_seen(r, {tc::usage_source::usage_chunk,
+                                      tc::usage_source::content_chunk, tc::usage_source::body});
     const double end = done_or_end(r);  // request_end
     first_event = std::min(first_event, first.value_or(end));
     last_event = std::max(last_event, last.value_or(end));
+    // It stops reading at [DONE]: a failure after it is never seen.
+    const bool ok = r.ok || done;
+    if (!ok || !(content || (usage && *usage > 0))) {  // errored, post_validation
+      tokens += iterations;                            // output metrics cleared: token_iterations
+      continue;
+    }
+    const double n = usage ? *usage : iterations;
     tokens += n;
-    if (!r.ok || !(content || (usage && *usage > 0))) continue;  // errored, post_validation
     completed += 1;
     ttft.emplace_back(first ? *first - r.send : 0.0, 1.0);
     if (n > 0) tpot.emplace_back((last.value_or(end) - r.send) / n, n);
@@ -896,7 +942,8 @@ TEST_CASE("profiles: each tool's published formula, on a random trace, within 1e
       {&P::trtllm_bench, trtllm_tool(recs)},
       {&P::gpt_manager_benchmark, gpt_manager_tool(recs)},
       {&P::mlperf, mlperf_tool(recs)},
-      {&P::inference_perf, inference_perf_tool(recs)}};
+      {&P::inference_perf, inference_perf_tool(recs, true)},
+      {&P::inference_perf_no_tokenizer, inference_perf_tool(recs, false)}};
   for (const auto& [p, t] : tools) check_against(tc::summarize(tls, *p, o), t, *p, qs);
   check_guidellm(recs, tc::summarize(tls, P::guidellm, o), qs);
   CHECK(tc::summarize(tls, P::inference_perf, o).quirks.not_streamable > 0);
@@ -1236,7 +1283,8 @@ TEST_CASE("issue 20 item 17: the benchmark start begins every profile's duration
       CHECK(with.duration == without.duration);
       CHECK(warned(without, "no_benchmark_start") == 0);
       // The first request's send to the last response (inference-perf: the last end_time).
-      const double last = p->end == tc::e2e_end::done_chunk ? 3.0 : 1.7;
+      const double last =
+          p->end == tc::e2e_end::done_chunk || p->end == tc::e2e_end::finish ? 3.0 : 1.7;
       CHECK(close(with.duration, last - 1.0));
       continue;
     }
@@ -1287,6 +1335,7 @@ TEST_CASE("issue 35: GuideLLM's N is the usage count, else one token per counted
   CHECK(tc::evaluate(P::canonical, tc::to_timeline(no_usage)).output_tokens == 5);
   auto with_usage = no_usage;
   with_usage.usage_output_tokens = 5;
+  with_usage.usage_from = tc::usage_source::content_chunk;
   CHECK(tc::evaluate(P::guidellm, tc::to_timeline(with_usage)).output_tokens == 5);
   with_usage.usage_output_tokens = 0;  // `or 0`: usage 0 stays 0, no TPOT or ITL
   const auto zero = tc::evaluate(P::guidellm, tc::to_timeline(with_usage));
@@ -1303,10 +1352,11 @@ TEST_CASE("issue 35: GuideLLM's E2E ends when the [DONE] line breaks the loop") 
 }
 
 TEST_CASE("issue 35: GuideLLM weighs TPOT by N and ITL by N - 1") {
-  const auto a = rec(0, {{0.1, 1}, {0.2, 1}}, 0.2, 2);             // TPOT 0.1, ITL 0.1
-  const auto b = rec(0, {{0.1, 1}, {0.8, 1}}, 0.8, 8);             // TPOT 0.1, ITL 0.1
-  const auto c = rec(1, {{1.2, 1}, {1.3, 1}, {1.4, 1}}, 1.4, 4);   // TPOT 0.1, ITL 0.1
-  const auto d = rec(2, {{2.4, 1}, {2.6, 1}, {3.0, 1}}, 3.0, 10);  // TPOT 0.1, ITL 0.6 / 9
+  auto a = rec(0, {{0.1, 1}, {0.2, 1}}, 0.2, 2);             // TPOT 0.1, ITL 0.1
+  auto b = rec(0, {{0.1, 1}, {0.8, 1}}, 0.8, 8);             // TPOT 0.1, ITL 0.1
+  auto c = rec(1, {{1.2, 1}, {1.3, 1}, {1.4, 1}}, 1.4, 4);   // TPOT 0.1, ITL 0.1
+  auto d = rec(2, {{2.4, 1}, {2.6, 1}, {3.0, 1}}, 3.0, 10);  // TPOT 0.1, ITL 0.6 / 9
+  for (auto* r : {&a, &b, &c, &d}) r->usage_from = tc::usage_source::content_chunk;
   const auto s = run(P::guidellm, {a, b, c, d});
   CHECK(s.tpot.count == 2 + 8 + 4 + 10);
   CHECK(close(s.tpot.mean, (2 * 0.1 + 8 * 0.1 + 4 * 0.1 + 10 * 0.1) / 24));
@@ -1348,6 +1398,7 @@ TEST_CASE("issue 35: GuideLLM's success needs content or usage; a usage-only ans
   CHECK_FALSE(tc::evaluate(P::guidellm, tc::to_timeline(reasoning_only)).completed);
   auto with_usage = reasoning_only;
   with_usage.usage_output_tokens = 2;
+  with_usage.usage_from = tc::usage_source::content_chunk;
   const auto ru = tc::evaluate(P::guidellm, tc::to_timeline(with_usage));
   CHECK(ru.completed);
   CHECK(close(ru.ttft, 0.1));  // the reasoning line counts for TTFT
@@ -1367,9 +1418,10 @@ TEST_CASE("issue 35: GuideLLM's success needs content or usage; a usage-only ans
 TEST_CASE("issue 35: GuideLLM's TTFOT is the first content line; without content it enters as 0") {
   const auto think = rec(0, {{0.1, 2, K::reasoning}, {0.3, 1}, {0.4, 1}}, 0.4, 4);
   const auto t = tc::evaluate(P::guidellm, tc::to_timeline(think));
-  CHECK(close(t.ttft, 0.1));  // the reasoning line
-  CHECK(close(t.ttfa, 0.3));  // time_to_first_output_token_ms
-  const auto reasoning_only = rec(1, {{1.2, 3, K::reasoning}}, 1.3, 3);  // usage: successful
+  CHECK(close(t.ttft, 0.1));                                       // the reasoning line
+  CHECK(close(t.ttfa, 0.3));                                       // time_to_first_output_token_ms
+  auto reasoning_only = rec(1, {{1.2, 3, K::reasoning}}, 1.3, 3);  // usage: successful
+  reasoning_only.usage_from = tc::usage_source::content_chunk;
   const auto s = run(P::guidellm, {think, reasoning_only}, 0.0);
   CHECK(s.ttfa.count == 2);
   CHECK(close(s.ttfa.min, 0.0));
@@ -1421,4 +1473,138 @@ TEST_CASE("issue 35: inference-perf's total_time spans every request, failed inc
   CHECK(close(s.request_throughput, 1 / 2.5));  // successful ones only
   CHECK(close(s.output_throughput, 2 / 2.5));
   CHECK(warned(s, "no_benchmark_start") == 0);
+}
+
+// Issue 47: what each tool does after [DONE] and where its token count comes from, read in the
+// tools' own code at the commits the profiles cite.
+TEST_CASE("issue 47: inference-perf reads past [DONE]: E2E at the end, a later failure fails") {
+  // apis/streaming_parser.py:84-113: the `break` at [DONE] leaves the loop over buffered events,
+  // the outer read goes on to the end of the stream; end_time after it (openai_client.py:537).
+  auto r = rec(0, {{0.1, 1}, {0.2, 2}, {0.25, 0, K::done}}, 0.4, 3);
+  for (const tc::profile* p : {&P::inference_perf, &P::inference_perf_no_tokenizer}) {
+    CAPTURE(p->name);
+    CHECK(close(tc::evaluate(*p, tc::to_timeline(r)).e2e, 0.4));
+    CHECK(close(run(*p, {r}).duration, 0.4));  // total_time: max(end_time) - min(start_time)
+  }
+  // A stream that breaks after [DONE] raises StreamInterruptedError (streaming_parser.py:114-119):
+  // a failed request (openai_client.py:488-518).
+  r.ok = false;
+  CHECK_FALSE(tc::evaluate(P::inference_perf, tc::to_timeline(r)).completed);
+  CHECK(warned(run(P::inference_perf, {r}), "failed_after_done") == 0);
+}
+
+TEST_CASE("issue 47: GuideLLM stops at [DONE]: a failure after it is a success ending there") {
+  // backends/openai/http.py:527-535: the [DONE] line breaks the loop; request_end follows (555).
+  auto r = rec(0, {{0.1, 1}, {0.2, 1}, {0.25, 0, K::done}}, 0.9, 2, false);
+  r.error = "connection reset after [DONE]";
+  const auto g = tc::evaluate(P::guidellm, tc::to_timeline(r));
+  CHECK(g.completed);
+  CHECK(close(g.e2e, 0.25));
+  CHECK(close(g.ttft, 0.1));
+  const auto s = run(P::guidellm, {r}, 0.0);
+  CHECK(s.completed == 1);
+  CHECK(warned(s, "failed_after_done") == 1);
+  // Without [DONE] the failure is inside the stream it reads: errored.
+  r.chunks.pop_back();
+  CHECK_FALSE(tc::evaluate(P::guidellm, tc::to_timeline(r)).completed);
+  CHECK(warned(run(P::guidellm, {r}, 0.0), "failed_after_done") == 0);
+  // The tools that read on fail it (vLLM, SGLang: an exception after [DONE] fails the request).
+  r.chunks.push_back({0.25, 0, K::done});
+  for (const tc::profile* p : {&P::vllm, &P::sglang_openai, &P::inference_perf})
+    CHECK_FALSE(tc::evaluate(*p, tc::to_timeline(r)).completed);
+}
+
+TEST_CASE("issue 47: each tool's N reads usage only from where the tool reads it") {
+  using U = tc::usage_source;
+  // Three counted chunks of 1, 1 and 3 tokens, a usage count of 7.
+  auto base = rec(0, {{0.1, 1}, {0.2, 1}, {0.3, 3}}, 0.4, 7);
+  struct row {
+    std::optional<U> source;
+    bool usage_chunk;
+    std::uint64_t vllm, sglang, guidellm;
+  };
+  // vLLM (endpoint_request_func.py, `elif usage := data.get("usage")`): a chunk without choices
+  // only. SGLang (oai_chat_client.py, `(data.get("usage") or {})` on every line) and GuideLLM
+  // (request_handlers.py:1197-1198 `if usage:` on every line; compile_non_streaming's body):
+  // any chunk or body. None reads the server's own count. Unread: vLLM and SGLang the chunk
+  // sum (re-encode / requested length stand-in), GuideLLM its counted lines.
+  const row rows[] = {
+      {U::usage_chunk, true, 7, 7, 7}, {U::content_chunk, false, 5, 7, 7},
+      {U::body, false, 5, 7, 7},       {U::server, false, 5, 5, 3},
+      {std::nullopt, true, 7, 7, 7},   // no source: its usage chunk's
+      {std::nullopt, false, 5, 5, 3},  // no source, no usage chunk: unread
+  };
+  for (const row& w : rows) {
+    CAPTURE(w.source ? tc::to_string(*w.source) : "none");
+    auto r = base;
+    r.usage_from = w.source;
+    if (w.usage_chunk) r.chunks.push_back({0.35, 0, K::usage});
+    REQUIRE_FALSE(tc::validate(r));
+    CHECK(tc::evaluate(P::vllm, tc::to_timeline(r)).output_tokens == w.vllm);
+    CHECK(tc::evaluate(P::sglang_openai, tc::to_timeline(r)).output_tokens == w.sglang);
+    CHECK(tc::evaluate(P::guidellm, tc::to_timeline(r)).output_tokens == w.guidellm);
+    CHECK(warned(run(P::guidellm, {r}, 0.0), "usage_unseen") == (w.guidellm == 7 ? 0 : 1));
+    CHECK(warned(run(P::vllm, {r}, 0.0), "usage_unseen") == (w.vllm == 7 ? 0 : 1));
+  }
+}
+
+TEST_CASE("issue 47: GuideLLM counts an errored request's lines, not its tokens, in tokens/s") {
+  // schemas/response.py:109-117: a request not completed has its output metrics cleared, and
+  // its response is None (scheduler/worker.py:512), so output_tokens falls back to
+  // token_iterations (request_stats.py:139-144), whatever usage said.
+  const auto good = rec(0, {{1.0, 1}, {2.0, 1}}, 2.0);
+  auto failed = rec(0.5, {{1.2, 3}, {1.5, 4}}, 3.0, 9, false);
+  failed.chunks.push_back({1.6, 0, K::usage});
+  failed.usage_from = tc::usage_source::usage_chunk;
+  const auto f = tc::evaluate(P::guidellm, tc::to_timeline(failed));
+  CHECK_FALSE(f.completed);
+  CHECK(f.output_tokens == 2);  // two streamed lines, not 7 tokens nor usage 9
+  const auto s = run(P::guidellm, {good, failed}, 0.0);
+  CHECK(close(s.output_throughput, (2 + 2) / 1.0));  // over the first to the last token event
+  CHECK(s.output_tokens == 2);                       // completed requests' N only
+}
+
+TEST_CASE("issue 47: inference-perf without a tokenizer stamps each content chunk once") {
+  // apis/chat.py:564-580: output_token_times = chunk_times; reportgen/base.py:513-518 re-stamps
+  // per token only with a tokenizer in the config (762-766).
+  const auto one_chunk = rec(0, {{0.1, 3}}, 0.2);
+  CHECK(tc::evaluate(P::inference_perf, tc::to_timeline(one_chunk)).ttft);
+  const auto nt = tc::evaluate(P::inference_perf_no_tokenizer, tc::to_timeline(one_chunk));
+  CHECK_FALSE(nt.ttft);  // len(output_token_times) == 1: not streamable
+  CHECK_FALSE(nt.tpot);
+  CHECK(nt.output_tokens == 3);
+  CHECK(warned(run(P::inference_perf_no_tokenizer, {one_chunk}), "not_streamable") == 1);
+  // A content chunk of 0 tokens is still stamped; per-chunk ITL.
+  const auto r = rec(0, {{0.1, 2}, {0.3, 0}, {0.4, 1}}, 0.4);
+  const auto with = pooled_itl(P::inference_perf, r);
+  const auto without = pooled_itl(P::inference_perf_no_tokenizer, r);
+  CHECK(with == std::vector<double>{0.0, 0.3});
+  REQUIRE(without.size() == 2);
+  CHECK(close(without[0], 0.2));
+  CHECK(close(without[1], 0.1));
+  const auto e = tc::evaluate(P::inference_perf_no_tokenizer, tc::to_timeline(r));
+  CHECK(close(e.tpot, 0.3 / 2));  // (last - first stamp) / (N - 1), N = 3
+}
+
+TEST_CASE("issue 42: MLPerf's 1-token TPOT is loadgen's (latency - TTFT) / -1: 0, kept") {
+  // loadgen/logging.cc:442-476 (RecordSampleCompletion): n_tokens 1 is logged and set to 0, the
+  // TPOT (latency - first token) / (0 - 1) stored; results.cc:100-136 (ProcessTokenLatencies)
+  // sums, sorts and indexes every stored TPOT. The profile's completion is the final engine
+  // response, the token's own chunk, so that TPOT is 0: on separating.jsonl the array is
+  // {0, 12.5 ms, 16.666666 ms, 100 ms}: min 0, median sorted[2], mean the int64 sum / 4.
+  std::vector<tc::trace_timeline> tls;
+  for (const auto& r : separating()) tls.push_back(tc::to_timeline(r));
+  tc::summary_options o;
+  o.percentiles = {50};
+  const auto s = tc::summarize(tls, P::mlperf, o);
+  CHECK(s.tpot.count == 4);
+  CHECK(*s.tpot.min == 0.0);
+  CHECK(*s.tpot.at(50) == 16666666e-9);
+  CHECK(*s.tpot.mean == static_cast<double>((0 + 12500000 + 16666666 + 100000000) / 4) / 1e9);
+  CHECK(*s.tpot.max == 0.1);
+  std::string message;
+  for (const auto& w : tc::profile_warnings(s))
+    if (w.quirk == "negative_tpot") message = w.message;
+  CHECK(message.find("(latency - TTFT) / -1") != std::string::npos);
+  CHECK(message.find("0 here") != std::string::npos);
 }

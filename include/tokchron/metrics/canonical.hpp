@@ -272,16 +272,21 @@ struct request_metrics {
   /// from `canonical_metrics`.
   struct quirk_flags {
     std::uint32_t usage_chunks_ignored = 0;  ///< usage-only chunks treated as absent
-    bool usage_not_read = false;   ///< a reported usage count differing from the streamed tokens
-                                   ///< that the tool never reads
-    bool ttft_defaulted = false;   ///< no counted chunk: the tool's default TTFT 0 was kept
-    std::uint32_t gaps_split = 0;  ///< ITL gaps restarted at an uncounted chunk
-    bool one_response = false;     ///< N > 1 in one counted chunk: no TPOT (GenAI-Perf)
-    bool negative_tpot = false;    ///< N < 2: the negative TPOT of `small_n_rule::negative`
-    bool no_first_token = false;   ///< engine-side, completed without a token: no TTFT (the tool
-                                   ///< would read an unset time; its intent: none)
-    bool not_streamable = false;   ///< fewer than 2 counted tokens: no TTFT, TPOT or ITL
-                                   ///< (`profile::ttft_needs_two_tokens`)
+    bool usage_not_read = false;     ///< a reported usage count differing from the streamed tokens
+                                     ///< that the tool never reads
+    bool ttft_defaulted = false;     ///< no counted chunk: the tool's default TTFT 0 was kept
+    std::uint32_t gaps_split = 0;    ///< ITL gaps restarted at an uncounted chunk
+    bool one_response = false;       ///< N > 1 in one counted chunk: no TPOT (GenAI-Perf)
+    bool negative_tpot = false;      ///< N < 2: the negative TPOT of `small_n_rule::negative`
+    bool no_first_token = false;     ///< engine-side, completed without a token: no TTFT (the tool
+                                     ///< would read an unset time; its intent: none)
+    bool not_streamable = false;     ///< fewer than 2 counted tokens: no TTFT, TPOT or ITL
+                                     ///< (`profile::ttft_needs_two_tokens`)
+    bool usage_unseen = false;       ///< a usage count from where the tool does not read one
+                                     ///< (`profile::usage_sources`), or of unknown source, other
+                                     ///< than the N the tool counted instead
+    bool failed_after_done = false;  ///< failed after its `[DONE]`, which ends the tool's
+                                     ///< reading: completed for it (`profile::stops_at_done`)
   } quirks;
 
   /// Whether the request counts as completed: `completed` (by a profile's rule) or `succeeded`

@@ -69,8 +69,8 @@ enum class ttst_rule : std::uint8_t {
 enum class e2e_end : std::uint8_t {
   last_counted_chunk,  ///< the last chunk the chunk rule counts (vLLM, GenAI-Perf, AIPerf)
   last_chunk,          ///< the last chunk of any kind, `[DONE]` included (SGLang)
-  done_chunk,          ///< the `[DONE]` chunk, else the finish (legacy vLLM)
-  finish,              ///< the recorded finish: end of stream (llmperf)
+  done_chunk,          ///< the `[DONE]` chunk, else the finish (legacy vLLM, GuideLLM)
+  finish,              ///< the recorded finish: end of stream (llmperf, inference-perf)
   last_token_chunk,    ///< the last chunk carrying tokens, else the finish: the final engine
                        ///< response of an engine-side tool (trtllm-bench, gptManagerBenchmark,
                        ///< MLPerf), which sees no usage or `[DONE]` chunk
@@ -79,13 +79,16 @@ enum class e2e_end : std::uint8_t {
 /// Where the output-token count N comes from.
 enum class token_source : std::uint8_t {
   chunk_tokens,               ///< the sum of the chunks' token counts (exact token ids)
-  usage_else_chunks,          ///< the reported usage count when present, else the chunk sum
-  usage_nonzero_else_chunks,  ///< the usage count when present and non-zero, else the chunk sum
-  usage_chunk_else_chunks,    ///< the usage count only when a usage chunk carried it, else the
-                              ///< chunk sum (SGLang: the requested length, overwritten by usage)
+  usage_else_chunks,          ///< the usage count the tool read (`profile::usage_sources`), else
+                              ///< the chunk sum (SGLang: the requested length, overwritten by
+                              ///< the usage of any chunk that carried one)
+  usage_nonzero_else_chunks,  ///< the usage count the tool read when non-zero, else the chunk sum
+  usage_chunk_else_chunks,    ///< the usage count only when it came in a usage-only chunk, else
+                              ///< the chunk sum (= usage_else_chunks with usage_sources limited
+                              ///< to usage_chunk)
   counted_tokens,             ///< the tokens of the chunks the chunk rule counts (a re-encode of
                               ///< the content text only: inference-perf)
-  usage_else_counted_chunks,  ///< the usage count when reported, else the number of counted
+  usage_else_counted_chunks,  ///< the usage count the tool read, else the number of counted
                               ///< chunks, one token each (GuideLLM's `token_iterations`)
 };
 
@@ -140,6 +143,11 @@ enum class tool_arithmetic : std::uint8_t {
   float_ms,        ///< `std::chrono::duration<float, std::milli>` per request; a mean is a
                    ///< float sum in insertion order over the float count (gptManagerBenchmark)
 };
+
+/// The bit of usage source `u` in a profile's `usage_sources` mask.
+[[nodiscard]] constexpr std::uint8_t usage_bit(usage_source u) noexcept {
+  return static_cast<std::uint8_t>(1u << static_cast<unsigned>(u));
+}
 
 /// Whether the grain pools samples from within requests (per chunk or per token), as opposed
 /// to one value per request or none.
@@ -220,6 +228,20 @@ struct profile {
   goodput_rule goodput;
   /// The percentiles the tool prints by default, in percent, comma-separated.
   std::string_view default_percentiles;
+  /// Where the tool reads a usage count (`usage_bit`s of `usage_source`): a count whose source
+  /// is not among them never reached the tool's N (vLLM reads only a chunk without choices,
+  /// SGLang and GuideLLM any chunk before the stream ends and a non-streamed body; none reads a
+  /// count the server kept). A trace that does not say where its count came from has it from
+  /// its usage chunk when it lists one, else from nowhere a tool reads (trace-format.md).
+  std::uint8_t usage_sources;
+  /// The tool stops reading the stream at its `[DONE]` line (GuideLLM breaks its loop there):
+  /// what the trace records after it, a failure or the end of the stream, the tool never sees,
+  /// so a request that has a `[DONE]` chunk succeeded for it whatever the trace says.
+  bool stops_at_done;
+  /// A request the tool counts as failed gets N = its counted chunks, one token each, whatever
+  /// usage said (GuideLLM clears a failed request's output metrics and falls back to
+  /// `token_iterations`); such N enter only what counts failed requests (GuideLLM's token rates).
+  bool failed_output_is_chunks;
   /// The tool reads usage-only chunks: it sets `stream_options.include_usage` (vLLM), or handles
   /// one a server sends (SGLang). When false the tool never asks for usage, so a server sends it
   /// no usage-only chunk: such chunks in a trace (recorded by another client) are treated as
@@ -249,8 +271,10 @@ struct profile {
   bool swaps_mean_median_e2e;
   /// The tool's arithmetic on latencies (integer ns, float ms or double).
   tool_arithmetic arithmetic;
-  /// TTFT, TPOT and ITL need two tokens in the counted chunks: a request with fewer is "not
-  /// streamable" and has none of them (inference-perf: `len(output_token_times) > 1`).
+  /// TTFT, TPOT and ITL need two time stamps: a request with fewer is "not streamable" and has
+  /// none of them (inference-perf: `len(output_token_times) > 1`). A stamp is a token of the
+  /// counted chunks under `itl_grain::per_token_gap_zeros` (inference-perf with a tokenizer),
+  /// else a counted chunk (without one: one stamp per content chunk).
   bool ttft_needs_two_tokens;
   /// GuideLLM's statistics (`DistributionSummary.from_values`): TPOT samples weigh N and ITL
   /// samples N - 1; duplicates merged, zero weights dropped; the mean and the population std over
@@ -291,6 +315,26 @@ namespace detail {
     case chunk_rule::text_tokens: return k == chunk_kind::text && tokens > 0;
   }
   return false;
+}
+
+/// Whether the tool saw `tl` succeed: the timeline succeeded, or the profile's tool stops at
+/// `[DONE]` and the stream had one (its failure came after, where the tool no longer reads).
+template <class Timeline>
+[[nodiscard]] bool tool_succeeded(const profile& p, const Timeline& tl) noexcept {
+  if (tl.succeeded()) return true;
+  if (!p.stops_at_done || !tl.finished()) return false;
+  const auto& chunks = tl.store().chunks();
+  return !chunks.empty() && chunks.back().kind == chunk_kind::done;
+}
+
+/// Where `tl`'s usage count came from: the recorded source, else its usage chunk when it has
+/// one (a trace that does not say), else unknown.
+template <class Timeline>
+[[nodiscard]] std::optional<usage_source> usage_source_of(const Timeline& tl) noexcept {
+  if (const auto s = tl.reported_output_tokens_source()) return s;
+  for (const auto& c : tl.store().chunks())
+    if (c.kind == chunk_kind::usage) return usage_source::usage_chunk;
+  return std::nullopt;
 }
 
 template <class Timeline>
@@ -377,7 +421,8 @@ template <class Timeline, class Sink>
 
   request_metrics r;
   const auto origin = origin_of(p, tl);
-  const bool pooled = (pool_any || tl.succeeded()) && pools_samples(p.itl);
+  const bool tool_ok = tool_succeeded(p, tl);
+  const bool pooled = (pool_any || tool_ok) && pools_samples(p.itl);
 
   // One pass: the first and last counted chunks, the pooled ITL samples, the last chunk of any
   // kind, the last chunk carrying tokens, the [DONE] chunk, the number of non-[DONE] chunks and
@@ -385,7 +430,7 @@ template <class Timeline, class Sink>
   // TTFT "unset", as the tools' `ttft == 0.0` test. A tool that never asks for usage never sees
   // a usage-only chunk. `recent` is where the next ITL gap starts.
   bool have_first = false, have_ttft = false, have_last_any = false, have_done = false,
-       have_token = false, have_usage_chunk = false;
+       have_token = false;
   time_point first{}, last{}, recent{}, last_any{}, done{}, last_token{}, second{}, answer{},
       reasoning{};
   bool have_answer = false, have_reasoning = false;
@@ -396,7 +441,6 @@ template <class Timeline, class Sink>
         if (p.end != e2e_end::last_token_chunk) ++r.quirks.usage_chunks_ignored;
         continue;
       }
-      have_usage_chunk = true;
     }
     last_any = c.time;
     have_last_any = true;
@@ -448,27 +492,47 @@ template <class Timeline, class Sink>
     recent = c.time;
   }
 
-  // N.
+  // N. The usage count counts only when it came where the tool reads one.
   const auto reported = tl.reported_output_tokens();
+  const auto source = usage_source_of(tl);
   // The usage count the tool reads, as a flag and a plain value (g++ -O3 reports a
   // std::optional copy here as maybe uninitialized).
-  const bool has_usage = p.requests_usage && reported.has_value();
+  const bool has_usage = p.requests_usage && reported.has_value() && source.has_value() &&
+                         (p.usage_sources & usage_bit(*source)) != 0 &&
+                         (p.output_tokens != token_source::usage_chunk_else_chunks ||
+                          *source == usage_source::usage_chunk);
   const std::uint64_t usage = has_usage ? *reported : 0;
   std::uint64_t n = tl.output_tokens();
   r.quirks.usage_not_read =
       !p.requests_usage && p.end != e2e_end::last_token_chunk && reported && *reported != n;
-  if (p.output_tokens == token_source::usage_else_chunks && has_usage) n = usage;
-  if (p.output_tokens == token_source::usage_nonzero_else_chunks && has_usage && usage != 0)
+  const bool reads_usage = p.output_tokens == token_source::usage_else_chunks ||
+                           p.output_tokens == token_source::usage_nonzero_else_chunks ||
+                           p.output_tokens == token_source::usage_chunk_else_chunks ||
+                           p.output_tokens == token_source::usage_else_counted_chunks;
+  if ((p.output_tokens == token_source::usage_else_chunks ||
+       p.output_tokens == token_source::usage_chunk_else_chunks) &&
+      has_usage)
     n = usage;
-  if (p.output_tokens == token_source::usage_chunk_else_chunks && has_usage && have_usage_chunk)
+  if (p.output_tokens == token_source::usage_nonzero_else_chunks && has_usage && usage != 0)
     n = usage;
   if (p.output_tokens == token_source::counted_tokens) n = counted_tokens;
   if (p.output_tokens == token_source::usage_else_counted_chunks) n = has_usage ? usage : counted;
+  // A count the tool would have read had it come where it reads one, and that would have
+  // changed N (a 0 under the non-zero rule would not).
+  r.quirks.usage_unseen =
+      p.requests_usage && reads_usage && reported && !has_usage && *reported != n &&
+      !(p.output_tokens == token_source::usage_nonzero_else_chunks && *reported == 0);
   r.output_tokens = n;
   r.prompt_tokens = tl.prompt_tokens();
-  r.completed = tl.succeeded() && (!p.needs_first_response || have_first);
+  r.completed = tool_ok && (!p.needs_first_response || have_first);
   if (p.guidellm_statistics)  // post_validation: non-empty content, or a usage count above 0
-    r.completed = tl.succeeded() && (have_answer || (has_usage && usage > 0));
+    r.completed = tool_ok && (have_answer || (has_usage && usage > 0));
+  r.quirks.failed_after_done = r.completed && !tl.succeeded();
+  if (p.failed_output_is_chunks && !r.completed) {
+    n = counted;
+    r.output_tokens = n;
+    r.quirks.usage_unseen = false;
+  }
 
   // TTFT and E2E.
   std::optional<time_point> end_tp;
@@ -497,8 +561,9 @@ template <class Timeline, class Sink>
   r.quirks.no_first_token = r.completed && !have_first && !p.ttft_zero_without_response &&
                             p.end == e2e_end::last_token_chunk;
 
-  // "Not streamable": fewer than two tokens in the counted chunks, no TTFT.
-  if (p.ttft_needs_two_tokens && counted_tokens < 2) {
+  // "Not streamable": fewer than two time stamps (tokens, or chunks), no TTFT.
+  const std::uint64_t stamps = p.itl == itl_grain::per_token_gap_zeros ? counted_tokens : counted;
+  if (p.ttft_needs_two_tokens && stamps < 2) {
     r.quirks.not_streamable = r.completed && r.ttft.has_value();
     r.ttft.reset();
   }
@@ -509,7 +574,7 @@ template <class Timeline, class Sink>
   } else if (p.tpot_numerator == tpot_span::origin_to_last_over_n) {
     const std::optional<time_point> to = have_first ? std::optional<time_point>(last) : end_tp;
     if (origin && to && n >= 1) r.tpot = sec(*to - *origin) / static_cast<double>(n);
-  } else if (p.ttft_needs_two_tokens && counted_tokens < 2) {
+  } else if (p.ttft_needs_two_tokens && stamps < 2) {
     // not streamable: no TPOT
   } else if (n <= 1) {
     if (p.tpot_small_n == small_n_rule::zero && r.ttft && r.e2e) r.tpot = 0.0;
@@ -602,7 +667,7 @@ template <class Timeline, class F>
 std::size_t for_each_icl(const profile& p, const Timeline& tl, F&& f) {
   static_assert(Timeline::store_type::keeps_chunks,
                 "ICL replays every chunk: the timeline needs a full_store");
-  if (!p.reports(metric_id::icl) || !tl.succeeded()) return 0;
+  if (!p.reports(metric_id::icl) || !detail::tool_succeeded(p, tl)) return 0;
   auto counted = [&](const auto& c) {
     if (c.kind == chunk_kind::usage && !p.requests_usage) return false;
     return detail::counts(p.token_chunks, c.tokens, c.kind);

@@ -58,6 +58,10 @@ inline constexpr profile canonical = [] {
   p.goodput = goodput_rule::all_met_missing_ignored;
   p.default_percentiles = "50,90,95,99";
   p.requests_usage = true;
+  p.usage_sources = usage_bit(usage_source::usage_chunk) | usage_bit(usage_source::content_chunk) |
+                    usage_bit(usage_source::body) | usage_bit(usage_source::server);
+  p.stops_at_done = false;
+  p.failed_output_is_chunks = false;
   p.ttft_zero_without_response = false;
   p.gap_from_any_chunk = false;
   p.tpot_needs_two_responses = false;
@@ -82,8 +86,11 @@ inline constexpr profile vllm = [] {
   p.tool = "vLLM `vllm bench serve` (vllm/benchmarks/serve.py, lib/endpoint_request_func.py)";
   p.description =
       "From the send; every chunk with a choices entry counts, empty text included (usage-only "
-      "chunks do not); E2E ends at the last such chunk; N = usage.completion_tokens when non-zero, "
-      "else a tokenizer re-encode (stand-in: the chunk token sum); TPOT = (E2E - TTFT)/(N - 1), "
+      "chunks do not); E2E ends at the last such chunk; N = usage.completion_tokens when non-zero "
+      "and read from a chunk without choices (`elif usage := data.get(\"usage\")`: a usage "
+      "object on a content chunk is never read), else a tokenizer re-encode (stand-in: the chunk "
+      "token sum); it reads on after `[DONE]`, so a failure after it fails the request; TPOT = "
+      "(E2E - TTFT)/(N - 1), "
       "left out for N <= 1; ITL per chunk, pooled: a multi-token chunk is one sample; linear "
       "percentiles, population std; failed requests left out; goodput counts TPOT as 0 for N <= 1; "
       "sets stream_options.include_usage; duration from the benchmark start (else the earliest "
@@ -94,6 +101,7 @@ inline constexpr profile vllm = [] {
   p.needs_first_response = true;
   p.end = e2e_end::last_counted_chunk;
   p.output_tokens = token_source::usage_nonzero_else_chunks;
+  p.usage_sources = usage_bit(usage_source::usage_chunk);
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.itl = itl_grain::per_chunk;
   p.goodput = goodput_rule::all_met_missing_zero;
@@ -152,8 +160,10 @@ inline constexpr profile sglang_openai = [] {
       "From the send; chunks with non-empty text count, `ttft == 0.0` means unmeasured; E2E ends "
       "at the last non-empty SSE line, usage and `[DONE]` included; TPOT = (E2E - TTFT)/(N - 1) "
       "for N > 1; ITL per chunk; linear percentiles, population std; concurrency = sum E2E / "
-      "duration. N is the usage count only when a chunk carried usage; otherwise the "
-      "requested output length, for which a trace stands in with the chunk token sum; a "
+      "duration. N is the usage count when any chunk carried usage (it reads `usage` of every "
+      "data line, usage-only or not, and of a non-streamed body; a count the server kept is not "
+      "read); otherwise the requested output length, for which a trace stands in with the chunk "
+      "token sum; it reads on after `[DONE]` (`pass`), so a failure after it fails the request; a "
       "successful request without text keeps TTFT 0.0 in the TTFT list. It sets no "
       "stream_options.include_usage itself but reads a usage-only chunk (choices=[]) a server "
       "sends (python/sglang/benchmark/backends/oai_chat_client.py, sgl-project/sglang@"
@@ -163,7 +173,9 @@ inline constexpr profile sglang_openai = [] {
   p.token_chunks = chunk_rule::nonempty_text;
   p.zero_ttft_is_unset = true;
   p.end = e2e_end::last_chunk;
-  p.output_tokens = token_source::usage_chunk_else_chunks;
+  p.output_tokens = token_source::usage_else_chunks;
+  p.usage_sources = usage_bit(usage_source::usage_chunk) | usage_bit(usage_source::content_chunk) |
+                    usage_bit(usage_source::body);
   p.tpot_numerator = tpot_span::e2e_minus_ttft;
   p.itl = itl_grain::per_chunk;
   p.goodput = goodput_rule::none;
@@ -401,13 +413,21 @@ inline constexpr profile guidellm = [] {
       "reasoning (add_streaming_line returns 1; a usage-only line does not count but its usage is "
       "kept; it sends stream_options include_usage and continuous_usage_stats); TTFT = the first "
       "such line - request_start; E2E = request_end - request_start, request_end taken when the "
-      "`[DONE]` line breaks the loop (else at the end of the stream); N = usage completion tokens "
-      "when any usage came (0 stays 0), else the number of counted lines (token_iterations, "
-      "'assumes each iteration is one token'); TPOT (time_per_output_token_ms) = (last counted "
+      "`[DONE]` line breaks the loop (else at the end of the stream): it reads nothing after "
+      "`[DONE]`, so a request whose trace fails after its `[DONE]` chunk is a success for it "
+      "(http.py:527-535, 555); N = usage completion tokens when a usage object reached its "
+      "stream handler (`if usage:` on every line before `[DONE]`, usage-only or content, "
+      "request_handlers.py:1197-1198, 590-591; or a non-streamed body; 0 stays 0; a count the "
+      "server kept, or of unknown source without a usage chunk, is not read), else the number of "
+      "counted lines (token_iterations, 'assumes each iteration is one token', "
+      "request_stats.py:139-144); TPOT (time_per_output_token_ms) = (last counted "
       "line - request_start) / N: TTFT included, divided by N, none for N = 0; ITL "
       "(inter_token_latency_ms) = (last - first counted line) / (N - 1), N > 1; successful = no "
       "error and non-empty content or a usage count above 0 (post_validation): a reasoning-only "
-      "answer without usage is errored, one with usage keeps TTFT 0 (`or 0.0`); statistics by "
+      "answer without usage is errored, one with usage keeps TTFT 0 (`or 0.0`); an errored "
+      "request's output metrics are cleared (response.py:109-117; its response is None, "
+      "scheduler/worker.py:512) so its N is its counted lines whatever usage said, and that N "
+      "enters the output and total tokens/s; statistics by "
       "DistributionSummary.from_values: TPOT weighted by N, ITL by N - 1 (a missing ITL enters "
       "as 0 with its weight), equal values merged, the mean and population std over w / sum(w), a "
       "percentile the first value whose float cumsum of probabilities reaches p "
@@ -415,17 +435,27 @@ inline constexpr profile guidellm = [] {
       "TTFOT (time_to_first_output_token_ms, tokchron's ttfa) = the first content line - "
       "request_start, 0 (`or 0.0`) for a successful answer without content; "
       "requests/s = every request, errored included, ending in the benchmark window / the window "
-      "(benchmark start to the last completion); output and total tokens/s = every request's "
-      "tokens (errored included) over the span from the first token event to the last, not the "
-      "benchmark window (stand-in: events within 0.1 ms are not merged as its threshold=1e-4 "
-      "does, which can shorten its span by up to 0.1 ms). src/guidellm/schemas/request_stats.py, "
-      "backends/openai/http.py, backends/openai/request_handlers.py, schemas/statistics.py, "
-      "benchmark/schemas/metrics.py, benchmark/outputs/console.py, vllm-project/guidellm@"
-      "ee7a77457ba6.";
+      "(benchmark start to the last completion); output and total tokens/s = every "
+      "request's tokens (errored included) over the span from the first token event to the last, "
+      "not the benchmark window (stand-in: events within 0.1 ms are not merged as its "
+      "threshold=1e-4 does, which can shorten its span by up to 0.1 ms). Not produced: its "
+      "input tokens/s (prompt tokens at each request's first token line, over their span: a "
+      "run summary has no input-only throughput, its total tokens/s holds input and output) "
+      "and its request concurrency (median, mean: a time-weighted distribution over the "
+      "benchmark window, whose warm-up and cool-down bounds a trace does not record; tokchron's "
+      "time_weighted_concurrency is the mean over the whole run). "
+      "src/guidellm/schemas/request_stats.py, "
+      "backends/openai/http.py, backends/openai/request_handlers.py, schemas/response.py, "
+      "schemas/statistics.py, benchmark/schemas/metrics.py, benchmark/outputs/console.py, "
+      "vllm-project/guidellm@ee7a77457ba6.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::content_or_reasoning;
   p.end = e2e_end::done_chunk;
   p.output_tokens = token_source::usage_else_counted_chunks;
+  p.usage_sources = usage_bit(usage_source::usage_chunk) | usage_bit(usage_source::content_chunk) |
+                    usage_bit(usage_source::body);
+  p.stops_at_done = true;
+  p.failed_output_is_chunks = true;
   p.tpot_numerator = tpot_span::origin_to_last_over_n;
   p.itl = itl_grain::per_request_span;
   p.percentile_method = quantile_method::nearest_rank;  // the closest; guidellm_statistics rules
@@ -445,26 +475,40 @@ inline constexpr profile inference_perf = [] {
   p.name = "inference_perf";
   p.tool = "inference-perf (inference_perf/reportgen/base.py, apis/streaming_parser.py)";
   p.description =
-      "From start_time (time.perf_counter() before the request, the send); a chunk counts when its "
+      "With a `tokenizer:` section in its config (as its sample config.yml; without one use "
+      "inference_perf_no_tokenizer, its default). From start_time (time.perf_counter() before the "
+      "request, the send); a chunk counts when its "
       "choices[0] carries text or delta.content (role, usage-only and [DONE] lines do not; it "
       "sends stream_options include_usage, and an empty choices list raises IndexError, caught); "
-      "each chunk's content is re-tokenized and every token stamped with the chunk's time "
-      "(stand-in: the chunk's token count); a request whose counted chunks carry fewer than 2 "
-      "tokens is not streamable: no TTFT, TPOT or ITL; TTFT = the first token time - start; "
+      "the report generator re-tokenizes each chunk's content and stamps every token with the "
+      "chunk's time (reportgen/base.py:513-553; stand-in: the chunk's token count); a request "
+      "whose counted chunks carry fewer than 2 tokens is not streamable: no TTFT, TPOT or ITL; "
+      "TTFT = the first token time - start; "
       "TPOT = (last - first token time) / (N - 1); ITL pooled per token: a k-token chunk gives its "
       "whole gap then k - 1 zeros, the first chunk k - 1 zeros; E2E = end_time - start_time, "
-      "end_time taken after the stream (the `[DONE]` line, else the end); N = a re-tokenization "
+      "end_time taken after the stream has been read to its end: the `break` at `[DONE]` leaves "
+      "only the loop over the buffered events, the outer read goes on (apis/streaming_parser.py:"
+      "84-113, client/modelserver/openai_client.py:537), so E2E ends at the trace's end, and a "
+      "stream that fails after `[DONE]` is a failed request (StreamInterruptedError, "
+      "streaming_parser.py:114-119, openai_client.py:488-518); N = a re-tokenization "
       "of the content text (stand-in: the counted chunks' token sum; use_server_output_tokens "
-      "is off by default); successful = no error; np.percentile (linear) at 0.1 ... 99.9, mean, "
-      "min, max, no std; total_time = max(end_time) - min(start_time) over every request, failed "
-      "included, whatever the benchmark start; requests/s and tokens/s count successful ones "
-      "over it. NTPOT ((end - start) / N, 0.0 for N = 0) is not kept. "
+      "is off by default, and usage is read only then); successful = no error; np.percentile "
+      "(linear) at 0.1 ... 99.9, mean, min, max, no std; total_time = max(end_time) - "
+      "min(start_time) over every request, failed included, whatever the benchmark start; "
+      "requests/s and output and total tokens/s count successful ones over it "
+      "(reportgen/base.py:475, 646-668). Not produced: input_tokens_per_sec (a run summary has "
+      "no input-only throughput; total tokens/s holds input and output), NTPOT ((end - start) / N, "
+      "0.0 for N = 0, "
+      "base.py:560-565; tokchron's normalized_latency is E2E / N, none for N = 0, not summarised); "
+      "schedule_delay (start_time - scheduled_time, base.py:477) and achieved_rate (requests / "
+      "send duration, printed only with a stage rate, base.py:485-495), which describe the load "
+      "generator's schedule, not the server's answers. "
       "inference_perf/reportgen/base.py (summarize_requests, effective_output_tokens), "
       "apis/streaming_parser.py, apis/chat.py, client/modelserver/openai_client.py, "
-      "config/reportgen/config.py, kubernetes-sigs/inference-perf@7de5ef2ed6f7.";
+      "config/config.py, config/reportgen/config.py, kubernetes-sigs/inference-perf@7de5ef2ed6f7.";
   p.origin = latency_origin::send;
   p.token_chunks = chunk_rule::text_tokens;
-  p.end = e2e_end::done_chunk;
+  p.end = e2e_end::finish;
   p.output_tokens = token_source::counted_tokens;
   p.itl = itl_grain::per_token_gap_zeros;
   p.std_ddof = profile::no_std;
@@ -473,6 +517,26 @@ inline constexpr profile inference_perf = [] {
   p.default_percentiles = "0.1,1,5,10,25,50,75,90,95,99,99.9";
   p.extra_metrics = 0;  // none of ttfa, reasoning_time, ttst, icl, prefill_tps, ...
   p.ttft_needs_two_tokens = true;
+  return p;
+}();
+
+/// inference-perf without a `tokenizer:` section in its config (its default): one time stamp per
+/// content chunk.
+inline constexpr profile inference_perf_no_tokenizer = [] {
+  profile p = inference_perf;  // the fields not set below are inference_perf's
+  p.name = "inference_perf_no_tokenizer";
+  p.tool = "inference-perf without a tokenizer in its config (apis/chat.py, reportgen/base.py)";
+  p.description =
+      "As inference_perf, but its config names no tokenizer (Config.tokenizer defaults to None, "
+      "config/config.py:55-57), so the report generator does not re-tokenize chunks "
+      "(reportgen/base.py:513-518, 762-766) and output_token_times are the API layer's "
+      "chunk_times: one time stamp per chunk with non-empty content, whatever its token count "
+      "(apis/chat.py:564-580, streaming_parser.py:106-108): a request needs 2 such chunks to be "
+      "streamable (one chunk of several tokens has no TTFT), TPOT = (last - first content chunk) "
+      "/ (N - 1) with N still the whole text re-tokenized by the client's tokenizer (stand-in: "
+      "the content chunks' token sum), ITL = the gaps between content chunks, one per gap.";
+  p.token_chunks = chunk_rule::nonempty_text;
+  p.itl = itl_grain::per_chunk;
   return p;
 }();
 
@@ -491,7 +555,8 @@ inline constexpr std::array all = {&canonical,
                                    &gpt_manager_benchmark,
                                    &mlperf,
                                    &guidellm,
-                                   &inference_perf};
+                                   &inference_perf,
+                                   &inference_perf_no_tokenizer};
 
 }  // namespace profiles
 

@@ -150,6 +150,8 @@ struct run_summary {
     std::uint64_t failed_left_out = 0;  ///< failed requests left out of the duration
     std::uint64_t ended_after_last_issued = 0;  ///< requests ending after the last issued one
     std::uint64_t not_streamable = 0;  ///< completed, under 2 tokens: no TTFT (inference-perf)
+    std::uint64_t usage_unseen = 0;    ///< completed, usage count from where the tool never reads
+    std::uint64_t failed_after_done = 0;  ///< failed after [DONE]: completed for the tool
     /// No benchmark start was known: the duration starts at the earliest intended arrival.
     bool start_is_earliest_arrival = false;
   } quirks;
@@ -223,8 +225,10 @@ struct run_summary {
   add("one_response", q.one_response, "request has", "requests have",
       " all of its tokens in one response: no TPOT or ITL (the tool needs num_responses > 1)");
   add("negative_tpot", q.negative_tpot, "request has", "requests have",
-      " fewer than 2 tokens: loadgen stores a negative TPOT, kept in the statistics, and counts "
-      "its tokens as 0");
+      " fewer than 2 tokens: loadgen sets n_tokens to 0 and stores TPOT = (latency - TTFT) / -1, "
+      "0 here (the completion is the answer's one token chunk; a later completion would make it "
+      "negative), kept in the TPOT count, minimum, percentiles and mean, and counts its tokens "
+      "as 0");
   add("no_first_token", q.no_first_token, "completed request has", "completed requests have",
       " no token: the tool would read an unset first-token time (gptManagerBenchmark's "
       "firstTokenTs, loadgen's invalid latency); its intent: no TTFT or TPOT");
@@ -232,8 +236,14 @@ struct run_summary {
       " left out of the duration: the tool aborts the run on a failed request (its intent: "
       "completed requests only)");
   add("not_streamable", q.not_streamable, "completed request has", "completed requests have",
-      " fewer than 2 tokens: the tool calls it not streamable and gives it no TTFT, TPOT or ITL "
-      "(len(output_token_times) > 1)");
+      " fewer than 2 output time stamps (tokens; without a tokenizer, content chunks): the tool "
+      "calls it not streamable and gives it no TTFT, TPOT or ITL (len(output_token_times) > 1)");
+  add("usage_unseen", q.usage_unseen, "completed request reports", "completed requests report",
+      " a usage count the tool would not have read (its usage_source is one the tool does not "
+      "read, or the trace does not say and lists no usage chunk): N is counted from the "
+      "stream instead");
+  add("failed_after_done", q.failed_after_done, "request fails", "requests fail",
+      " after the [DONE] line, where the tool stops reading: completed for the tool");
   add("ended_after_last_issued", q.ended_after_last_issued, "request ends", "requests end",
       " after the last issued one, where the duration ends (loadgen's "
       "final_query_all_samples_done_time)");
@@ -601,6 +611,8 @@ class run_summarizer {
     quirks_.negative_tpot += q.negative_tpot ? 1 : 0;
     quirks_.no_first_token += q.no_first_token ? 1 : 0;
     quirks_.not_streamable += q.not_streamable ? 1 : 0;
+    quirks_.usage_unseen += q.usage_unseen ? 1 : 0;
+    quirks_.failed_after_done += q.failed_after_done ? 1 : 0;
   }
   /// Evaluates `tl`, storing its pooled ITL samples (or checking that a candidate has them).
   request_metrics add_itl(const Timeline& tl, std::optional<time_point>& e2e_end_tp) {
