@@ -73,6 +73,16 @@ def refused_now(s):
     return head.startswith(b"HTTP/1.1 503")
 
 
+def sent(s, data):
+    """Sends `data`; False when the server has closed the connection (a 503 past the cap comes
+    at once and closes it; a send after that can fail): the caller then reads what came."""
+    try:
+        s.sendall(data)
+        return True
+    except OSError:
+        return False
+
+
 def metric(host, port, name, labels=None):
     """The sum of a /metrics family's samples (with `labels` in the sample's labels)."""
     for _ in range(50):  # a flood may refuse this connection: try again
@@ -141,7 +151,8 @@ def slow_headers(a, end):
             if refused_now(s):
                 refused = True
                 break
-            s.sendall(head[i:i + 1])
+            if not sent(s, head[i:i + 1]):
+                break
             i += 1
             time.sleep(0.2)
         answer = b"HTTP/1.1 503" if refused else reply(s, a.header_timeout + 10)
@@ -152,14 +163,14 @@ def slow_headers(a, end):
 def slow_body(a, end):
     while time.time() < end:
         s = connect(a.host, a.port)
-        s.sendall(post_head(1000))
-        if refused_now(s):
-            reply(s, 5)
-            gave_way(s)
+        if not sent(s, post_head(1000)) or refused_now(s):
+            settle("slow_body", reply(s, 5), b"body_timeout")
+            s.close()
             continue
         t0 = time.time()
-        while time.time() - t0 < 0.75 * a.body_timeout:
-            s.sendall(b" ")
+        # A 503 can come later than refused_now waits on a loaded machine: a failed send ends
+        # the trickle and the answer read below says what the connection got.
+        while time.time() - t0 < 0.75 * a.body_timeout and sent(s, b" "):
             time.sleep(0.2)
         answer = reply(s, a.body_timeout + 10)
         s.close()
@@ -235,7 +246,11 @@ def flood(a, end):
                 socks.append(connect(a.host, a.port))
             except OSError as e:
                 problem("flood connect: %s" % e)
-        time.sleep(0.5)  # the refused ones have their 503 by now
+        # serve accepts in order and writes a refusal's 503 before it accepts the next
+        # connection; the last socket is always refused (the flood alone holds more than
+        # --max-connections), so once its 503 is here every earlier 503 is too.
+        if socks and not select.select([socks[-1]], [], [], 30)[0]:
+            problem("flood: its last connection had no 503 within 30 s")
         for s in socks:
             r, _, _ = select.select([s], [], [], 0)
             head = b""
