@@ -46,7 +46,48 @@ bench_rc=0
 crowd_rc=0
 wait "$crowd_pid" || crowd_rc=$?
 peak_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server/status")
-curl -fsS "$base/metrics" >"$work/metrics.txt"
+# Every bad client's counter in /metrics beside what the crowd sent. serve may still be closing
+# the crowd's last connections when it exits (a reset's abort reaches the engine's counter a
+# moment later): /metrics is polled until every pair agrees, for at most 30 s, and the verdict
+# below is on the last poll (metrics.txt; polled.json).
+python3 - "$work" "$base" <<'PY'
+import json, sys, time, urllib.request
+work, base = sys.argv[1], sys.argv[2]
+try:
+    sent = json.load(open(f"{work}/crowd.json"))["sent"]
+except (OSError, ValueError, KeyError):
+    sent = None  # the crowd failed: one poll, and the verdict says so
+t0 = time.time()
+while True:
+    text = urllib.request.urlopen(base + "/metrics", timeout=30).read().decode()
+    m = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name, value = line.rsplit(" ", 1)
+        m[name] = float(value)
+    def closed(reason):
+        return int(m.get(f'tokchron_serve_closed_connections_total{{reason="{reason}"}}', -1))
+    aborts = int(sum(v for k, v in m.items() if k.startswith("vllm:request_success_total")
+                     and 'finished_reason="abort"' in k))
+    pairs = [] if sent is None else [
+        ("slow headers", sent["slow_headers"], closed("header_timeout")),
+        ("slow bodies", sent["slow_body"], closed("body_timeout")),
+        ("never-read streams", sent["never_read"], closed("write_timeout") + closed("write_buffer")),
+        ("mid-stream resets", sent["reset"], closed("client_gone")),
+        ("refused past the cap", sent["flood_refused"] + sent["refused"],
+         int(m.get("tokchron_serve_refused_connections_total", -1))),
+        ("aborts in the engine (never-read + resets)", sent["never_read"] + sent["reset"], aborts),
+    ]
+    agree = all(c == s for _, c, s in pairs)
+    if agree or sent is None or time.time() - t0 > 30:
+        break
+    time.sleep(0.2)
+open(f"{work}/metrics.txt", "w").write(text)
+json.dump({"pairs": pairs, "metrics": m}, open(f"{work}/polled.json", "w"))
+print(f"/metrics polled for {time.time() - t0:.2f} s until " +
+      ("its counters agreed with the crowd" if agree else "the 30 s deadline (they differ)"))
+PY
 curl -fsS -o /dev/null -w '%{http_code}\n' "$base/health" >"$work/health.txt" || true
 kill -INT "$server"
 wait "$server" || { echo "serve exited with $?"; cat "$work/serve.log"; exit 1; }
@@ -81,24 +122,11 @@ check(len(rows) > 0 and not bad,
 crowd = json.load(open(f"{work}/crowd.json"))
 sent, problems = crowd["sent"], crowd["problems"]
 check(crowd_rc == 0 and not problems, f"the crowd saw what it expected ({len(problems)} problems: {problems[:3]})")
-m = {}
-for line in open(f"{work}/metrics.txt"):
-    if line.startswith("#") or not line.strip():
-        continue
-    name, value = line.rsplit(" ", 1)
-    m[name] = float(value)
+polled = json.load(open(f"{work}/polled.json"))
+pairs, m = polled["pairs"], polled["metrics"]
 def closed(reason):
     return int(m.get(f'tokchron_serve_closed_connections_total{{reason="{reason}"}}', -1))
-aborts = int(sum(v for k, v in m.items() if k.startswith("vllm:request_success_total") and 'finished_reason="abort"' in k))
-pairs = [
-    ("slow headers", sent["slow_headers"], closed("header_timeout")),
-    ("slow bodies", sent["slow_body"], closed("body_timeout")),
-    ("never-read streams", sent["never_read"], closed("write_timeout") + closed("write_buffer")),
-    ("mid-stream resets", sent["reset"], closed("client_gone")),
-    ("refused past the cap", sent["flood_refused"] + sent["refused"],
-     int(m.get("tokchron_serve_refused_connections_total", -1))),
-    ("aborts in the engine (never-read + resets)", sent["never_read"] + sent["reset"], aborts),
-]
+check(len(pairs) == 6, f"{len(pairs)} kinds of bad client compared (6 expected)")
 print(f"bad clients by kind (crowd / serve's /metrics); floods also opened {sent['flood_accepted']} "
       "connections under the cap, closed idle:")
 for what, crowd_n, server_n in pairs:
