@@ -1608,3 +1608,14 @@ TEST_CASE("issue 42: MLPerf's 1-token TPOT is loadgen's (latency - TTFT) / -1: 0
   CHECK(message.find("(latency - TTFT) / -1") != std::string::npos);
   CHECK(message.find("0 here") != std::string::npos);
 }
+
+TEST_CASE("issue 47: GuideLLM's concurrency mean: each request from its send to request_end") {
+  // benchmark/schemas/metrics.py:890-904: request_concurrency over (request_start_time,
+  // request_end_time), every status; request_end is taken at the [DONE] line (http.py:535-555).
+  const auto a = rec(0, {{0.5, 1}, {1.0, 0, K::done}}, 3.0);  // [DONE] at 1.0, the end at 3.0
+  const auto b = rec(0.5, {{1.0, 1}}, 1.5);
+  const auto s = run(P::guidellm, {a, b}, 0.0);
+  CHECK(close(s.duration, 3.0));
+  CHECK(close(s.time_weighted_concurrency, (1.0 + 1.0) / 3.0));
+  CHECK(close(run(P::canonical, {a, b}, 0.0).time_weighted_concurrency, (3.0 + 1.0) / 3.0));
+}

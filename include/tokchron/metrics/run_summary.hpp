@@ -120,9 +120,11 @@ struct run_summary {
   std::optional<unsigned> gpus;
   std::optional<double> request_throughput_per_gpu, output_throughput_per_gpu,
       total_token_throughput_per_gpu;
-  std::optional<double> mean_concurrency;           ///< sum E2E (completed) / duration
-  std::optional<double> time_weighted_concurrency;  ///< in-flight requests averaged over time
-  std::uint64_t peak_concurrency = 0;               ///< most requests in flight at once
+  std::optional<double> mean_concurrency;  ///< sum E2E (completed) / duration
+  /// In-flight requests averaged over time: every request from its origin to its finish
+  /// (GuideLLM: to its request_end, the [DONE] line, which makes it its printed Concurrency mean).
+  std::optional<double> time_weighted_concurrency;
+  std::uint64_t peak_concurrency = 0;  ///< most requests in flight at once
   /// Per-metric statistics, named as in metrics/metric.hpp. `itl` pools the profile's ITL
   /// samples (per chunk or per token) or holds one value per request (per-request grains);
   /// `output_rate` is the per-user tokens/s of the profile's rule.
@@ -344,7 +346,11 @@ class run_summarizer {
     const auto origin = detail::origin_of(*p_, tl);
     std::optional<time_point> end = tl.finish_time();
     if (!end && tl.store().last_chunk_time()) end = tl.store().last_chunk_time();
-    if (origin && end) spans_.emplace_back(*origin, *end);
+    // In flight from the origin to the finish; for GuideLLM to its request_end (the [DONE]
+    // line, else the end), over which its request_concurrency is taken.
+    const std::optional<time_point> span_end =
+        p_->guidellm_statistics && e2e_end_tp ? e2e_end_tp : end;
+    if (origin && span_end) spans_.emplace_back(*origin, *span_end);
     count_quirks(r);
     // The run's end: an engine-side tool's request ends at its final response.
     std::optional<time_point> run_end = end;
