@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -373,11 +374,12 @@ TEST_CASE("distributions: labelled-live mode sees the same requests") {
     if (tl.finished()) CHECK(live.record(tl) == tokchron::record_status::ok);
   }
   const auto s = tokchron::scrape(live);
-  const auto& names = live.options().names.histograms;
   auto find = [&](tokchron::live_histogram h) -> const tokchron::histogram_data* {
+    std::string name;  // the preset's family of histogram h
+    for (const auto& f : live.options().families)
+      if (f.source == tokchron::live_source::histogram && f.histogram == h) name = f.name;
     for (const auto& f : s.families)
-      if (f.name == names[static_cast<std::size_t>(h)] && !f.points.empty())
-        return &f.points.front().histogram;
+      if (f.name == name && !f.points.empty()) return &f.points.front().histogram;
     return nullptr;
   };
   const std::pair<tokchron::live_histogram, metric_id> pairs[] = {

@@ -104,9 +104,9 @@ TEST_CASE("bad input L3: live: options whose series the exposition cannot carry 
   o.overflow_value = "\x80";
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
   o = tokchron::tokchron_live_options();
-  o.buckets[1] = {0.1, std::numeric_limits<double>::quiet_NaN()};
+  o.families[1].buckets = {0.1, std::numeric_limits<double>::quiet_NaN()};
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
-  o.buckets[1] = {0.1, std::numeric_limits<double>::infinity()};
+  o.families[1].buckets = {0.1, std::numeric_limits<double>::infinity()};
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
 }
 

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "live/helpers.hpp"
@@ -311,23 +312,18 @@ TEST_CASE(
     "unfinished timeline is refused") {
   // Every preset, with a request that completes and one that is aborted (which TGI and
   // trtllm-serve keep out of their per-request series).
-  const auto presets = {tokchron::live_semantics::vllm,     tokchron::live_semantics::tokchron,
-                        tokchron::live_semantics::sglang,   tokchron::live_semantics::tgi,
-                        tokchron::live_semantics::llamacpp, tokchron::live_semantics::trtllm};
-  for (const auto preset : presets)
+  const std::pair<const char*, tokchron::live_options> presets[] = {
+      {"vllm", tokchron::vllm_live_options("m", 100)},
+      {"tokchron", tokchron::tokchron_live_options()},
+      {"sglang", tokchron::sglang_live_options("m")},
+      {"tgi", tokchron::tgi_live_options(99, 100)},
+      {"llamacpp", tokchron::llamacpp_live_options()},
+      {"trtllm", tokchron::trtllm_live_options("m")}};
+  for (const auto& preset : presets)
     for (const finish_reason why : {finish_reason::aborted, finish_reason::stop}) {
-      CAPTURE(static_cast<int>(preset));
+      CAPTURE(preset.first);
       CAPTURE(static_cast<int>(why));
-      auto opts = [&] {
-        switch (preset) {
-          case tokchron::live_semantics::vllm: return tokchron::vllm_live_options("m", 100);
-          case tokchron::live_semantics::sglang: return tokchron::sglang_live_options("m");
-          case tokchron::live_semantics::tgi: return tokchron::tgi_live_options(99, 100);
-          case tokchron::live_semantics::llamacpp: return tokchron::llamacpp_live_options();
-          case tokchron::live_semantics::trtllm: return tokchron::trtllm_live_options("m");
-          default: return tokchron::tokchron_live_options();
-        }
-      };
+      auto opts = [&] { return preset.second; };
       metrics one_by_one(opts()), at_finish(opts());
       request r;
       six_tokens(one_by_one, r, why);
@@ -381,7 +377,7 @@ TEST_CASE("bad input L3: live: bad options throw std::invalid_argument") {
   o = tokchron::tokchron_live_options({"9x"}, {"a"});
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
   o = tokchron::tokchron_live_options();
-  o.buckets[0] = {1.0, 1.0};
+  o.families[0].buckets = {1.0, 1.0};
   CHECK_THROWS_AS((void)metrics(o), std::invalid_argument);
   CHECK_THROWS_AS((void)tokchron::tokchron_live_options({"a"}, {}), std::invalid_argument);
 }

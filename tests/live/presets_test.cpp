@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 
 #include "live/helpers.hpp"
 #include "tokchron/export/prometheus.hpp"
@@ -175,7 +176,89 @@ TEST_CASE("live presets: trtllm-serve's exposition of the scripted run") {
 
 TEST_CASE("bad input L10: live presets: arguments no server preset can carry are refused") {
   CHECK_THROWS_AS((void)tokchron::tgi_live_options(0, 4096), std::invalid_argument);
-  tokchron::live_options o = tokchron::sglang_live_options("m");
-  o.semantics = static_cast<tokchron::live_semantics>(200);
-  CHECK_THROWS_AS(metrics{o}, std::invalid_argument);
+  using tokchron::live_source;
+  using tokchron::metric_kind;
+  const tokchron::live_options good = tokchron::sglang_live_options("m");
+  CHECK_NOTHROW(metrics{good});
+  // Each change makes a preset the scrape could not write, or rules the recorder lacks.
+  const std::pair<const char*, void (*)(tokchron::live_options&)> bad[] = {
+      {"rules: an ITL grain the recorder lacks",
+       [](tokchron::live_options& o) { o.rules.itl = tokchron::itl_grain::per_request_tpot; }},
+      {"rules: a TPOT span the recorder lacks",
+       [](tokchron::live_options& o) { o.rules.tpot = tokchron::tpot_span::e2e_minus_ttft; }},
+      {"rules: a small-N rule the recorder lacks",
+       [](tokchron::live_options& o) { o.rules.tpot_small_n = tokchron::small_n_rule::negative; }},
+      {"rules: reasons beyond the finish reasons",
+       [](tokchron::live_options& o) { o.rules.reasons = 0x80; }},
+      {"a family without a name", [](tokchron::live_options& o) { o.families[0].name.clear(); }},
+      {"a name twice", [](tokchron::live_options& o) { o.families[1].name = o.families[0].name; }},
+      {"an unknown source",
+       [](tokchron::live_options& o) { o.families[4].source = static_cast<live_source>(200); }},
+      {"a counter written as a histogram",
+       [](tokchron::live_options& o) { o.families[4].kind = metric_kind::histogram; }},
+      {"a histogram written as a counter",
+       [](tokchron::live_options& o) { o.families[0].kind = metric_kind::counter; }},
+      {"a gauge written as a counter",
+       [](tokchron::live_options& o) {
+         o.families.push_back(tokchron::live_source_family("g", live_source::running));
+         o.families.back().kind = metric_kind::counter;
+       }},
+      {"an unknown histogram",
+       [](tokchron::live_options& o) {
+         o.families[0].histogram = static_cast<tokchron::live_histogram>(200);
+       }},
+      {"edges not increasing",
+       [](tokchron::live_options& o) {
+         o.families[0].buckets = {1.0, 0.5};
+       }},
+      {"two families of one histogram on other edges",
+       [](tokchron::live_options& o) {
+         o.families.push_back(tokchron::live_histogram_family(
+             "alias_seconds", tokchron::live_histogram::ttft, {1.0}));
+       }},
+      {"edges on a counter", [](tokchron::live_options& o) { o.families[4].buckets = {1.0}; }},
+      {"a label on a counter that adds none",
+       [](tokchron::live_options& o) { o.families[4].label = "x"; }},
+      {"a requests counter without a label",
+       [](tokchron::live_options& o) {
+         o.families.push_back(
+             tokchron::live_requests_family("r", "", {"a", "b", "c", "d", "e", "f"}));
+       }},
+      {"a requests counter labelled like a series",
+       [](tokchron::live_options& o) {
+         o.families.push_back(
+             tokchron::live_requests_family("r", "model_name", {"a", "b", "c", "d", "e", "f"}));
+       }},
+      {"a requests counter with a value missing (five reasons)",
+       [](tokchron::live_options& o) {
+         o.families.push_back(
+             tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e"}));
+       }},
+      {"a reason value not UTF-8",
+       [](tokchron::live_options& o) {
+         o.families.push_back(
+             tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e", "\xff"}));
+       }},
+      {"prompt tokens by source with two values",
+       [](tokchron::live_options& o) {
+         auto f = tokchron::live_source_family("p", live_source::prompt_tokens_by_source);
+         f.label = "source";
+         f.label_values = {"a", "b"};
+         o.families.push_back(f);
+       }},
+      {"a finished counter of reasons beyond the finish reasons",
+       [](tokchron::live_options& o) {
+         o.families.push_back(tokchron::live_finished_family("f", 0xC0, "h"));
+       }},
+  };
+  for (const auto& b : bad) {
+    CAPTURE(b.first);
+    tokchron::live_options o = good;
+    b.second(o);
+    CHECK_THROWS_AS(metrics{o}, std::invalid_argument);
+  }
+  // A counter may be written as a gauge.
+  tokchron::live_options o = good;
+  o.families[4].kind = metric_kind::gauge;
+  CHECK_NOTHROW(metrics{o});
 }

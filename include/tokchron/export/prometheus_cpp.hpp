@@ -122,7 +122,6 @@ using prometheus_live_metrics = basic_prometheus_live_metrics<>;
 /// histograms) are left out; misuse and dropped samples are counted under tokchron's names.
 [[nodiscard]] inline live_options to_live_options(const serving_metrics_options& o) {
   live_options l;
-  l.semantics = live_semantics::tokchron;
   for (const auto& lab : o.labels) {
     l.label_names.push_back(lab.name);
     l.default_label_values.push_back(lab.value);
@@ -130,24 +129,30 @@ using prometheus_live_metrics = basic_prometheus_live_metrics<>;
     if (lab.value.size() > l.max_label_value_bytes) l.max_label_value_bytes = lab.value.size();
   }
   l.max_series = 1;
-  auto set = [&](live_histogram h, metric_id m) {
-    l.names.histograms[static_cast<std::size_t>(h)] = o.names[m];
-    l.buckets[static_cast<std::size_t>(h)] = o.buckets.bounds(m);
-  };
-  set(live_histogram::ttft, metric_id::ttft);
-  set(live_histogram::tpot, metric_id::tpot);
-  set(live_histogram::itl, metric_id::itl);
-  set(live_histogram::e2e, metric_id::e2e);
-  set(live_histogram::queue_time, metric_id::queue_time);
-  set(live_histogram::prefill_time, metric_id::prefill_time);
-  set(live_histogram::decode_time, metric_id::decode_time);
-  l.names.requests = o.names.requests;
-  l.names.reason_label = o.names.outcome_label;
-  l.names.generation_tokens = o.names.output_tokens;
-  l.names.prompt_tokens = o.names.prompt_tokens;
-  l.names.preemptions = o.names.preemptions;
-  l.names.misuse = "tokchron_misuse";
-  l.names.dropped = "tokchron_dropped_samples";
+  // In live_histogram order, as the scrape wrote them before the families were data.
+  for (const auto [h, m] : {std::pair{live_histogram::ttft, metric_id::ttft},
+                            std::pair{live_histogram::itl, metric_id::itl},
+                            std::pair{live_histogram::tpot, metric_id::tpot},
+                            std::pair{live_histogram::e2e, metric_id::e2e},
+                            std::pair{live_histogram::queue_time, metric_id::queue_time},
+                            std::pair{live_histogram::prefill_time, metric_id::prefill_time},
+                            std::pair{live_histogram::decode_time, metric_id::decode_time}})
+    if (!o.names[m].empty())
+      l.families.push_back(live_histogram_family(o.names[m], h, o.buckets.bounds(m)));
+  if (!o.names.requests.empty()) {
+    live_family f = live_source_family(o.names.requests, live_source::requests);
+    f.label = o.names.outcome_label;
+    for (std::size_t k = 0; k < finish_reason_count; ++k)
+      f.label_values.emplace_back(to_string(static_cast<finish_reason>(k)));
+    l.families.push_back(std::move(f));
+  }
+  for (const auto& [name, source] :
+       {std::pair{&o.names.prompt_tokens, live_source::prompt_tokens},
+        std::pair{&o.names.output_tokens, live_source::generation_tokens},
+        std::pair{&o.names.preemptions, live_source::preemptions}})
+    if (!name->empty()) l.families.push_back(live_source_family(*name, source));
+  l.families.push_back(live_source_family("tokchron_misuse", live_source::misuse));
+  l.families.push_back(live_source_family("tokchron_dropped_samples", live_source::dropped));
   return l;
 }
 

@@ -44,11 +44,11 @@ struct serving_metric_names {
   /// The histogram family of each served metric (indexed by `metric_id`; the others unused):
   /// by default "tokchron_" + its Prometheus stem + "_seconds" (`prometheus_name`).
   std::array<std::string, metric_count> histograms = prometheus_names("tokchron_");
-  std::string requests = name(&live_names::requests, false),
-              output_tokens = name(&live_names::generation_tokens, false),
-              prompt_tokens = name(&live_names::prompt_tokens, false),
-              preemptions = name(&live_names::preemptions, false);
-  std::string outcome_label = name(&live_names::reason_label, false);
+  std::string requests = name(live_source::requests, false),
+              output_tokens = name(live_source::generation_tokens, false),
+              prompt_tokens = name(live_source::prompt_tokens, false),
+              preemptions = name(live_source::preemptions, false);
+  std::string outcome_label = std::string(live_reason_label_tokchron);
 
   /// The histogram family name of metric `m`.
   [[nodiscard]] std::string& operator[](metric_id m) noexcept {
@@ -67,18 +67,18 @@ struct serving_metric_names {
     serving_metric_names n;
     for (const auto& m : metric_table)
       if (m.served) n[m.id] = std::string(m.vllm_name);
-    n.requests = name(&live_names::requests, true);
-    n.output_tokens = name(&live_names::generation_tokens, true);
-    n.prompt_tokens = name(&live_names::prompt_tokens, true);
-    n.preemptions = name(&live_names::preemptions, true);
-    n.outcome_label = name(&live_names::reason_label, true);
+    n.requests = name(live_source::requests, true);
+    n.output_tokens = name(live_source::generation_tokens, true);
+    n.prompt_tokens = name(live_source::prompt_tokens, true);
+    n.preemptions = name(live_source::preemptions, true);
+    n.outcome_label = std::string(live_reason_label_vllm);
     return n;
   }
 
  private:
   // The one list of these spellings: live/options.hpp's `live_family_names`.
-  static std::string name(std::string live_names::*member, bool vllm) {
-    const live_family_name& f = live_family_name_of(member);
+  static std::string name(live_source source, bool vllm) {
+    const live_family_name& f = live_family_name_of(source);
     return std::string(vllm ? f.vllm : f.tokchron);
   }
   static std::array<std::string, metric_count> prometheus_names(std::string_view prefix) {

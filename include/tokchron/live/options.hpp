@@ -3,13 +3,14 @@
 #define TOKCHRON_LIVE_OPTIONS_HPP
 
 /// \file
-/// How a `live_metrics` object records and names what it exports: the semantics (tokchron's
-/// canonical definitions or vLLM's), the inclusion policy, the label names and their
-/// cardinality bound, bucket bounds and family names. Plain data, standard library only (the
-/// recording header includes it). Ready-made option sets (`tokchron_live_options`,
-/// `vllm_live_options`) are in live/presets.hpp.
+/// How a `live_metrics` object records and what it exports: a preset is plain data, the rules
+/// of recording (`live_rules`), the label names and their bounds, the inclusion policy and the
+/// exported families (`live_family`: name, kind, help, unit, what feeds it, bucket edges,
+/// finish-reason strings). Standard library and exposition/snapshot_data.hpp only (the
+/// recording header includes it). The servers' presets (`tokchron_live_options`,
+/// `vllm_live_options`, ...) are in live/presets.hpp; docs/library/live-metrics.md shows how to
+/// write one.
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,156 +18,219 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/live/options_fwd.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
-/// Family base names (writers add `_total`, `_bucket`, ...). An empty name leaves that family
-/// out of the exposition.
-struct live_names {
-  /// By `live_histogram`.
-  std::array<std::string, live_histogram_count> histograms;
-  /// A second family carrying the ITL histogram (vLLM: the deprecated
-  /// `vllm:time_per_output_token_seconds` that dashboards still query).
-  std::string itl_alias;
-  /// A second family carrying the max_tokens histogram (vLLM: `vllm:request_params_max_tokens`).
-  std::string max_tokens_alias;
-  std::string requests;           ///< counter by finish reason
-  std::string reason_label;       ///< the finish-reason label on `requests`
-  std::string prompt_tokens;      ///< counter
-  std::string generation_tokens;  ///< counter
-  std::string preemptions;        ///< counter
-  std::string running;            ///< gauge: scheduled and not finished or preempted
-  std::string waiting;            ///< gauge: arrived (or preempted) and not scheduled
-  std::string kv_cache_usage;     ///< gauge the server sets (exported once set)
-  std::string kv_cache_usage_alias;
-  std::string prefix_cache_queries;  ///< counter the server feeds (exported once fed)
-  std::string prefix_cache_hits;     ///< counter the server feeds (exported once fed)
-  /// Counter of output tokens in reasoning chunks (`chunk_kind::reasoning`), exported once one
-  /// arrived; they are in the generation-token counter too.
-  std::string reasoning_tokens;
-  /// Counter of prompt tokens served from a prefix cache, as the server reports them per
-  /// request (exported once one was reported), counted when the prompt tokens are.
-  std::string prompt_tokens_cached;
-  /// Counter of prompt tokens by `source` label (`local_compute`, `local_cache_hit`,
-  /// `external_kv_transfer`), beside `prompt_tokens_cached`.
-  std::string prompt_tokens_by_source;
-  /// Counter of cached prompt tokens recomputed (1 when all but one were cached).
-  std::string prompt_tokens_recomputed;
-  std::string spec_drafts;           ///< counter of speculative drafts (exported once fed)
-  std::string spec_draft_tokens;     ///< counter of speculative tokens drafted
-  std::string spec_accepted_tokens;  ///< counter of speculative tokens accepted
-  /// Counter of accepted draft tokens by `position` label, one per draft position
-  /// (`live_options::speculative_positions` of them, from position 0).
-  std::string spec_accepted_per_position;
-  /// Counter of rejected requests, when `requests` does not carry them (vLLM never counts a
-  /// request it refused before the engine saw it).
-  std::string rejected;
-  std::string misuse;          ///< counter of refused recording calls
-  std::string label_overflow;  ///< counter of requests recorded into the overflow series
-  /// Counter of series lookups that carried a label value longer than
-  /// `live_options::max_label_value_bytes` (cut or refused, see `live_long_label_value`).
-  std::string long_label_values;
-  std::string dropped;  ///< counter of samples lost to memory exhaustion
-  /// Counter of arrived requests (TGI's `tgi_request_count`, counted as its handler starts):
-  /// finished of every reason, plus running and waiting, as of the scrape.
-  std::string arrived;
-  /// Counter of the requests' prefill times (first scheduled to first token), each cut to whole
-  /// milliseconds before it is added, in seconds, counted at the first token (llama.cpp's
-  /// `llamacpp:prompt_seconds_total`).
-  std::string prefill_seconds;
-  /// Counter of the decode times (first to last token) of requests that completed (stop,
-  /// length), each cut to whole milliseconds, in seconds, counted at the finish (llama.cpp's
-  /// `llamacpp:tokens_predicted_seconds_total`).
-  std::string decode_seconds;
-  /// Gauges of prompt and generation throughput since the previous scrape (llama.cpp's
-  /// `llamacpp:prompt_tokens_seconds`, `llamacpp:predicted_tokens_seconds`): tokens counted in
-  /// the prompt (generation) counter over the seconds added to `prefill_seconds`
-  /// (`decode_seconds`) between the previous scrape and this one; 0 when no time was added.
-  /// Every scrape starts a new window, as every llama.cpp `/metrics` call does.
-  std::string prompt_throughput;
-  std::string generation_throughput;
-  /// Counters of finished requests whose reason is in a set, without a reason label (SGLang's
-  /// `sglang:num_requests_total`, TGI's `tgi_request_success`).
-  struct reason_counter {
-    std::string name;
-    std::uint8_t reasons = 0;  ///< bit `1 << finish_reason` for each reason counted
-    std::string help;
-  };
-  std::vector<reason_counter> reason_counters;
-  /// False: counters are written without the `_total` suffix in the Prometheus text (TGI's
-  /// exporter, metrics-exporter-prometheus, never adds it); OpenMetrics output keeps it.
-  bool counter_total_suffix = true;
+/// What feeds a family of a preset: one of the quantities a `live_metrics` object records.
+enum class live_source : std::uint8_t {
+  histogram,          ///< the histogram `live_family::histogram`
+  requests,           ///< counter: finished requests by finish reason (label `label`)
+  finished,           ///< counter: finished requests whose reason is in `live_family::reasons`
+  arrived,            ///< counter: requests arrived (finished of every reason, running, waiting)
+  prompt_tokens,      ///< counter: prompt tokens (when: `live_rules`)
+  generation_tokens,  ///< counter: output tokens (when: `live_rules`)
+  preemptions,        ///< counter: preemptions, as they happen
+  running,            ///< gauge: scheduled and not finished or preempted
+  waiting,            ///< gauge: arrived (or preempted) and not yet scheduled
+  kv_cache_usage,     ///< gauge the server sets (`set_kv_cache_usage`); exported once set
+  /// Counters the server feeds (`add_prefix_cache`), exported once fed.
+  prefix_cache_queries,
+  prefix_cache_hits,
+  /// Counter of prompt tokens served from a prefix cache, as the server reports them per request,
+  /// counted when the prompt tokens are; exported once one was reported, as the next two.
+  prompt_tokens_cached,
+  /// Counter of prompt tokens by source (label `label`; vLLM's `local_compute`,
+  /// `local_cache_hit`, `external_kv_transfer`).
+  prompt_tokens_by_source,
+  prompt_tokens_recomputed,  ///< counter: cached prompt tokens recomputed (all but one cached)
+  /// Counter of output tokens in reasoning chunks (`chunk_kind::reasoning`, also in the
+  /// generation tokens), exported once one arrived.
+  reasoning_tokens,
+  /// Speculative decoding's counters (`speculative`), exported once fed: drafts, draft tokens,
+  /// accepted tokens, accepted tokens per draft position (label `label`, one value per position
+  /// of `live_options::speculative_positions`, from 0; none when that is 0).
+  spec_drafts,
+  spec_draft_tokens,
+  spec_accepted_tokens,
+  spec_accepted_per_position,
+  /// Counter of the prefill times (first scheduled to first token) in seconds, each cut to
+  /// whole milliseconds before it is added, at the first token (llama.cpp).
+  prefill_seconds,
+  /// Counter of the decode times (first to last token) of completed requests (stop, length),
+  /// each cut to whole milliseconds, in seconds, at the finish (llama.cpp).
+  decode_seconds,
+  /// Gauges of prompt and generation throughput since the previous scrape: the tokens counted
+  /// over the seconds added to `prefill_seconds` (`decode_seconds`) between the previous scrape
+  /// and this one, 0 when no time was added. Every scrape starts a new window (llama.cpp).
+  prompt_throughput,
+  generation_throughput,
+  rejected,           ///< counter: requests rejected before scheduling
+  misuse,             ///< counter: refused recording calls
+  label_overflow,     ///< counter: requests recorded into the overflow series
+  long_label_values,  ///< counter: series lookups with a value over `max_label_value_bytes`
+  dropped,            ///< counter: samples lost to memory exhaustion
 };
 
-/// A family's base name in tokchron's naming and in vLLM's (empty: that scheme has none).
-struct live_family_name {
-  std::string live_names::*member;  ///< the `live_names` field it fills
-  std::string_view tokchron;        ///< `tokchron_live_options`
-  std::string_view vllm;            ///< `vllm_live_options` (vllm/v1/metrics/loggers.py)
-};
-
-/// The names of every family that is not a histogram of a `metric_table` metric (those take
-/// the table's `prometheus_name` and `vllm_name`). The one list of these spellings:
-/// `serving_metric_names` reads its counter names from here too.
-inline constexpr live_family_name live_family_names[] = {
-    {&live_names::itl_alias, "", "vllm:time_per_output_token_seconds"},
-    {&live_names::max_tokens_alias, "", "vllm:request_params_max_tokens"},
-    {&live_names::requests, "tokchron_requests", "vllm:request_success"},
-    {&live_names::reason_label, "outcome", "finished_reason"},
-    {&live_names::prompt_tokens, "tokchron_prompt_tokens", "vllm:prompt_tokens"},
-    {&live_names::generation_tokens, "tokchron_output_tokens", "vllm:generation_tokens"},
-    {&live_names::preemptions, "tokchron_preemptions", "vllm:num_preemptions"},
-    {&live_names::running, "tokchron_requests_running", "vllm:num_requests_running"},
-    {&live_names::waiting, "tokchron_requests_waiting", "vllm:num_requests_waiting"},
-    {&live_names::kv_cache_usage, "tokchron_kv_cache_usage_ratio", "vllm:kv_cache_usage_perc"},
-    {&live_names::kv_cache_usage_alias, "", "vllm:gpu_cache_usage_perc"},
-    {&live_names::prefix_cache_queries, "tokchron_prefix_cache_queries",
-     "vllm:prefix_cache_queries"},
-    {&live_names::prefix_cache_hits, "tokchron_prefix_cache_hits", "vllm:prefix_cache_hits"},
-    {&live_names::reasoning_tokens, "tokchron_reasoning_tokens", "tokchron_reasoning_tokens"},
-    {&live_names::prompt_tokens_cached, "tokchron_cached_prompt_tokens",
-     "vllm:prompt_tokens_cached"},
-    {&live_names::prompt_tokens_by_source, "", "vllm:prompt_tokens_by_source"},
-    {&live_names::prompt_tokens_recomputed, "", "vllm:prompt_tokens_recomputed"},
-    {&live_names::spec_drafts, "tokchron_spec_decode_drafts", "vllm:spec_decode_num_drafts"},
-    {&live_names::spec_draft_tokens, "tokchron_spec_decode_draft_tokens",
-     "vllm:spec_decode_num_draft_tokens"},
-    {&live_names::spec_accepted_tokens, "tokchron_spec_decode_accepted_tokens",
-     "vllm:spec_decode_num_accepted_tokens"},
-    {&live_names::spec_accepted_per_position, "tokchron_spec_decode_accepted_tokens_per_pos",
-     "vllm:spec_decode_num_accepted_tokens_per_pos"},
-    {&live_names::rejected, "", "tokchron_rejected_requests"},
-    {&live_names::misuse, "tokchron_misuse", "tokchron_misuse"},
-    {&live_names::label_overflow, "tokchron_label_overflow", "tokchron_label_overflow"},
-    {&live_names::long_label_values, "tokchron_long_label_values", "tokchron_long_label_values"},
-    {&live_names::dropped, "tokchron_dropped_samples", "tokchron_dropped_samples"},
-};
-
-/// The row of `live_family_names` for field `member`.
-[[nodiscard]] inline const live_family_name& live_family_name_of(
-    std::string live_names::*member) noexcept {
-  for (const auto& f : live_family_names)
-    if (f.member == member) return f;
-  return live_family_names[0];  // unreachable for the fields listed above
+/// The kind a family of `source` has: histogram, gauge (running, waiting, KV-cache usage,
+/// throughput) or counter. A family may also write a counter's value as a gauge.
+[[nodiscard]] constexpr metric_kind live_kind_of(live_source source) noexcept {
+  switch (source) {
+    case live_source::histogram: return metric_kind::histogram;
+    case live_source::running:
+    case live_source::waiting:
+    case live_source::kv_cache_usage:
+    case live_source::prompt_throughput:
+    case live_source::generation_throughput: return metric_kind::gauge;
+    default: return metric_kind::counter;
+  }
 }
 
-/// The histograms that are not `metric_table` metrics, with their names in each scheme.
-struct live_histogram_name {
-  live_histogram histogram;
-  std::string_view tokchron, vllm;
+/// True for the sources of tokchron's own counters (misuse, label overflow, long label values,
+/// dropped samples): one point without labels, whatever the series.
+[[nodiscard]] constexpr bool live_is_own(live_source source) noexcept {
+  return source == live_source::misuse || source == live_source::label_overflow ||
+         source == live_source::long_label_values || source == live_source::dropped;
+}
+
+/// One exported family of a preset: its name, kind, help, unit, what feeds it and, for a
+/// histogram, its bucket edges. A preset is the list of these (`live_options::families`), in
+/// exposition order, with its `live_rules` and labels: plain data, read at record time (the
+/// histograms' edges, the rules) and at scrape time (everything else).
+struct live_family {
+  std::string name;  ///< base name; writers add `_total`, `_bucket`, ...
+  live_source source = live_source::histogram;
+  /// `live_kind_of(source)`; a counter's value may be written as a gauge.
+  metric_kind kind = metric_kind::histogram;
+  std::string help;  ///< empty: `live_default_help` (live/presets.hpp) of the source and rules
+  std::string unit;  ///< OpenMetrics' `# UNIT` (the name must end with `_` + unit), or empty
+  live_histogram histogram = live_histogram::ttft;  ///< `histogram`: which one
+  /// `histogram`: upper bounds (finite, strictly increasing; +Inf is implicit; a value is
+  /// counted in the first bound >= it). Two families of one histogram carry the same edges.
+  std::vector<double> buckets;
+  /// The label the family adds to the series' labels: the finish reason (`requests`), the
+  /// source (`prompt_tokens_by_source`), the draft position (`spec_accepted_per_position`).
+  std::string label;
+  /// `requests`: the label value of each `finish_reason` (indexed by it; empty: not counted),
+  /// then values the server exports that tokchron never records (always 0). Reasons sharing a
+  /// value are summed into it; values are written in order, each once.
+  /// `prompt_tokens_by_source`: the values of the computed, cache-hit and transferred sources.
+  std::vector<std::string> label_values;
+  std::uint8_t reasons = 0;  ///< `finished`: the reasons counted (`live_reason_bit`)
+  /// False: the Prometheus text writes the counter without `_total` (TGI's exporter);
+  /// OpenMetrics keeps it.
+  bool total_suffix = true;
 };
-/// See `live_histogram_name`.
-inline constexpr live_histogram_name live_histogram_names[] = {
-    {live_histogram::inference_time, "tokchron_inference_seconds",
+
+/// A histogram family: `name` fed by histogram `h`, edges `buckets`, unit "seconds" for a time
+/// histogram whose name ends in `_seconds` (the unit only where the name carries it).
+[[nodiscard]] inline live_family live_histogram_family(std::string name, live_histogram h,
+                                                       std::vector<double> buckets,
+                                                       std::string help = {}) {
+  live_family f;
+  const bool seconds = detail::live_is_time(h) && name.size() > 8 &&
+                       name.compare(name.size() - 8, 8, "_seconds") == 0;
+  f.name = std::move(name);
+  f.source = live_source::histogram;
+  f.kind = metric_kind::histogram;
+  f.help = std::move(help);
+  f.unit = seconds ? "seconds" : "";
+  f.histogram = h;
+  f.buckets = std::move(buckets);
+  return f;
+}
+
+/// A family of a source other than `histogram`, of its kind (`live_kind_of`).
+[[nodiscard]] inline live_family live_source_family(std::string name, live_source source,
+                                                    std::string help = {}) {
+  live_family f;
+  f.name = std::move(name);
+  f.source = source;
+  f.kind = live_kind_of(source);
+  f.help = std::move(help);
+  return f;
+}
+
+/// A family's base names in tokchron's scheme and in vLLM's (empty: that scheme has none), in
+/// the order the tokchron and vLLM presets export them. Histograms of `metric_table` metrics
+/// are not listed (they take the table's `prometheus_name` and `vllm_name`); the others are.
+struct live_family_name {
+  live_source source;
+  live_histogram histogram;   ///< for `live_source::histogram`
+  std::string_view tokchron;  ///< `tokchron_live_options`
+  std::string_view vllm;      ///< `vllm_live_options` (vllm/v1/metrics/loggers.py)
+};
+
+/// See `live_family_name`. The one list of these spellings: `serving_metric_names` reads its
+/// counter names from here too.
+inline constexpr live_family_name live_family_names[] = {
+    {live_source::histogram, live_histogram::inference_time, "tokchron_inference_seconds",
      "vllm:request_inference_time_seconds"},
-    {live_histogram::prompt_tokens, "tokchron_request_prompt_tokens", "vllm:request_prompt_tokens"},
-    {live_histogram::generation_tokens, "tokchron_request_output_tokens",
+    {live_source::histogram, live_histogram::prompt_tokens, "tokchron_request_prompt_tokens",
+     "vllm:request_prompt_tokens"},
+    {live_source::histogram, live_histogram::generation_tokens, "tokchron_request_output_tokens",
      "vllm:request_generation_tokens"},
-    {live_histogram::max_tokens, "tokchron_request_max_tokens",
+    {live_source::histogram, live_histogram::max_tokens, "tokchron_request_max_tokens",
      "vllm:request_max_num_generation_tokens"},
-    {live_histogram::validation_time, "", ""},
+    // The aliases vLLM's earlier example Grafana dashboard queries.
+    {live_source::histogram, live_histogram::itl, "", "vllm:time_per_output_token_seconds"},
+    {live_source::histogram, live_histogram::max_tokens, "", "vllm:request_params_max_tokens"},
+    {live_source::requests, live_histogram::ttft, "tokchron_requests", "vllm:request_success"},
+    {live_source::prompt_tokens, live_histogram::ttft, "tokchron_prompt_tokens",
+     "vllm:prompt_tokens"},
+    {live_source::generation_tokens, live_histogram::ttft, "tokchron_output_tokens",
+     "vllm:generation_tokens"},
+    {live_source::preemptions, live_histogram::ttft, "tokchron_preemptions",
+     "vllm:num_preemptions"},
+    {live_source::running, live_histogram::ttft, "tokchron_requests_running",
+     "vllm:num_requests_running"},
+    {live_source::waiting, live_histogram::ttft, "tokchron_requests_waiting",
+     "vllm:num_requests_waiting"},
+    {live_source::kv_cache_usage, live_histogram::ttft, "tokchron_kv_cache_usage_ratio",
+     "vllm:kv_cache_usage_perc"},
+    {live_source::kv_cache_usage, live_histogram::ttft, "", "vllm:gpu_cache_usage_perc"},
+    {live_source::prefix_cache_queries, live_histogram::ttft, "tokchron_prefix_cache_queries",
+     "vllm:prefix_cache_queries"},
+    {live_source::prefix_cache_hits, live_histogram::ttft, "tokchron_prefix_cache_hits",
+     "vllm:prefix_cache_hits"},
+    {live_source::prompt_tokens_cached, live_histogram::ttft, "tokchron_cached_prompt_tokens",
+     "vllm:prompt_tokens_cached"},
+    {live_source::prompt_tokens_by_source, live_histogram::ttft, "",
+     "vllm:prompt_tokens_by_source"},
+    {live_source::prompt_tokens_recomputed, live_histogram::ttft, "",
+     "vllm:prompt_tokens_recomputed"},
+    {live_source::reasoning_tokens, live_histogram::ttft, "tokchron_reasoning_tokens",
+     "tokchron_reasoning_tokens"},
+    {live_source::spec_drafts, live_histogram::ttft, "tokchron_spec_decode_drafts",
+     "vllm:spec_decode_num_drafts"},
+    {live_source::spec_draft_tokens, live_histogram::ttft, "tokchron_spec_decode_draft_tokens",
+     "vllm:spec_decode_num_draft_tokens"},
+    {live_source::spec_accepted_tokens, live_histogram::ttft,
+     "tokchron_spec_decode_accepted_tokens", "vllm:spec_decode_num_accepted_tokens"},
+    {live_source::spec_accepted_per_position, live_histogram::ttft,
+     "tokchron_spec_decode_accepted_tokens_per_pos",
+     "vllm:spec_decode_num_accepted_tokens_per_pos"},
+    {live_source::rejected, live_histogram::ttft, "", "tokchron_rejected_requests"},
+    {live_source::misuse, live_histogram::ttft, "tokchron_misuse", "tokchron_misuse"},
+    {live_source::label_overflow, live_histogram::ttft, "tokchron_label_overflow",
+     "tokchron_label_overflow"},
+    {live_source::long_label_values, live_histogram::ttft, "tokchron_long_label_values",
+     "tokchron_long_label_values"},
+    {live_source::dropped, live_histogram::ttft, "tokchron_dropped_samples",
+     "tokchron_dropped_samples"},
 };
+
+/// The finish-reason label of the requests counter in tokchron's scheme and in vLLM's.
+inline constexpr std::string_view live_reason_label_tokchron = "outcome";
+inline constexpr std::string_view live_reason_label_vllm = "finished_reason";
+
+/// The first row of `live_family_names` for `source` (not `histogram`).
+[[nodiscard]] constexpr const live_family_name& live_family_name_of(live_source source) noexcept {
+  for (const auto& f : live_family_names)
+    if (f.source == source) return f;
+  return live_family_names[0];  // unreachable for the sources listed above
+}
 
 /// What a series lookup does with a label value longer than
 /// `live_options::max_label_value_bytes` (either way counted in `live_names::long_label_values`
@@ -181,7 +245,8 @@ enum class live_long_label_value : std::uint8_t {
 
 /// Configuration of a `basic_live_metrics`. Use the presets of live/presets.hpp and adjust.
 struct live_options {
-  live_semantics semantics = live_semantics::tokchron;
+  /// How events are recorded (tokchron's canonical definitions by default).
+  live_rules rules;
   live_inclusion inclusion = live_inclusion::scheduled;
   /// Label names on every series, fixed for the object's life (e.g. {"model_name", "engine"}).
   std::vector<std::string> label_names;
@@ -201,11 +266,8 @@ struct live_options {
   /// or refused as `long_label_value` says, and counted.
   std::size_t max_label_value_bytes = 256;
   live_long_label_value long_label_value = live_long_label_value::truncate;
-  /// Classic-histogram upper bounds by `live_histogram` (finite, strictly increasing; +Inf is
-  /// implicit). The bucket counts are exact: a value is counted in the first bound >= it.
-  std::array<std::vector<double>, live_histogram_count> buckets;
-  /// Family names.
-  live_names names;
+  /// The families exported, in exposition order (each name once).
+  std::vector<live_family> families;
 };
 
 TOKCHRON_END_NAMESPACE

@@ -3,8 +3,8 @@
 #define TOKCHRON_LIVE_OPTIONS_FWD_HPP
 
 /// \file
-/// The enumerations of live/options.hpp (`live_semantics`, `live_inclusion`, `live_histogram`)
-/// and a declaration of `live_options`, for the recording header under
+/// The rules and enumerations of live/options.hpp (`live_rules`, `live_inclusion`,
+/// `live_histogram`) and a declaration of `live_options`, for the recording header under
 /// `TOKCHRON_SEPARATE_INSTANTIATION`: there a hot file records without the options' definition
 /// (its `std::vector<std::string>` and `std::array` members are a fifth of what the recording
 /// header costs a translation unit), and the file that constructs a `live_metrics` includes
@@ -15,43 +15,44 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/inclusion.hpp"
+#include "tokchron/metrics/profile_rules.hpp"
 #include "tokchron/timeline/event.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
-/// Whose definitions a `live_metrics` object records.
-enum class live_semantics : std::uint8_t {
-  /// tokchron's canonical definitions (metrics/canonical.hpp): ITL one sample per output token
-  /// after the first (a chunk of k tokens after a gap g gives k samples of g/k), TPOT only for
-  /// requests with at least two tokens; finish reasons as `to_string(finish_reason)`.
-  tokchron,
-  /// vLLM's (vllm/v1/metrics/stats.py, loggers.py): ITL one sample per engine step (streamed
-  /// chunk) that carried tokens after the first, per-request TPOT decode_time / (N - 1) and 0
-  /// for N <= 1, finish reasons stop, length, abort, error, repetition; see
-  /// docs/library/live-metrics.md.
-  vllm,
-  /// SGLang's (python/sglang/srt/metrics/collector.py, TokenizerMetricsCollector): ITL one
-  /// sample per output token of each output batch after the first (k samples of g/k, none for
-  /// the first batch's extra tokens), TTFT as the first batch arrives, E2E and the prompt,
-  /// generation and cached-token counters when the request finishes, queue time when it is
-  /// first scheduled.
-  sglang,
-  /// Text Generation Inference's router (router/src/server.rs): every per-request histogram at
-  /// the end of a successful request only (stop, length), its mean time per token
-  /// (last token - first scheduled) / N, the prompt-length and max_new_tokens histograms when
-  /// the request is validated (at arrival), counters written without `_total`.
-  tgi,
-  /// The llama.cpp server's (tools/server, `--metrics`): counters and gauges only; prompt
-  /// tokens (computed, not cached) and prefill seconds at the first token, generated tokens and
-  /// generation seconds when a request completes (stop, length), each request's seconds cut to
-  /// whole milliseconds before they are summed.
-  llamacpp,
-  /// trtllm-serve's (tensorrt_llm/metrics/collector.py, perf_utils.py): every per-request
-  /// series when the request finishes with a finish reason (stop, length, timeout: not
-  /// cancelled, not failed), TTFT and E2E from the executor's arrival (`queued`, else the
-  /// arrival) to the first and the last token, latencies of 0 not observed (queue time
-  /// excepted).
-  trtllm,
+/// How a preset records: which samples each event gives and when (live/recorder.hpp reads it,
+/// copied once into the recorder; the sources of each server's rules are cited at its preset
+/// in live/presets.hpp and in docs/library/live-metrics.md). The TPOT and ITL rules are named
+/// in the profiles' vocabulary (metrics/profile_rules.hpp). The defaults are tokchron's
+/// canonical definitions (metrics/canonical.hpp).
+struct live_rules {
+  /// The ITL samples of a streamed chunk with tokens after the first: `per_chunk` (one sample
+  /// of the gap g: vLLM's engine steps), `per_token_split` (k samples of g / k for a chunk of k
+  /// tokens, none for the first chunk's extra tokens: SGLang) or `per_token_with_first` (as
+  /// `per_token_split`, plus k1 - 1 zeros for a first chunk of k1 tokens: N - 1 samples whose
+  /// mean is TPOT).
+  itl_grain itl = itl_grain::per_token_with_first;
+  /// TPOT's numerator: `token_span` (last token - first token, over N - 1) or
+  /// `origin_to_last_over_n` (last token - first scheduled, over N, for N >= 1: the server's
+  /// origin is the batch start; TGI's mean time per token).
+  tpot_span tpot = tpot_span::token_span;
+  /// TPOT of a request with N <= 1 under `token_span`: `excluded` (no sample) or `zero` (a
+  /// sample of 0: vLLM).
+  small_n_rule tpot_small_n = small_n_rule::excluded;
+  bool ttft_at_finish = false;      ///< TTFT observed at the finish, not at the first token
+  bool tokens_at_finish = false;    ///< prompt, cached and generation counters at the finish
+  bool lengths_at_arrival = false;  ///< prompt-length and max_tokens histograms at `arrive`
+  bool queue_at_schedule = false;   ///< queue time observed when first scheduled
+  bool from_queued = false;         ///< TTFT and E2E from `queued` when known
+  bool e2e_to_last_token = false;   ///< E2E ends at the last token, not at the finish
+  bool positive_only = false;       ///< latencies of 0 not observed, queue time excepted
+  /// llama.cpp's counters: prompt tokens computed (not cached) and prefill milliseconds at the
+  /// first token; generation tokens and decode milliseconds when a request completes (stop,
+  /// length); each time cut to whole milliseconds before it is added.
+  bool whole_ms_counters = false;
+  /// Finish reasons (bit `live_reason_bit(r)`) whose requests enter the per-request series;
+  /// 0: every reason the inclusion policy lets in.
+  std::uint8_t reasons = 0;
 };
 
 /// Which finished requests enter the per-request histograms and the token counters: the one
@@ -62,7 +63,7 @@ using live_inclusion = inclusion_policy;
 /// The histograms a `live_metrics` object keeps per series.
 enum class live_histogram : std::uint8_t {
   ttft,               ///< time to first token from arrival, s
-  itl,                ///< inter-token latency (per token or per step, see live_semantics), s
+  itl,                ///< inter-token latency (per token or per chunk, see live_rules::itl), s
   tpot,               ///< per-request time per output token, s
   e2e,                ///< arrival to finish, s
   queue_time,         ///< queued (or arrival) to first scheduled, s
@@ -87,7 +88,8 @@ namespace detail {
 
 struct live_options;
 
-/// Bit `1 << r` of finish reason `r`, for sets of reasons (`live_names::reason_counter`).
+/// Bit `1 << r` of finish reason `r`, for sets of reasons (`live_rules::reasons`,
+/// `live_family::reasons`).
 [[nodiscard]] constexpr std::uint8_t live_reason_bit(finish_reason r) noexcept {
   return static_cast<std::uint8_t>(1u << static_cast<unsigned>(r));
 }

@@ -3,11 +3,13 @@
 #define TOKCHRON_LIVE_PRESETS_HPP
 
 /// \file
-/// Ready-made `live_options`: tokchron's names and canonical definitions, or the names, labels,
-/// buckets and semantics of vLLM, SGLang, Text Generation Inference, the llama.cpp server or
+/// The servers' presets, each plain data (`live_options`: `live_rules` and `live_family`s, see
+/// live/options.hpp): tokchron's names and canonical definitions, or the names, labels,
+/// buckets and rules of vLLM, SGLang, Text Generation Inference, the llama.cpp server or
 /// trtllm-serve (looked up in each server's source; docs/library/live-metrics.md lists each
-/// point with its source line). Include this where the server builds its metrics object, not
-/// in its hot files (it pulls in the bucket helpers).
+/// point with its source line, and shows how to write a preset of one's own). Include this
+/// where the server builds its metrics object, not in its hot files (it pulls in the bucket
+/// helpers).
 ///
 /// \code
 ///   tokchron::live_metrics m(tokchron::vllm_live_options("llama-3-8b", 8192));
@@ -47,11 +49,6 @@ TOKCHRON_BEGIN_NAMESPACE
   }
 }
 
-/// The index of histogram `h` in `live_names::histograms` and `live_options::buckets`.
-[[nodiscard]] constexpr std::size_t live_index(live_histogram h) noexcept {
-  return static_cast<std::size_t>(h);
-}
-
 /// The metric of `metric_table` that live histogram `h` records, if it is one.
 [[nodiscard]] constexpr std::optional<metric_id> live_metric(live_histogram h) noexcept {
   switch (h) {
@@ -66,26 +63,76 @@ TOKCHRON_BEGIN_NAMESPACE
   }
 }
 
-/// Every family name in scheme `s`: histograms of `metric_table` metrics from the table
-/// (`prometheus_name(m, "tokchron_")` or `vllm_name`), the others from `live_histogram_names`
-/// and `live_family_names`.
-[[nodiscard]] inline live_names live_names_for(live_semantics s) {
-  const bool vllm = s == live_semantics::vllm;
-  live_names n;
-  for (std::size_t h = 0; h < live_histogram_count; ++h)
-    if (const auto m = live_metric(static_cast<live_histogram>(h)))
-      n.histograms[h] = vllm ? std::string(info(*m).vllm_name) : prometheus_name(*m, "tokchron_");
-  for (const auto& r : live_histogram_names)
-    n.histograms[static_cast<std::size_t>(r.histogram)] = std::string(vllm ? r.vllm : r.tokchron);
-  for (const auto& f : live_family_names) n.*(f.member) = std::string(vllm ? f.vllm : f.tokchron);
-  return n;
+namespace detail {
+/// True for a row of `live_family_names` that is a histogram's first family in its scheme (a
+/// histogram that is not a `metric_table` metric); the other histogram rows are aliases.
+[[nodiscard]] inline bool live_primary_row(const live_family_name& row) noexcept {
+  if (row.source != live_source::histogram || live_metric(row.histogram)) return false;
+  for (const auto& r : live_family_names) {
+    if (&r == &row) return true;
+    if (r.source == live_source::histogram && r.histogram == row.histogram) return false;
+  }
+  return false;
+}
+}  // namespace detail
+
+/// The families of scheme `vllm` (else tokchron's), in their export order: the histograms in
+/// `live_histogram` order (names of `metric_table` metrics from the table,
+/// `prometheus_name(m, "tokchron_")` or `vllm_name`; the others from `live_family_names`), each
+/// on `edges(h)`, then every other family of `live_family_names` the scheme names, in the
+/// table's order: the finish-reason label `outcome` (tokchron: `to_string(finish_reason)`) or
+/// `finished_reason` (vLLM's strings), the source label `source`, the position label
+/// `position`. `EdgesOf` is callable as `std::vector<double>(live_histogram)`.
+template <class EdgesOf>
+[[nodiscard]] std::vector<live_family> live_scheme_families(bool vllm, EdgesOf&& edges) {
+  std::vector<live_family> fs;
+  for (std::size_t x = 0; x < live_histogram_count; ++x) {
+    const auto h = static_cast<live_histogram>(x);
+    std::string name;
+    if (const auto m = live_metric(h)) {
+      name = vllm ? std::string(info(*m).vllm_name) : prometheus_name(*m, "tokchron_");
+    } else {
+      for (const auto& r : live_family_names)
+        if (detail::live_primary_row(r) && r.histogram == h)
+          name = std::string(vllm ? r.vllm : r.tokchron);
+    }
+    if (!name.empty()) fs.push_back(live_histogram_family(std::move(name), h, edges(h)));
+  }
+  for (const auto& r : live_family_names) {
+    const std::string_view name = vllm ? r.vllm : r.tokchron;
+    if (name.empty() || detail::live_primary_row(r)) continue;
+    if (r.source == live_source::histogram) {
+      fs.push_back(live_histogram_family(std::string(name), r.histogram, edges(r.histogram)));
+      continue;
+    }
+    live_family f = live_source_family(std::string(name), r.source);
+    if (r.source == live_source::requests) {
+      f.label = std::string(vllm ? live_reason_label_vllm : live_reason_label_tokchron);
+      for (std::size_t k = 0; k < finish_reason_count; ++k)
+        f.label_values.emplace_back(to_string(static_cast<finish_reason>(k)));
+      if (vllm)  // vllm/v1/engine/__init__.py FINISH_REASON_STRINGS
+        f.label_values = {"stop",      "length", "abort", "error",
+                          "abort",  // a server's timeout aborts the request
+                          "",       // vLLM never counts a request it refused
+                          "repetition"};
+    } else if (r.source == live_source::prompt_tokens_by_source) {
+      // vllm/v1/metrics/stats.py PromptTokenStats.ALL_SOURCES
+      f.label = "source";
+      f.label_values = {"local_compute", "local_cache_hit", "external_kv_transfer"};
+    } else if (r.source == live_source::spec_accepted_per_position) {
+      f.label = "position";
+    }
+    fs.push_back(std::move(f));
+  }
+  return fs;
 }
 
-/// tokchron's names (`live_names_for(live_semantics::tokchron)`) and canonical definitions;
-/// every latency histogram on `exponential_buckets(4, 1 ms, 1000 s)`, so PromQL quantiles over
-/// any sum of replicas err by at most 4.43 % inside that range; lengths on 1-2-5 buckets up to
-/// `max_tokens_bound`. Labels: `label_names`, default series `default_label_values` (one per
-/// name). Throws std::invalid_argument when they differ in size.
+/// tokchron's names (`live_scheme_families(false, ...)`) and canonical definitions (the
+/// default `live_rules`); every latency histogram on `exponential_buckets(4, 1 ms, 1000 s)`, so
+/// PromQL quantiles over any sum of replicas err by at most 4.43 % inside that range; lengths
+/// on 1-2-5 buckets up to `max_tokens_bound`. Labels: `label_names`, default series
+/// `default_label_values` (one per name). Throws std::invalid_argument when they differ in
+/// size.
 [[nodiscard]] inline live_options tokchron_live_options(
     std::vector<std::string> label_names = {}, std::vector<std::string> default_label_values = {},
     std::uint64_t max_tokens_bound = 1000000) {
@@ -93,57 +140,82 @@ TOKCHRON_BEGIN_NAMESPACE
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: tokchron_live_options needs one default value per label name");
   live_options o;
-  o.semantics = live_semantics::tokchron;
   o.label_names = std::move(label_names);
   o.default_label_values = std::move(default_label_values);
-  o.names = live_names_for(o.semantics);
   const std::vector<double> lat = bucket_layout::exponential().request;
   const std::vector<double> len = one_two_five_buckets(max_tokens_bound);
-  for (std::size_t h = 0; h < live_histogram_count; ++h)
-    o.buckets[h] = detail::live_is_time(static_cast<live_histogram>(h)) ? lat : len;
-  o.buckets[live_index(live_histogram::validation_time)].clear();  // not exported
+  o.families = live_scheme_families(
+      false, [&](live_histogram h) { return detail::live_is_time(h) ? lat : len; });
   return o;
+}
+
+/// vLLM's rules (vllm/v1/metrics/stats.py, loggers.py): ITL one sample per engine step
+/// (streamed chunk) that carried tokens after the first, per-request TPOT decode_time / (N - 1)
+/// and 0 for N <= 1.
+[[nodiscard]] inline live_rules vllm_live_rules() noexcept {
+  live_rules r;
+  r.itl = itl_grain::per_chunk;
+  r.tpot_small_n = small_n_rule::zero;
+  return r;
 }
 
 /// vLLM's `/metrics` (vllm/v1/metrics/loggers.py, PrometheusStatLogger): labels `model_name`
 /// and `engine` (default series: `model_name`, `engine`), vLLM's names
-/// (`live_names_for(live_semantics::vllm)`), bucket lists (lengths on
-/// `one_two_five_buckets(max_model_len)`), per-step ITL, per-request TPOT with 0 for one-token
-/// answers, finished_reason values, and the deprecated `vllm:time_per_output_token_seconds` /
-/// `vllm:gpu_cache_usage_perc` that vLLM's earlier example Grafana dashboard queries. See
-/// docs/library/live-metrics.md for what tokchron cannot know.
+/// (`live_scheme_families(true, ...)`), bucket lists (lengths on
+/// `one_two_five_buckets(max_model_len)`), `vllm_live_rules()`, finished_reason values, and the
+/// deprecated `vllm:time_per_output_token_seconds` / `vllm:gpu_cache_usage_perc` that vLLM's
+/// earlier example Grafana dashboard queries. See docs/library/live-metrics.md for what
+/// tokchron cannot know.
 [[nodiscard]] inline live_options vllm_live_options(std::string model_name,
                                                     std::uint64_t max_model_len,
                                                     std::string engine = "0") {
   live_options o;
-  o.semantics = live_semantics::vllm;
+  o.rules = vllm_live_rules();
   o.label_names = {"model_name", "engine"};
   o.default_label_values = {std::move(model_name), std::move(engine)};
-  o.names = live_names_for(o.semantics);
-  for (std::size_t h = 0; h < live_histogram_count; ++h) {
-    switch (static_cast<live_histogram>(h)) {
-      case live_histogram::ttft: o.buckets[h] = vllm_ttft_buckets(); break;
+  o.families = live_scheme_families(true, [&](live_histogram h) {
+    switch (h) {
+      case live_histogram::ttft: return vllm_ttft_buckets();
       case live_histogram::itl:
-      case live_histogram::tpot: o.buckets[h] = vllm_itl_buckets(); break;
-      case live_histogram::validation_time: break;  // not exported
+      case live_histogram::tpot: return vllm_itl_buckets();
       default:
-        o.buckets[h] = detail::live_is_time(static_cast<live_histogram>(h))
-                           ? vllm_request_latency_buckets()
-                           : one_two_five_buckets(max_model_len);
+        return detail::live_is_time(h) ? vllm_request_latency_buckets()
+                                       : one_two_five_buckets(max_model_len);
     }
-  }
+  });
   return o;
 }
 
-/// The names of a preset with nothing exported but tokchron's own counters (misuse, label
-/// overflow, dropped samples, and rejected requests where the server has no such counter).
-[[nodiscard]] inline live_names tokchron_own_names() {
-  live_names n;
-  n.misuse = "tokchron_misuse";
-  n.label_overflow = "tokchron_label_overflow";
-  n.long_label_values = "tokchron_long_label_values";
-  n.dropped = "tokchron_dropped_samples";
-  return n;
+/// tokchron's own counters, for a preset of a server that has none of them: misuse, label
+/// overflow, long label values, dropped samples (`tokchron_misuse`, ...).
+[[nodiscard]] inline std::vector<live_family> live_own_families() {
+  return {live_source_family("tokchron_misuse", live_source::misuse),
+          live_source_family("tokchron_label_overflow", live_source::label_overflow),
+          live_source_family("tokchron_long_label_values", live_source::long_label_values),
+          live_source_family("tokchron_dropped_samples", live_source::dropped)};
+}
+
+/// Appends `tail` to `fs`.
+inline void live_append(std::vector<live_family>& fs, std::vector<live_family> tail) {
+  for (auto& f : tail) fs.push_back(std::move(f));
+}
+
+/// A `finished` family: requests finished for one of `reasons`, with its help.
+[[nodiscard]] inline live_family live_finished_family(std::string name, std::uint8_t reasons,
+                                                      std::string help) {
+  live_family f = live_source_family(std::move(name), live_source::finished, std::move(help));
+  f.reasons = reasons;
+  return f;
+}
+
+/// A `requests` family: finished requests by finish reason under label `label`, `values` the
+/// label value of each `finish_reason` (empty: not counted) and then any never recorded.
+[[nodiscard]] inline live_family live_requests_family(std::string name, std::string label,
+                                                      std::vector<std::string> values) {
+  live_family f = live_source_family(std::move(name), live_source::requests);
+  f.label = std::move(label);
+  f.label_values = std::move(values);
+  return f;
 }
 
 /// SGLang's `/metrics` (sgl-project/sglang python/sglang/srt/metrics/collector.py at
@@ -161,46 +233,49 @@ TOKCHRON_BEGIN_NAMESPACE
 /// server-fed KV-cache gauge. Bucket lists are SGLang's defaults.
 [[nodiscard]] inline live_options sglang_live_options(std::string model_name) {
   live_options o;
-  o.semantics = live_semantics::sglang;
+  o.rules.itl = itl_grain::per_token_split;
+  o.rules.tokens_at_finish = true;
+  o.rules.queue_at_schedule = true;
   o.label_names = {"model_name"};
   o.default_label_values = {std::move(model_name)};
-  live_names n = tokchron_own_names();
-  n.histograms[live_index(live_histogram::ttft)] = "sglang:time_to_first_token_seconds";
-  n.histograms[live_index(live_histogram::itl)] = "sglang:inter_token_latency_seconds";
-  n.histograms[live_index(live_histogram::e2e)] = "sglang:e2e_request_latency_seconds";
-  n.histograms[live_index(live_histogram::queue_time)] = "sglang:queue_time_seconds";
-  n.prompt_tokens = "sglang:prompt_tokens";
-  n.generation_tokens = "sglang:generation_tokens";
-  n.prompt_tokens_cached = "sglang:cached_tokens";
-  n.preemptions = "sglang:num_retracted_requests";
-  n.running = "sglang:num_running_reqs";
-  n.waiting = "sglang:num_queue_reqs";
-  n.kv_cache_usage = "sglang:token_usage";
-  n.reason_counters = {
-      {"sglang:num_requests",
-       static_cast<std::uint8_t>(
-           live_reason_bit(finish_reason::stop) | live_reason_bit(finish_reason::length) |
-           live_reason_bit(finish_reason::aborted) | live_reason_bit(finish_reason::error) |
-           live_reason_bit(finish_reason::timed_out)),
-       "Number of requests processed."},
-      {"sglang:num_aborted_requests",
-       static_cast<std::uint8_t>(live_reason_bit(finish_reason::aborted) |
-                                 live_reason_bit(finish_reason::timed_out)),
-       "Number of requests aborted."}};
-  n.rejected = "tokchron_rejected_requests";
-  o.names = std::move(n);
-  o.buckets[live_index(live_histogram::ttft)] = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,   4,   6,
-                                                 8,   10,  20,  40,  60,  80, 100, 200, 400};
-  o.buckets[live_index(live_histogram::itl)] = {
-      0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
-      0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000};
-  o.buckets[live_index(live_histogram::e2e)] = {0.1, 0.2, 0.4, 0.6,  0.8,  1,   2,  4,
-                                                6,   8,   10,  20,   40,   60,  80, 100,
-                                                200, 400, 600, 1200, 1800, 2400};
-  o.buckets[live_index(live_histogram::queue_time)] = {
-      0.0, 0.1, 0.2, 0.5, 1,    2,    3,    4,    5,    10,   15,   20,
-      30,  40,  50,  60,  70,   80,   90,   100,  200,  300,  400,  500,
-      600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000};
+  using h = live_histogram;
+  using src = live_source;
+  o.families = {
+      live_histogram_family(
+          "sglang:time_to_first_token_seconds", h::ttft,
+          {0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}),
+      live_histogram_family(
+          "sglang:inter_token_latency_seconds", h::itl,
+          {0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+           0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000}),
+      live_histogram_family("sglang:e2e_request_latency_seconds", h::e2e,
+                            {0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
+                             20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400}),
+      live_histogram_family("sglang:queue_time_seconds", h::queue_time,
+                            {0.0, 0.1, 0.2, 0.5, 1,    2,    3,    4,    5,    10,   15,   20,
+                             30,  40,  50,  60,  70,   80,   90,   100,  200,  300,  400,  500,
+                             600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000}),
+      live_source_family("sglang:prompt_tokens", src::prompt_tokens),
+      live_source_family("sglang:generation_tokens", src::generation_tokens),
+      live_source_family("sglang:num_retracted_requests", src::preemptions),
+      live_source_family("sglang:num_running_reqs", src::running),
+      live_source_family("sglang:num_queue_reqs", src::waiting),
+      live_source_family("sglang:token_usage", src::kv_cache_usage),
+      live_source_family("sglang:cached_tokens", src::prompt_tokens_cached),
+      live_finished_family("sglang:num_requests",
+                           static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
+                                                     live_reason_bit(finish_reason::length) |
+                                                     live_reason_bit(finish_reason::aborted) |
+                                                     live_reason_bit(finish_reason::error) |
+                                                     live_reason_bit(finish_reason::timed_out)),
+                           "Number of requests processed."),
+      live_finished_family("sglang:num_aborted_requests",
+                           static_cast<std::uint8_t>(live_reason_bit(finish_reason::aborted) |
+                                                     live_reason_bit(finish_reason::timed_out)),
+                           "Number of requests aborted."),
+      live_source_family("tokchron_rejected_requests", src::rejected),
+  };
+  live_append(o.families, live_own_families());
   return o;
 }
 
@@ -245,33 +320,42 @@ TOKCHRON_BEGIN_NAMESPACE
 [[nodiscard]] inline live_options tgi_live_options(std::uint64_t max_input_tokens,
                                                    std::uint64_t max_total_tokens) {
   live_options o;
-  o.semantics = live_semantics::tgi;
-  live_names n = tokchron_own_names();
-  n.histograms[live_index(live_histogram::e2e)] = "tgi_request_duration";
-  n.histograms[live_index(live_histogram::validation_time)] = "tgi_request_validation_duration";
-  n.histograms[live_index(live_histogram::queue_time)] = "tgi_request_queue_duration";
-  n.histograms[live_index(live_histogram::inference_time)] = "tgi_request_inference_duration";
-  n.histograms[live_index(live_histogram::tpot)] = "tgi_request_mean_time_per_token_duration";
-  n.histograms[live_index(live_histogram::generation_tokens)] = "tgi_request_generated_tokens";
-  n.histograms[live_index(live_histogram::prompt_tokens)] = "tgi_request_input_length";
-  n.histograms[live_index(live_histogram::max_tokens)] = "tgi_request_max_new_tokens";
-  n.requests = "tgi_request_failure";
-  n.reason_label = "err";
-  n.arrived = "tgi_request_count";
-  n.reason_counters = {{"tgi_request_success",
-                        static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
-                                                  live_reason_bit(finish_reason::length)),
-                        "Number of successful requests"}};
-  n.waiting = "tgi_queue_size";
-  n.running = "tgi_batch_current_size";
-  n.counter_total_suffix = false;
-  o.names = std::move(n);
+  o.rules.itl = itl_grain::per_chunk;
+  o.rules.tpot = tpot_span::origin_to_last_over_n;
+  o.rules.lengths_at_arrival = true;
+  o.rules.reasons = static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
+                                              live_reason_bit(finish_reason::length));
+  using h = live_histogram;
+  using src = live_source;
   const std::vector<double> duration = tgi_duration_buckets();
-  for (std::size_t x = 0; x < live_histogram_count; ++x)
-    if (detail::live_is_time(static_cast<live_histogram>(x))) o.buckets[x] = duration;
-  o.buckets[live_index(live_histogram::prompt_tokens)] = tgi_linear_buckets(max_input_tokens);
-  o.buckets[live_index(live_histogram::generation_tokens)] = tgi_linear_buckets(max_total_tokens);
-  o.buckets[live_index(live_histogram::max_tokens)] = tgi_linear_buckets(max_total_tokens);
+  const std::vector<double> total = tgi_linear_buckets(max_total_tokens);
+  o.families = {
+      live_histogram_family("tgi_request_mean_time_per_token_duration", h::tpot, duration),
+      live_histogram_family("tgi_request_duration", h::e2e, duration),
+      live_histogram_family("tgi_request_queue_duration", h::queue_time, duration),
+      live_histogram_family("tgi_request_inference_duration", h::inference_time, duration),
+      live_histogram_family("tgi_request_input_length", h::prompt_tokens,
+                            tgi_linear_buckets(max_input_tokens)),
+      live_histogram_family("tgi_request_generated_tokens", h::generation_tokens, total),
+      live_histogram_family("tgi_request_max_new_tokens", h::max_tokens, total),
+      live_histogram_family("tgi_request_validation_duration", h::validation_time, duration),
+      // The err values TGI gives: "dropped" when the client's channel closed
+      // (backends/v3/src/backend.rs), "generation" for a failed generation (ibid.), "overloaded"
+      // when the concurrency limit refuses a request (router/src/infer/mod.rs). TGI has no
+      // request timeout: a request timed out is dropped. Stop and length are successes.
+      live_requests_family("tgi_request_failure", "err",
+                           {"", "", "dropped", "generation", "dropped", "overloaded"}),
+      live_source_family("tgi_batch_current_size", src::running),
+      live_source_family("tgi_queue_size", src::waiting),
+      live_source_family("tgi_request_count", src::arrived),
+      live_finished_family("tgi_request_success",
+                           static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
+                                                     live_reason_bit(finish_reason::length)),
+                           "Number of successful requests"),
+  };
+  for (auto& f : o.families)  // TGI's exporter writes counters without _total
+    if (f.kind == metric_kind::counter) f.total_suffix = false;
+  live_append(o.families, live_own_families());
   return o;
 }
 
@@ -288,18 +372,21 @@ TOKCHRON_BEGIN_NAMESPACE
 /// `llamacpp:requests_processing` (running), `llamacpp:requests_deferred` (waiting).
 [[nodiscard]] inline live_options llamacpp_live_options() {
   live_options o;
-  o.semantics = live_semantics::llamacpp;
-  live_names n = tokchron_own_names();
-  n.prompt_tokens = "llamacpp:prompt_tokens";
-  n.prefill_seconds = "llamacpp:prompt_seconds";
-  n.generation_tokens = "llamacpp:tokens_predicted";
-  n.decode_seconds = "llamacpp:tokens_predicted_seconds";
-  n.prompt_throughput = "llamacpp:prompt_tokens_seconds";
-  n.generation_throughput = "llamacpp:predicted_tokens_seconds";
-  n.running = "llamacpp:requests_processing";
-  n.waiting = "llamacpp:requests_deferred";
-  n.rejected = "tokchron_rejected_requests";
-  o.names = std::move(n);
+  o.rules.itl = itl_grain::per_chunk;
+  o.rules.whole_ms_counters = true;
+  using src = live_source;
+  o.families = {
+      live_source_family("llamacpp:prompt_tokens", src::prompt_tokens),
+      live_source_family("llamacpp:tokens_predicted", src::generation_tokens),
+      live_source_family("llamacpp:requests_processing", src::running),
+      live_source_family("llamacpp:requests_deferred", src::waiting),
+      live_source_family("llamacpp:prompt_seconds", src::prefill_seconds),
+      live_source_family("llamacpp:tokens_predicted_seconds", src::decode_seconds),
+      live_source_family("llamacpp:prompt_tokens_seconds", src::prompt_throughput),
+      live_source_family("llamacpp:predicted_tokens_seconds", src::generation_throughput),
+      live_source_family("tokchron_rejected_requests", src::rejected),
+  };
+  live_append(o.families, live_own_families());
   return o;
 }
 
@@ -316,46 +403,54 @@ TOKCHRON_BEGIN_NAMESPACE
 [[nodiscard]] inline live_options trtllm_live_options(std::string model_name,
                                                       std::string engine_type = "trtllm") {
   live_options o;
-  o.semantics = live_semantics::trtllm;
+  o.rules.itl = itl_grain::per_chunk;
+  o.rules.ttft_at_finish = true;
+  o.rules.tokens_at_finish = true;
+  o.rules.from_queued = true;
+  o.rules.e2e_to_last_token = true;
+  o.rules.positive_only = true;
+  o.rules.reasons = static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
+                                              live_reason_bit(finish_reason::length) |
+                                              live_reason_bit(finish_reason::timed_out));
   o.label_names = {"model_name", "engine_type"};
   o.default_label_values = {std::move(model_name), std::move(engine_type)};
-  live_names n = tokchron_own_names();
-  n.histograms[live_index(live_histogram::e2e)] = "trtllm_e2e_request_latency_seconds";
-  n.histograms[live_index(live_histogram::ttft)] = "trtllm_time_to_first_token_seconds";
-  n.histograms[live_index(live_histogram::tpot)] = "trtllm_time_per_output_token_seconds";
-  n.histograms[live_index(live_histogram::queue_time)] = "trtllm_request_queue_time_seconds";
-  n.histograms[live_index(live_histogram::prefill_time)] = "trtllm_request_prefill_time_seconds";
-  n.histograms[live_index(live_histogram::decode_time)] = "trtllm_request_decode_time_seconds";
-  n.histograms[live_index(live_histogram::inference_time)] =
-      "trtllm_request_inference_time_seconds";
-  n.requests = "trtllm_request_success";
-  n.reason_label = "finished_reason";
-  n.prompt_tokens = "trtllm_prompt_tokens";
-  n.generation_tokens = "trtllm_generation_tokens";
-  n.prompt_tokens_cached = "trtllm_prompt_cached_tokens";
-  n.running = "trtllm_num_requests_running";
-  n.waiting = "trtllm_num_requests_waiting";
-  n.kv_cache_usage = "trtllm_kv_cache_utilization";
-  n.spec_draft_tokens = "trtllm_spec_decode_num_draft_tokens";
-  n.spec_accepted_tokens = "trtllm_spec_decode_num_accepted_tokens";
-  n.rejected = "tokchron_rejected_requests";
-  o.names = std::move(n);
+  using h = live_histogram;
+  using src = live_source;
   const std::vector<double> long_latency = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
                                             5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                             60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
-  o.buckets[live_index(live_histogram::e2e)] = long_latency;
-  o.buckets[live_index(live_histogram::queue_time)] = long_latency;
-  o.buckets[live_index(live_histogram::decode_time)] = long_latency;
-  o.buckets[live_index(live_histogram::inference_time)] = long_latency;
-  o.buckets[live_index(live_histogram::ttft)] = {
-      0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
-      1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
-  o.buckets[live_index(live_histogram::tpot)] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
-                                                 0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0,
-                                                 7.5,  10.0,  20.0, 40.0,  80.0};
-  o.buckets[live_index(live_histogram::prefill_time)] = {0.001, 0.005, 0.01, 0.025, 0.05,  0.1,
-                                                         0.25,  0.5,   1.0,  2.5,   5.0,   10.0,
-                                                         20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+  o.families = {
+      live_histogram_family(
+          "trtllm_time_to_first_token_seconds", h::ttft,
+          {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+      live_histogram_family("trtllm_time_per_output_token_seconds", h::tpot,
+                            {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
+                             2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}),
+      live_histogram_family("trtllm_e2e_request_latency_seconds", h::e2e, long_latency),
+      live_histogram_family("trtllm_request_queue_time_seconds", h::queue_time, long_latency),
+      live_histogram_family("trtllm_request_prefill_time_seconds", h::prefill_time,
+                            {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                             20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+      live_histogram_family("trtllm_request_decode_time_seconds", h::decode_time, long_latency),
+      live_histogram_family("trtllm_request_inference_time_seconds", h::inference_time,
+                            long_latency),
+      // tensorrt_llm/executor/result.py: END_ID and STOP_WORDS -> "stop", LENGTH -> "length",
+      // TIMED_OUT -> "timeout"; a cancelled or failed request has no finish reason and is not
+      // counted (tensorrt_llm/metrics/collector.py logs only requests with one).
+      live_requests_family("trtllm_request_success", "finished_reason",
+                           {"stop", "length", "", "", "timeout", ""}),
+      live_source_family("trtllm_prompt_tokens", src::prompt_tokens),
+      live_source_family("trtllm_generation_tokens", src::generation_tokens),
+      live_source_family("trtllm_num_requests_running", src::running),
+      live_source_family("trtllm_num_requests_waiting", src::waiting),
+      live_source_family("trtllm_kv_cache_utilization", src::kv_cache_usage),
+      live_source_family("trtllm_prompt_cached_tokens", src::prompt_tokens_cached),
+      live_source_family("trtllm_spec_decode_num_draft_tokens", src::spec_draft_tokens),
+      live_source_family("trtllm_spec_decode_num_accepted_tokens", src::spec_accepted_tokens),
+      live_source_family("tokchron_rejected_requests", src::rejected),
+  };
+  live_append(o.families, live_own_families());
   return o;
 }
 

@@ -113,7 +113,8 @@ class basic_live_request {
 };
 
 /// Live server metrics: lock-free recording from any number of threads, labelled series with
-/// a bounded number of label-value sets, an inclusion policy, tokchron's or vLLM's semantics.
+/// a bounded number of label-value sets, an inclusion policy, and a preset's rules and families
+/// (live/options.hpp: tokchron's canonical definitions, vLLM's, or any server's, as data).
 /// Scrape with `scrape(m)` (live/scrape.hpp), or the prometheus-cpp adaptor
 /// (export/prometheus_cpp.hpp).
 ///
@@ -235,7 +236,7 @@ class basic_live_metrics {
   /// one whose scheduling the server does not report, moves to running). Generation tokens
   /// count now;
   /// the first chunk with tokens also counts the prompt tokens and records TTFT; every later
-  /// chunk with tokens records ITL (per step or per token, see `live_semantics`). Under
+  /// chunk with tokens records ITL (per chunk or per token, see `live_rules::itl`). Under
   /// `live_inclusion::completed` counters and TTFT wait for the finish.
   record_status chunk(request_type& r, std::uint32_t tokens,
                       chunk_kind kind = chunk_kind::text) noexcept {
@@ -287,7 +288,7 @@ class basic_live_metrics {
       d.count(s, detail::lc_preemptions, tl.preemptions());
       if (tl.first_token_time()) {
         if constexpr (Store::template bind<C>::keeps_chunks) {
-          if (hot_.rules.itl == detail::live_rules::itl_per_token) {
+          if (hot_.rules.itl == itl_grain::per_token_with_first) {
             (void)for_each_itl_per_token(tl, [&](auto gap, std::uint64_t k) noexcept {
               d.observe(s, live_histogram::itl, seconds(gap), k);
             });
@@ -304,7 +305,7 @@ class basic_live_metrics {
         }
         if (streaming) {
           first_token_series(d, s, tl);
-          if (!hot_.rules.tokens_at_finish && !hot_.rules.llamacpp_counters)
+          if (!hot_.rules.tokens_at_finish && !hot_.rules.whole_ms_counters)
             count_generation(d, s, tl.output_tokens(), tl.reasoning_tokens());
           counted_prompt = true;
         }
@@ -406,7 +407,7 @@ class basic_live_metrics {
   /// when all but one were cached).
   template <class Timeline>
   void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl) const noexcept {
-    const bool computed_only = hot_.rules.llamacpp_counters;
+    const bool computed_only = hot_.rules.whole_ms_counters;
     const std::optional<std::uint64_t> p = tl.prompt_tokens();
     const std::optional<std::uint64_t> c = tl.cached_prompt_tokens();
     // llama.cpp counts the prompt tokens it evaluated: the cached ones are not.
@@ -434,7 +435,7 @@ class basic_live_metrics {
 
   void observe_itl(detail::live_writer<>& d, std::uint32_t s, double gap,
                    std::uint32_t tokens) const noexcept {
-    if (hot_.rules.itl == detail::live_rules::itl_per_step)
+    if (hot_.rules.itl == itl_grain::per_chunk)
       d.observe(s, live_histogram::itl, gap);  // one sample per step
     else
       d.observe(s, live_histogram::itl, gap / tokens, tokens);  // k samples of g/k
@@ -468,7 +469,7 @@ class basic_live_metrics {
       if (const auto a = start_of(tl); a && first && *first >= *a)
         observe_latency(d, s, live_histogram::ttft, seconds(*first - *a));
     if (!hot_.rules.tokens_at_finish) count_prompt(d, s, tl);
-    if (hot_.rules.llamacpp_counters)
+    if (hot_.rules.whole_ms_counters)
       if (const auto sched = tl.first_scheduled(); sched && first && *first >= *sched)
         d.count(s, detail::lc_prefill_ms, whole_ms(*first - *sched));
   }
@@ -482,16 +483,16 @@ class basic_live_metrics {
   }
 
   /// The finish-time series of a finished timeline, as the inclusion policy and the
-  /// semantics' rules say.
+  /// preset's rules say.
   template <class Timeline>
   void finished(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
                 std::uint64_t max_tokens, bool counted_prompt) const noexcept {
     const finish_reason reason = *tl.reason();
-    const detail::live_rules& rules = hot_.rules;
+    const live_rules& rules = hot_.rules;
     d.count(s, detail::lc_requests + static_cast<std::uint32_t>(reason), 1);
     const std::uint64_t n = tl.output_tokens();
     // llama.cpp: generated tokens and generation time when a slot completes (stop, length).
-    if (rules.llamacpp_counters && is_success(reason) && tl.first_token_time()) {
+    if (rules.whole_ms_counters && is_success(reason) && tl.first_token_time()) {
       count_generation(d, s, n, tl.reasoning_tokens());
       if (const auto dec = decode_time(tl)) d.count(s, detail::lc_decode_ms, whole_ms(*dec));
     }
@@ -513,7 +514,7 @@ class basic_live_metrics {
       count_prompt(d, s, tl);
       count_generation(d, s, n, tl.reasoning_tokens());
     } else {
-      if (inc == live_inclusion::completed && !rules.llamacpp_counters)
+      if (inc == live_inclusion::completed && !rules.whole_ms_counters)
         count_generation(d, s, n, tl.reasoning_tokens());
       if (!counted_prompt && includes(inc, inclusion_family::prompt_tokens, tl))
         count_prompt(d, s, tl);
@@ -536,22 +537,18 @@ class basic_live_metrics {
     if (dec) observe_latency(d, s, live_histogram::decode_time, seconds(*dec));
     if (tl.first_scheduled() && last)
       observe_latency(d, s, live_histogram::inference_time, seconds(*last - *tl.first_scheduled()));
-    switch (rules.tpot) {
-      case detail::live_rules::tpot_vllm:
-        // stats.py: decode_time / (N - 1) when N - 1 > 0, else 0 (also for N = 0 and 1).
+    if (rules.tpot == tpot_span::origin_to_last_over_n) {
+      // TGI (router/src/server.rs): time_per_token = inference_time / generated_tokens, where
+      // inference_time runs from the batch start to the last token.
+      if (n > 0 && tl.first_scheduled() && last && *last >= *tl.first_scheduled())
         d.observe(s, live_histogram::tpot,
-                  n > 1 && dec ? seconds(*dec) / static_cast<double>(n - 1) : 0.0);
-        break;
-      case detail::live_rules::tpot_tgi:
-        // router/src/server.rs: time_per_token = inference_time / generated_tokens, where
-        // inference_time runs from the batch start to the last token.
-        if (n > 0 && tl.first_scheduled() && last && *last >= *tl.first_scheduled())
-          d.observe(s, live_histogram::tpot,
-                    seconds(*last - *tl.first_scheduled()) / static_cast<double>(n));
-        break;
-      case detail::live_rules::tpot_canonical:
-        if (const auto v = tpot(tl)) observe_latency(d, s, live_histogram::tpot, seconds(*v));
-        break;
+                  seconds(*last - *tl.first_scheduled()) / static_cast<double>(n));
+    } else if (rules.tpot_small_n == small_n_rule::zero) {
+      // vLLM (stats.py): decode_time / (N - 1) when N - 1 > 0, else 0 (also for N = 0 and 1).
+      d.observe(s, live_histogram::tpot,
+                n > 1 && dec ? seconds(*dec) / static_cast<double>(n - 1) : 0.0);
+    } else if (const auto v = tpot(tl)) {
+      observe_latency(d, s, live_histogram::tpot, seconds(*v));
     }
     if (!rules.lengths_at_arrival) {
       if (const auto p = tl.prompt_tokens())
@@ -714,14 +711,14 @@ record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, st
     if (prev) {
       observe_itl(d, s, seconds(t - *prev), tokens);
     } else {
-      if (hot_.rules.itl == detail::live_rules::itl_per_token && tokens > 1)
+      if (hot_.rules.itl == itl_grain::per_token_with_first && tokens > 1)
         d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
       if (streaming) {
         first_token_series(d, s, r.tl_);
         r.counted_prompt_ = true;
       }
     }
-    if (streaming && !hot_.rules.tokens_at_finish && !hot_.rules.llamacpp_counters)
+    if (streaming && !hot_.rules.tokens_at_finish && !hot_.rules.whole_ms_counters)
       count_generation(d, s, tokens, kind == chunk_kind::reasoning ? tokens : 0);
   });
   return record_status::ok;

@@ -92,71 +92,353 @@ struct live_scrape_lock {
   live_state& st;
 };
 
-/// The finished_reason label value of `r` under `sem` (empty: not counted in `requests`).
-[[nodiscard]] inline std::string live_reason_value(live_semantics sem, finish_reason r) {
-  if (sem == live_semantics::tokchron) return std::string(to_string(r));
-  if (sem == live_semantics::tgi) {
-    // tgi_request_failure{err}: stop and length are successes (tgi_request_success). The
-    // values TGI gives: "dropped" when the client's channel closed (backends/v3/src/backend.rs),
-    // "generation" for a failed generation (ibid.), "overloaded" when the concurrency limit
-    // refuses a request (router/src/infer/mod.rs). TGI has no request timeout: a request
-    // timed out is dropped.
-    switch (r) {
-      case finish_reason::aborted:
-      case finish_reason::timed_out: return "dropped";
-      case finish_reason::error: return "generation";
-      case finish_reason::rejected: return "overloaded";
-      default: return {};
-    }
+/// What one scrape took out of the shared state: each series' counters and histogram sums
+/// (zeros for a series never touched), tokchron's own counts, the throughput window, and the
+/// series to write with their labels.
+struct live_scrape_data {
+  std::vector<std::vector<std::uint64_t>> counts;
+  std::vector<std::vector<double>> sums;
+  std::vector<bool> present;
+  /// By series: prompt tokens, prefill ms, generation tokens, decode ms added since the
+  /// previous scrape (the throughput gauges' window).
+  std::vector<std::array<std::uint64_t, 4>> window;
+  std::uint64_t misuse = 0, dropped = 0, label_overflow = 0, long_label_values = 0;
+  std::uint32_t features = 0;  ///< live_feature bits
+  bool prefix_cache_used = false;
+  /// The series to write: interned ones in interning order, then the overflow series if it
+  /// holds anything.
+  std::vector<std::pair<std::uint32_t, label_set>> series;
+
+  /// Counter slot `c` of series `s` (0 for a series never touched).
+  [[nodiscard]] std::uint64_t counter(std::uint32_t s, std::uint32_t c) const noexcept {
+    return present[s] ? counts[s][c] : 0;
   }
-  if (sem == live_semantics::trtllm) {
-    // tensorrt_llm/executor/result.py: END_ID and STOP_WORDS -> "stop", LENGTH -> "length",
-    // TIMED_OUT -> "timeout"; a cancelled or failed request has no finish reason and is not
-    // counted (tensorrt_llm/metrics/collector.py logs only requests with one).
-    switch (r) {
-      case finish_reason::stop: return "stop";
-      case finish_reason::length: return "length";
-      case finish_reason::timed_out: return "timeout";
-      default: return {};
-    }
+  /// Finished requests of series `s` whose reason is in `reasons` (bits `live_reason_bit`).
+  [[nodiscard]] std::uint64_t finished(std::uint32_t s, unsigned reasons) const noexcept {
+    std::uint64_t total = 0;
+    for (std::uint32_t r = 0; r < finish_reason_count; ++r)
+      if ((reasons & (1u << r)) != 0) total = live_sat_add(total, counter(s, lc_requests + r));
+    return total;
   }
-  // vllm/v1/engine/__init__.py FINISH_REASON_STRINGS: stop, length, abort, error, repetition.
-  switch (r) {
-    case finish_reason::stop: return "stop";
-    case finish_reason::length: return "length";
-    case finish_reason::aborted: return "abort";
-    case finish_reason::timed_out: return "abort";  // a server's timeout aborts the request
-    case finish_reason::error: return "error";
-    case finish_reason::rejected: return {};  // vLLM never counts a request it refused
-  }
-  return {};
+};
+
+/// True if some family of `o` is fed by `source`.
+[[nodiscard]] inline bool live_exports(const live_options& o, live_source source) noexcept {
+  for (const live_family& f : o.families)
+    if (f.source == source) return true;
+  return false;
 }
 
-[[nodiscard]] inline const char* live_help(live_histogram h, live_semantics sem) {
-  const detail::live_rules rules = live_rules_of(sem);
-  switch (h) {
+/// Drains every shard into the state's totals and copies them out (scrape lock held for the
+/// copy only), with tokchron's own counts and the throughput window.
+inline void live_take(live_state& st, live_scrape_data& d) {
+  const live_layout& lay = st.layout;
+  live_scrape_lock lock(st);
+  live_drain(st);
+  d.counts.resize(lay.series);
+  d.sums.resize(lay.series);
+  d.present.assign(lay.series, false);
+  d.window.assign(lay.series, std::array<std::uint64_t, 4>{});
+  for (std::uint32_t s = 0; s < lay.series; ++s) {
+    if (const live_block* b = st.total.find(s)) {
+      d.counts[s].assign(b->n, b->n + lay.counts);
+      d.sums[s].assign(b->sum, b->sum + live_histogram_count);
+      d.present[s] = true;
+    }
+  }
+  d.misuse = st.total.misuse;
+  d.dropped = st.total.dropped + st.lost_shards.load(std::memory_order_relaxed);
+  d.label_overflow = d.counter(st.overflow_index(), lc_overflow_requests);
+  d.long_label_values = st.long_label_values.load(std::memory_order_relaxed);
+  d.features = st.features.load(std::memory_order_relaxed);
+  d.prefix_cache_used = st.prefix_cache_used.load(std::memory_order_relaxed);
+  // The throughput gauges' window: since the previous scrape (serialised by the lock).
+  if (live_exports(st.options, live_source::prompt_throughput) ||
+      live_exports(st.options, live_source::generation_throughput)) {
+    st.window.resize(lay.series);
+    for (std::uint32_t s = 0; s < lay.series; ++s) {
+      if (!d.present[s]) continue;
+      const std::array<std::uint64_t, 4> now{
+          d.counts[s][lc_prompt_tokens], d.counts[s][lc_prefill_ms],
+          d.counts[s][lc_generation_tokens], d.counts[s][lc_decode_ms]};
+      for (std::size_t i = 0; i < 4; ++i) d.window[s][i] = now[i] - st.window[s][i];
+      st.window[s] = now;
+    }
+  }
+}
+
+/// The series a scrape writes (`live_scrape_data::series`): every interned label-value set in
+/// interning order (zeros if never touched), then the overflow series if it holds anything.
+inline void live_series_labels(const live_state& st, live_scrape_data& d) {
+  const live_options& o = st.options;
+  const std::uint32_t interned = st.next_index.load(std::memory_order_acquire);
+  for (std::uint32_t s = 0; s < interned && s < st.overflow_index(); ++s) {
+    const live_series_entry* e = st.by_index[s].load(std::memory_order_acquire);
+    if (e == nullptr || e->index.load(std::memory_order_acquire) != s) continue;
+    label_set l;
+    for (std::size_t i = 0; i < o.label_names.size(); ++i)
+      l.push_back(label{o.label_names[i], e->values[i]});
+    d.series.emplace_back(s, std::move(l));
+  }
+  if (d.present[st.overflow_index()]) {
+    label_set l;
+    for (const auto& name : o.label_names) l.push_back(label{name, o.overflow_value});
+    d.series.emplace_back(st.overflow_index(), std::move(l));
+  }
+}
+
+/// True if family `f` is written by this scrape: the families of server-fed and optional
+/// series only once something was fed or recorded into them.
+[[nodiscard]] inline bool live_written(const live_family& f, const live_options& o,
+                                       const live_scrape_data& d) noexcept {
+  switch (f.source) {
+    case live_source::prefix_cache_queries:
+    case live_source::prefix_cache_hits: return d.prefix_cache_used;
+    case live_source::prompt_tokens_cached:
+    case live_source::prompt_tokens_by_source:
+    case live_source::prompt_tokens_recomputed: return (d.features & lf_cached_prompt) != 0;
+    case live_source::reasoning_tokens: return (d.features & lf_reasoning) != 0;
+    case live_source::spec_drafts:
+    case live_source::spec_draft_tokens:
+    case live_source::spec_accepted_tokens: return (d.features & lf_speculative) != 0;
+    case live_source::spec_accepted_per_position:
+      return (d.features & lf_speculative) != 0 && o.speculative_positions > 0;
+    default: return true;
+  }
+}
+
+/// The counter slot of a source counted per series in one slot, or `lc_count` for the others.
+[[nodiscard]] constexpr std::uint32_t live_slot(live_source source) noexcept {
+  switch (source) {
+    case live_source::prompt_tokens: return lc_prompt_tokens;
+    case live_source::generation_tokens: return lc_generation_tokens;
+    case live_source::preemptions: return lc_preemptions;
+    case live_source::running: return lc_running;
+    case live_source::waiting: return lc_waiting;
+    case live_source::prefix_cache_queries: return lc_prefix_queries;
+    case live_source::prefix_cache_hits: return lc_prefix_hits;
+    case live_source::prompt_tokens_cached: return lc_prompt_cached;
+    case live_source::prompt_tokens_recomputed: return lc_prompt_recomputed;
+    case live_source::reasoning_tokens: return lc_reasoning_tokens;
+    case live_source::spec_drafts: return lc_spec_drafts;
+    case live_source::spec_draft_tokens: return lc_spec_draft_tokens;
+    case live_source::spec_accepted_tokens: return lc_spec_accepted;
+    case live_source::rejected:
+      return lc_requests + static_cast<std::uint32_t>(finish_reason::rejected);
+    default: return lc_count;
+  }
+}
+
+/// The points of a histogram family: cumulative buckets, count and sum per series.
+inline void live_histogram_points(metric_family& out, const live_family& f, const live_state& st,
+                                  const live_scrape_data& d) {
+  const live_layout& lay = st.layout;
+  const auto h = static_cast<std::size_t>(f.histogram);
+  for (const auto& [s, labels] : d.series) {
+    histogram_data x;
+    std::uint64_t cum = 0;
+    for (std::size_t b = 0; b < lay.bounds[h].size(); ++b) {
+      cum = live_sat_add(cum, d.counter(s, lay.offset[h] + static_cast<std::uint32_t>(b)));
+      x.buckets.push_back(histogram_bucket{lay.bounds[h][b], cum});
+    }
+    x.count = live_sat_add(
+        cum, d.counter(s, lay.offset[h] + static_cast<std::uint32_t>(lay.bounds[h].size())));
+    x.sum = d.present[s] ? d.sums[s][h] : 0.0;
+    out.add(std::move(x), labels);
+  }
+}
+
+/// The points of the requests counter: per series, one per label value of the family (each
+/// once, in order), the sum of the reasons that carry it; values no reason carries are 0.
+inline void live_requests_points(metric_family& out, const live_family& f,
+                                 const live_scrape_data& d) {
+  std::vector<std::string> values;  // label values in order, each once
+  for (const std::string& v : f.label_values) {
+    bool seen = v.empty();
+    for (const auto& x : values) seen = seen || x == v;
+    if (!seen) values.push_back(v);
+  }
+  for (const auto& [s, labels] : d.series)
+    for (const auto& v : values) {
+      unsigned reasons = 0;
+      for (std::uint32_t r = 0; r < finish_reason_count; ++r)
+        if (f.label_values[r] == v) reasons |= 1u << r;
+      label_set l = labels;
+      l.push_back(label{f.label, v});
+      out.add(static_cast<double>(d.finished(s, reasons)), std::move(l));
+    }
+}
+
+/// The points of a family with one label of its own (`label`) besides the series': `values`
+/// points per series, the value and label value of point `v` given by `value_of(s, v)` and
+/// `label_of(v)`.
+template <class ValueOf, class LabelOf>
+void live_labelled_points(metric_family& out, const live_family& f, const live_scrape_data& d,
+                          std::uint32_t values, ValueOf&& value_of, LabelOf&& label_of) {
+  for (const auto& [s, labels] : d.series)
+    for (std::uint32_t v = 0; v < values; ++v) {
+      label_set l = labels;
+      l.push_back(label{f.label, label_of(v)});
+      out.add(static_cast<double>(value_of(s, v)), std::move(l));
+    }
+}
+
+/// The value of a per-series source other than the histograms, the requests and the labelled
+/// counters, for series `s`.
+[[nodiscard]] inline double live_series_value(const live_family& f, const live_state& st,
+                                              const live_scrape_data& d, std::uint32_t s) {
+  switch (f.source) {
+    case live_source::finished: return static_cast<double>(d.finished(s, f.reasons));
+    case live_source::arrived: {  // every request counted once it finished, or running or waiting
+      std::uint64_t total = d.finished(s, (1u << finish_reason_count) - 1);
+      total = live_sat_add(total, d.counter(s, lc_running));
+      return static_cast<double>(live_sat_add(total, d.counter(s, lc_waiting)));
+    }
+    case live_source::running:
+    case live_source::waiting:  // two's complement sums of +1 and -1
+      return static_cast<double>(static_cast<std::int64_t>(d.counter(s, live_slot(f.source))));
+    case live_source::kv_cache_usage: return st.kv_cache_usage[s].load(std::memory_order_relaxed);
+    case live_source::prefill_seconds:
+      return static_cast<double>(d.counter(s, lc_prefill_ms)) / 1e3;
+    case live_source::decode_seconds: return static_cast<double>(d.counter(s, lc_decode_ms)) / 1e3;
+    case live_source::prompt_throughput:
+    case live_source::generation_throughput: {
+      // tools/server: n ? 1e3 / t_ms * n : 0 (a window of tokens and 0 ms gives +Inf there).
+      const auto& w = d.window[s];
+      const std::size_t at = f.source == live_source::prompt_throughput ? 0 : 2;
+      return w[at] != 0 ? 1e3 / static_cast<double>(w[at + 1]) * static_cast<double>(w[at]) : 0.0;
+    }
+    default: return static_cast<double>(d.counter(s, live_slot(f.source)));
+  }
+}
+
+/// The one point of tokchron's own counter `source` (no labels).
+[[nodiscard]] inline double live_own_value(live_source source, const live_scrape_data& d) noexcept {
+  switch (source) {
+    case live_source::misuse: return static_cast<double>(d.misuse);
+    case live_source::label_overflow: return static_cast<double>(d.label_overflow);
+    case live_source::long_label_values: return static_cast<double>(d.long_label_values);
+    default: return static_cast<double>(d.dropped);
+  }
+}
+
+/// The points of family `f` in this scrape.
+inline void live_points(metric_family& out, const live_family& f, const live_state& st,
+                        const live_scrape_data& d) {
+  switch (f.source) {
+    case live_source::histogram: live_histogram_points(out, f, st, d); return;
+    case live_source::requests: live_requests_points(out, f, d); return;
+    case live_source::prompt_tokens_by_source:
+      // vllm/v1/metrics/stats.py PromptTokenStats: computed, cache hit (cached + recomputed),
+      // transferred (tokchron knows of no external KV transfer: 0).
+      live_labelled_points(
+          out, f, d, 3,
+          [&](std::uint32_t s, std::uint32_t v) -> std::uint64_t {
+            return v == 0   ? d.counter(s, lc_prompt_computed)
+                   : v == 1 ? d.counter(s, lc_prompt_cache_hit)
+                            : 0;
+          },
+          [&](std::uint32_t v) { return f.label_values[v]; });
+      return;
+    case live_source::spec_accepted_per_position:
+      live_labelled_points(
+          out, f, d, static_cast<std::uint32_t>(st.options.speculative_positions),
+          [&](std::uint32_t s, std::uint32_t v) { return d.counter(s, st.layout.spec_offset + v); },
+          [](std::uint32_t v) { return std::to_string(v); });
+      return;
+    default: break;
+  }
+  if (live_is_own(f.source)) {
+    out.add(live_own_value(f.source, d));
+    return;
+  }
+  for (const auto& [s, labels] : d.series) {
+    const double v = live_series_value(f, st, d, s);
+    // A server-set gauge has a point once the server set it.
+    if (f.source == live_source::kv_cache_usage && v == live_state::not_set()) continue;
+    out.add(v, labels);
+  }
+}
+
+}  // namespace detail
+
+/// The help text a family of `source` gets when its `help` is empty, under `rules` (what the
+/// series counts and when).
+[[nodiscard]] inline const char* live_default_help(const live_family& f, const live_rules& rules) {
+  switch (f.source) {
+    case live_source::histogram: break;
+    case live_source::requests: return "Finished requests, by finish reason.";
+    case live_source::finished: return "Finished requests.";
+    case live_source::arrived: return "Requests arrived.";
+    case live_source::prompt_tokens:
+      return rules.whole_ms_counters  ? "Prompt tokens evaluated (not cached), counted at the "
+                                        "first token."
+             : rules.tokens_at_finish ? "Prompt tokens, counted when the request finishes."
+                                      : "Prompt tokens of requests that reached their first token.";
+    case live_source::generation_tokens:
+      return rules.whole_ms_counters  ? "Output tokens of completed requests."
+             : rules.tokens_at_finish ? "Output tokens, counted when the request finishes."
+                                      : "Output tokens, counted as they stream.";
+    case live_source::preemptions: return "Preemptions, counted as they happen.";
+    case live_source::running: return "Requests scheduled and not finished or preempted.";
+    case live_source::waiting: return "Requests arrived or preempted and not yet scheduled.";
+    case live_source::kv_cache_usage:
+      return "KV-cache usage as the server reports it; 1 means full.";
+    case live_source::prefix_cache_queries:
+      return "Prefix-cache queries as the server reports them, tokens.";
+    case live_source::prefix_cache_hits:
+      return "Prefix-cache hits as the server reports them, tokens.";
+    case live_source::prompt_tokens_cached:
+      return "Prompt tokens served from a prefix cache, as the server reports them.";
+    case live_source::prompt_tokens_by_source: return "Prompt tokens by source.";
+    case live_source::prompt_tokens_recomputed:
+      return "Cached prompt tokens recomputed (the last one when all were cached).";
+    case live_source::reasoning_tokens:
+      return "Output tokens of reasoning chunks, counted as they stream.";
+    case live_source::spec_drafts: return "Speculative decoding drafts.";
+    case live_source::spec_draft_tokens: return "Speculative draft tokens.";
+    case live_source::spec_accepted_tokens: return "Speculative draft tokens accepted.";
+    case live_source::spec_accepted_per_position:
+      return "Accepted draft tokens per draft position.";
+    case live_source::prefill_seconds:
+      return "Prefill times (first scheduled to first token), each cut to whole milliseconds, "
+             "seconds.";
+    case live_source::decode_seconds:
+      return "Decode times of completed requests, each cut to whole milliseconds, seconds.";
+    case live_source::prompt_throughput:
+      return "Prompt tokens per second of prefill since the previous scrape.";
+    case live_source::generation_throughput:
+      return "Generated tokens per second of decode since the previous scrape.";
+    case live_source::rejected: return "Requests rejected before scheduling.";
+    case live_source::misuse: return "Recording calls refused as misuse (nothing recorded).";
+    case live_source::label_overflow:
+      return "Requests recorded into the overflow series: more label-value sets than allowed.";
+    case live_source::long_label_values:
+      return "Series lookups with a label value longer than the bound (cut, or refused into the "
+             "overflow series).";
+    case live_source::dropped: return "Recorded events lost because memory ran out.";
+  }
+  switch (f.histogram) {
     case live_histogram::ttft:
       return rules.from_queued ? "Time to first token from the engine's arrival, seconds."
                                : "Time to first token from arrival, seconds.";
     case live_histogram::itl:
       switch (rules.itl) {
-        case detail::live_rules::itl_per_step:
+        case itl_grain::per_chunk:
           return "Inter-token latency: one sample per streamed step with tokens after the "
                  "first, seconds.";
-        case detail::live_rules::itl_per_token_after_first:
+        case itl_grain::per_token_split:
           return "Inter-token latency: each later output batch of k tokens after a gap g gives "
                  "k samples of g / k, seconds.";
         default:
           return "Inter-token latency, one sample per output token after the first, seconds.";
       }
     case live_histogram::tpot:
-      switch (rules.tpot) {
-        case detail::live_rules::tpot_vllm:
-          return "Per-request time per output token: decode time / (N - 1), 0 when N <= 1.";
-        case detail::live_rules::tpot_tgi:
-          return "Mean time per token per request: (last token - first scheduled) / N, seconds.";
-        default: return "Per-request time per output token after the first (N >= 2), seconds.";
-      }
+      if (rules.tpot == tpot_span::origin_to_last_over_n)
+        return "Mean time per token per request: (last token - first scheduled) / N, seconds.";
+      if (rules.tpot_small_n == small_n_rule::zero)
+        return "Per-request time per output token: decode time / (N - 1), 0 when N <= 1.";
+      return "Per-request time per output token after the first (N >= 2), seconds.";
     case live_histogram::e2e:
       return rules.e2e_to_last_token
                  ? "End-to-end request latency from the engine's arrival to the last token, "
@@ -182,308 +464,33 @@ struct live_scrape_lock {
   return "";
 }
 
-}  // namespace detail
-
-/// The cumulative metrics of `m` since construction, as plain snapshot data. Families, in
-/// order: the histograms (`live_histogram` order, then the ITL and max_tokens aliases), the
-/// requests counter (one point per series and finish-reason value, zeros included), prompt and
-/// generation tokens, preemptions, the running and waiting gauges, the server-fed series once
-/// fed (KV-cache usage, prefix cache), once recorded into the cached-prompt counters (cached,
-/// by source, recomputed), the reasoning-token counter and the speculative-decoding counters
-/// (drafts, draft tokens, accepted tokens, accepted per position), then tokchron's own counters
-/// (rejected when the requests counter omits them, misuse, label overflow, long label values,
-/// dropped samples).
-/// Series: every interned label-value set in interning order, then the overflow series if it holds
-/// anything. Cost: O(writer threads x touched series x buckets); it allocates. Throws
-/// std::bad_alloc if memory runs out (nothing recorded is lost then: it comes with the next
-/// scrape).
+/// The cumulative metrics of `m` since construction, as plain snapshot data: one family per
+/// `live_options::families` entry, in that order (the families of server-fed and optional
+/// series once something was fed or recorded into them: prefix cache, cached prompt tokens,
+/// reasoning tokens, speculative decoding; the KV-cache gauge's points once set). Series: every
+/// interned label-value set in interning order, then the overflow series if it holds anything;
+/// tokchron's own counters (misuse, label overflow, long label values, dropped samples) have
+/// one point without labels. Cost: O(writer threads x touched series x buckets); it allocates.
+/// Throws std::bad_alloc if memory runs out (nothing recorded is lost then: it comes with the
+/// next scrape).
 template <class Clock>
 [[nodiscard]] metrics_snapshot scrape(const basic_live_metrics<Clock>& m) {
   detail::live_state& st = m.state_for_scrape();
   const live_options& o = st.options;
-  const live_names& n = o.names;
-  const detail::live_layout& lay = st.layout;
-
-  // Copy the totals under the lock; build the families outside it.
-  std::vector<std::vector<std::uint64_t>> counts;
-  std::vector<std::vector<double>> sums;
-  std::vector<bool> present;
-  std::vector<std::array<std::uint64_t, 4>> window(lay.series, std::array<std::uint64_t, 4>{});
-  std::uint64_t misuse = 0, dropped = 0;
-  {
-    detail::live_scrape_lock lock(st);
-    detail::live_drain(st);
-    counts.resize(lay.series);
-    sums.resize(lay.series);
-    present.assign(lay.series, false);
-    for (std::uint32_t s = 0; s < lay.series; ++s) {
-      if (const detail::live_block* b = st.total.find(s)) {
-        counts[s].assign(b->n, b->n + lay.counts);
-        sums[s].assign(b->sum, b->sum + live_histogram_count);
-        present[s] = true;
-      }
-    }
-    misuse = st.total.misuse;
-    dropped = st.total.dropped + st.lost_shards.load(std::memory_order_relaxed);
-    // The throughput gauges' window: since the previous scrape (serialised by the lock).
-    if (!n.prompt_throughput.empty() || !n.generation_throughput.empty()) {
-      st.window.resize(lay.series);
-      for (std::uint32_t s = 0; s < lay.series; ++s) {
-        if (!present[s]) continue;
-        const std::array<std::uint64_t, 4> now{
-            counts[s][detail::lc_prompt_tokens], counts[s][detail::lc_prefill_ms],
-            counts[s][detail::lc_generation_tokens], counts[s][detail::lc_decode_ms]};
-        for (std::size_t i = 0; i < 4; ++i) window[s][i] = now[i] - st.window[s][i];
-        st.window[s] = now;
-      }
-    }
-  }
-
-  // The series to write: interned ones (zeros if never touched), then the overflow series.
-  std::vector<std::pair<std::uint32_t, label_set>> series;
-  const std::uint32_t interned = st.next_index.load(std::memory_order_acquire);
-  for (std::uint32_t s = 0; s < interned && s < st.overflow_index(); ++s) {
-    const detail::live_series_entry* e = st.by_index[s].load(std::memory_order_acquire);
-    if (e == nullptr || e->index.load(std::memory_order_acquire) != s) continue;
-    label_set l;
-    for (std::size_t i = 0; i < o.label_names.size(); ++i)
-      l.push_back(label{o.label_names[i], e->values[i]});
-    series.emplace_back(s, std::move(l));
-  }
-  if (present[st.overflow_index()]) {
-    label_set l;
-    for (const auto& name : o.label_names) l.push_back(label{name, o.overflow_value});
-    series.emplace_back(st.overflow_index(), std::move(l));
-  }
-  auto counter = [&](std::uint32_t s, std::uint32_t c) -> std::uint64_t {
-    return present[s] ? counts[s][c] : 0;
-  };
-
+  detail::live_scrape_data d;
+  detail::live_take(st, d);  // under the scrape lock; the families are built outside it
+  detail::live_series_labels(st, d);
   metrics_snapshot out;
-  auto histogram_family = [&](const std::string& name, live_histogram h) {
-    if (name.empty()) return;
-    const auto hi = static_cast<std::size_t>(h);
-    // The unit only where the name carries it (TGI's "..._duration" families do not).
-    const bool seconds = detail::live_is_time(h) && name.size() > 8 &&
-                         name.compare(name.size() - 8, 8, "_seconds") == 0;
-    auto& f = out.family(name, detail::live_help(h, o.semantics), metric_kind::histogram,
-                         seconds ? "seconds" : "");
-    for (const auto& [s, labels] : series) {
-      histogram_data d;
-      std::uint64_t cum = 0;
-      for (std::size_t b = 0; b < lay.bounds[hi].size(); ++b) {
-        cum = detail::live_sat_add(cum, counter(s, lay.offset[hi] + static_cast<std::uint32_t>(b)));
-        d.buckets.push_back(histogram_bucket{lay.bounds[hi][b], cum});
-      }
-      d.count = detail::live_sat_add(
-          cum, counter(s, lay.offset[hi] + static_cast<std::uint32_t>(lay.bounds[hi].size())));
-      d.sum = present[s] ? sums[s][hi] : 0.0;
-      f.add(std::move(d), labels);
-    }
-  };
-  for (std::size_t h = 0; h < live_histogram_count; ++h)
-    histogram_family(n.histograms[h], static_cast<live_histogram>(h));
-  histogram_family(n.itl_alias, live_histogram::itl);
-  histogram_family(n.max_tokens_alias, live_histogram::max_tokens);
-
-  if (!n.requests.empty()) {
-    auto& f = out.family(n.requests, "Finished requests, by finish reason.", metric_kind::counter);
-    std::vector<std::string> values;  // label values in order, each once
-    for (std::uint32_t r = 0; r < 6; ++r) {
-      const std::string v = detail::live_reason_value(o.semantics, static_cast<finish_reason>(r));
-      bool seen = v.empty();
-      for (const auto& x : values) seen = seen || x == v;
-      if (!seen) values.push_back(v);
-    }
-    if (o.semantics == live_semantics::vllm) values.push_back("repetition");
-    for (const auto& [s, labels] : series)
-      for (const auto& v : values) {
-        std::uint64_t total = 0;
-        for (std::uint32_t r = 0; r < 6; ++r)
-          if (detail::live_reason_value(o.semantics, static_cast<finish_reason>(r)) == v)
-            total = detail::live_sat_add(total, counter(s, detail::lc_requests + r));
-        label_set l = labels;
-        l.push_back(label{n.reason_label, v});
-        f.add(static_cast<double>(total), std::move(l));
-      }
+  for (const live_family& f : o.families) {
+    if (!detail::live_written(f, o, d)) continue;
+    metric_family x{
+        f.name, f.help.empty() ? live_default_help(f, o.rules) : f.help, f.kind, f.unit, {}};
+    x.total_suffix = f.total_suffix;
+    detail::live_points(x, f, st, d);
+    // The KV-cache gauge is written once the server set it for some series.
+    if (f.source == live_source::kv_cache_usage && x.points.empty()) continue;
+    out.families.push_back(std::move(x));
   }
-  auto counter_family = [&](const std::string& name, const char* help, std::uint32_t c) {
-    if (name.empty()) return;
-    auto& f = out.family(name, help, metric_kind::counter);
-    for (const auto& [s, labels] : series) f.add(static_cast<double>(counter(s, c)), labels);
-  };
-  auto gauge_family = [&](const std::string& name, const char* help, std::uint32_t c) {
-    if (name.empty()) return;
-    auto& f = out.family(name, help, metric_kind::gauge);
-    for (const auto& [s, labels] : series)
-      f.add(static_cast<double>(static_cast<std::int64_t>(counter(s, c))), labels);
-  };
-  const detail::live_rules rules = detail::live_rules_of(o.semantics);
-  counter_family(n.prompt_tokens,
-                 rules.llamacpp_counters  ? "Prompt tokens evaluated (not cached), counted at the "
-                                            "first token."
-                 : rules.tokens_at_finish ? "Prompt tokens, counted when the request finishes."
-                                          : "Prompt tokens of requests that reached their first "
-                                            "token.",
-                 detail::lc_prompt_tokens);
-  counter_family(n.generation_tokens,
-                 rules.llamacpp_counters  ? "Output tokens of completed requests."
-                 : rules.tokens_at_finish ? "Output tokens, counted when the request finishes."
-                                          : "Output tokens, counted as they stream.",
-                 detail::lc_generation_tokens);
-  counter_family(n.preemptions, "Preemptions, counted as they happen.", detail::lc_preemptions);
-  gauge_family(n.running, "Requests scheduled and not finished or preempted.", detail::lc_running);
-  gauge_family(n.waiting, "Requests arrived or preempted and not yet scheduled.",
-               detail::lc_waiting);
-
-  auto kv_family = [&](const std::string& name) {
-    if (name.empty()) return;
-    metric_family f{
-        name, "KV-cache usage as the server reports it; 1 means full.", metric_kind::gauge, "", {}};
-    for (const auto& [s, labels] : series) {
-      const double v = st.kv_cache_usage[s].load(std::memory_order_relaxed);
-      if (v != detail::live_state::not_set()) f.add(v, labels);
-    }
-    if (!f.points.empty()) out.families.push_back(std::move(f));
-  };
-  kv_family(n.kv_cache_usage);
-  kv_family(n.kv_cache_usage_alias);
-  if (st.prefix_cache_used.load(std::memory_order_relaxed)) {
-    counter_family(n.prefix_cache_queries,
-                   "Prefix-cache queries as the server reports them, tokens.",
-                   detail::lc_prefix_queries);
-    counter_family(n.prefix_cache_hits, "Prefix-cache hits as the server reports them, tokens.",
-                   detail::lc_prefix_hits);
-  }
-  const std::uint32_t features = st.features.load(std::memory_order_relaxed);
-  auto labelled_counter_family = [&](const std::string& name, const char* help,
-                                     const std::string& label_name, std::uint32_t values,
-                                     auto&& value_of, auto&& label_of) {
-    if (name.empty()) return;
-    auto& f = out.family(name, help, metric_kind::counter);
-    for (const auto& [s, labels] : series)
-      for (std::uint32_t v = 0; v < values; ++v) {
-        label_set l = labels;
-        l.push_back(label{label_name, label_of(v)});
-        f.add(static_cast<double>(value_of(s, v)), std::move(l));
-      }
-  };
-  if ((features & detail::lf_cached_prompt) != 0) {
-    counter_family(n.prompt_tokens_cached,
-                   "Prompt tokens served from a prefix cache, as the server reports them.",
-                   detail::lc_prompt_cached);
-    // vllm/v1/metrics/stats.py PromptTokenStats.ALL_SOURCES; tokchron knows of no external
-    // KV transfer, so that source stays 0.
-    static const char* const sources[] = {"local_compute", "local_cache_hit",
-                                          "external_kv_transfer"};
-    labelled_counter_family(
-        n.prompt_tokens_by_source, "Prompt tokens by source.", "source", 3,
-        [&](std::uint32_t s, std::uint32_t v) -> std::uint64_t {
-          return v == 0   ? counter(s, detail::lc_prompt_computed)
-                 : v == 1 ? counter(s, detail::lc_prompt_cache_hit)
-                          : 0;
-        },
-        [&](std::uint32_t v) { return std::string(sources[v]); });
-    counter_family(n.prompt_tokens_recomputed,
-                   "Cached prompt tokens recomputed (the last one when all were cached).",
-                   detail::lc_prompt_recomputed);
-  }
-  if ((features & detail::lf_reasoning) != 0)
-    counter_family(n.reasoning_tokens, "Output tokens of reasoning chunks, counted as they stream.",
-                   detail::lc_reasoning_tokens);
-  if ((features & detail::lf_speculative) != 0) {
-    counter_family(n.spec_drafts, "Speculative decoding drafts.", detail::lc_spec_drafts);
-    counter_family(n.spec_draft_tokens, "Speculative draft tokens.", detail::lc_spec_draft_tokens);
-    counter_family(n.spec_accepted_tokens, "Speculative draft tokens accepted.",
-                   detail::lc_spec_accepted);
-    if (o.speculative_positions > 0)
-      labelled_counter_family(
-          n.spec_accepted_per_position, "Accepted draft tokens per draft position.", "position",
-          static_cast<std::uint32_t>(o.speculative_positions),
-          [&](std::uint32_t s, std::uint32_t v) { return counter(s, lay.spec_offset + v); },
-          [](std::uint32_t v) { return std::to_string(v); });
-  }
-  if (!n.arrived.empty()) {  // every request counted once it finished, or running or waiting
-    auto& f = out.family(n.arrived, "Requests arrived.", metric_kind::counter);
-    for (const auto& [s, labels] : series) {
-      std::uint64_t total = 0;
-      for (std::uint32_t r = 0; r < 6; ++r)
-        total = detail::live_sat_add(total, counter(s, detail::lc_requests + r));
-      total = detail::live_sat_add(total, counter(s, detail::lc_running));
-      total = detail::live_sat_add(total, counter(s, detail::lc_waiting));
-      f.add(static_cast<double>(total), labels);
-    }
-  }
-  for (const auto& rc : n.reason_counters) {
-    if (rc.name.empty()) continue;
-    auto& f =
-        out.family(rc.name, rc.help.empty() ? "Finished requests." : rc.help, metric_kind::counter);
-    for (const auto& [s, labels] : series) {
-      std::uint64_t total = 0;
-      for (std::uint32_t r = 0; r < 6; ++r)
-        if ((rc.reasons & (1u << r)) != 0)
-          total = detail::live_sat_add(total, counter(s, detail::lc_requests + r));
-      f.add(static_cast<double>(total), labels);
-    }
-  }
-  auto ms_family = [&](const std::string& name, const char* help, std::uint32_t c) {
-    if (name.empty()) return;
-    auto& f = out.family(name, help, metric_kind::counter);
-    for (const auto& [s, labels] : series) f.add(static_cast<double>(counter(s, c)) / 1e3, labels);
-  };
-  ms_family(n.prefill_seconds,
-            "Prefill times (first scheduled to first token), each cut to whole milliseconds, "
-            "seconds.",
-            detail::lc_prefill_ms);
-  ms_family(n.decode_seconds,
-            "Decode times of completed requests, each cut to whole milliseconds, seconds.",
-            detail::lc_decode_ms);
-  auto throughput_family = [&](const std::string& name, const char* help, std::size_t tokens,
-                               std::size_t ms) {
-    if (name.empty()) return;
-    auto& f = out.family(name, help, metric_kind::gauge);
-    for (const auto& [s, labels] : series) {
-      const auto& w = window[s];
-      // tools/server: n ? 1e3 / t_ms * n : 0 (a window of tokens and 0 ms gives +Inf there).
-      f.add(
-          w[tokens] != 0 ? 1e3 / static_cast<double>(w[ms]) * static_cast<double>(w[tokens]) : 0.0,
-          labels);
-    }
-  };
-  throughput_family(n.prompt_throughput,
-                    "Prompt tokens per second of prefill since the previous scrape.", 0, 1);
-  throughput_family(n.generation_throughput,
-                    "Generated tokens per second of decode since the previous scrape.", 2, 3);
-  if (!n.rejected.empty()) {
-    auto& f = out.family(n.rejected, "Requests rejected before scheduling.", metric_kind::counter);
-    for (const auto& [s, labels] : series)
-      f.add(static_cast<double>(counter(
-                s, detail::lc_requests + static_cast<std::uint32_t>(finish_reason::rejected))),
-            labels);
-  }
-  if (!n.misuse.empty())
-    out.family(n.misuse, "Recording calls refused as misuse (nothing recorded).",
-               metric_kind::counter)
-        .add(static_cast<double>(misuse));
-  if (!n.label_overflow.empty())
-    out.family(n.label_overflow,
-               "Requests recorded into the overflow series: more label-value sets than allowed.",
-               metric_kind::counter)
-        .add(static_cast<double>(counter(st.overflow_index(), detail::lc_overflow_requests)));
-  if (!n.long_label_values.empty())
-    out.family(n.long_label_values,
-               "Series lookups with a label value longer than the bound (cut, or refused into "
-               "the overflow series).",
-               metric_kind::counter)
-        .add(static_cast<double>(st.long_label_values.load(std::memory_order_relaxed)));
-  if (!n.dropped.empty())
-    out.family(n.dropped, "Recorded events lost because memory ran out.", metric_kind::counter)
-        .add(static_cast<double>(dropped));
-  if (!n.counter_total_suffix)  // the server's counters; tokchron's own keep the suffix
-    for (auto& f : out.families)
-      if (f.kind == metric_kind::counter && f.name != n.misuse && f.name != n.label_overflow &&
-          f.name != n.dropped && f.name != n.rejected && f.name != n.long_label_values)
-        f.total_suffix = false;
   return out;
 }
 

@@ -27,6 +27,7 @@
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/profile_rules.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/timeline/event.hpp"
 
@@ -92,47 +93,11 @@ enum class token_source : std::uint8_t {
                               ///< chunks, one token each (GuideLLM's `token_iterations`)
 };
 
-/// The numerator of TPOT: TPOT = numerator / (N - 1).
-enum class tpot_span : std::uint8_t {
-  e2e_minus_ttft,  ///< the profile's E2E minus its TTFT (every tool)
-  token_span,      ///< last counted chunk minus first counted chunk (tokchron canonical: tN - t1)
-  none,            ///< the tool reports no TPOT (llmperf)
-  /// (last counted chunk, else the E2E end) - origin, over N rather than N - 1: TTFT included,
-  /// none for N = 0 (GuideLLM's `time_per_output_token_ms`)
-  origin_to_last_over_n,
-};
-
-/// What TPOT is for a request with N <= 1.
-enum class small_n_rule : std::uint8_t {
-  excluded,  ///< no value; left out of the TPOT statistics
-  zero,      ///< 0, included in the statistics (trtllm-bench)
-  invalid,   ///< no value, and counted as an invalid sample
-  negative,  ///< (E2E - TTFT) / -1, kept in the statistics, and N counted as 0 (MLPerf loadgen:
-             ///< n_tokens = 1 is logged as an error and set to 0, so `n_tokens - 1` is -1)
-};
-
 /// How a tool rounds TPOT (it may keep times as integer nanoseconds).
 enum class ns_rounding : std::uint8_t {
   none,          ///< floating point
   nearest_even,  ///< round to integer ns, ties to even (Python's `round`: GenAI-Perf)
   truncate,      ///< integer ns division (MLPerf loadgen)
-};
-
-/// The grain of the ITL samples a tool pools across requests.
-enum class itl_grain : std::uint8_t {
-  none,                  ///< the tool reports no ITL
-  per_chunk,             ///< one sample per gap between consecutive counted chunks
-  per_token_split,       ///< a gap g before a k-token chunk gives k samples g/k (SGLang native)
-  per_token_with_first,  ///< as per_token_split, plus k1 - 1 zeros for the first chunk's
-                         ///< extra tokens: N - 1 samples whose mean is TPOT (canonical)
-  per_request_tpot,      ///< one sample per request: its TPOT (GenAI-Perf, AIPerf)
-  per_request_including_ttft,  ///< one per request: (last counted chunk - origin) / non-[DONE]
-                               ///< chunks, 0 when N = 0 (llmperf: TTFT included)
-  per_token_gap_zeros,  ///< one sample per token, each token stamped with its chunk's time: a
-                        ///< k-token chunk gives its whole gap then k - 1 zeros, the first chunk
-                        ///< k1 - 1 zeros (inference-perf's `output_token_times` deltas)
-  per_request_span,     ///< one per request: (last counted chunk - first) / (N - 1), N > 1
-                        ///< (GuideLLM's `inter_token_latency_ms`)
 };
 
 /// How the tool does its arithmetic on latencies (per request and in its means).

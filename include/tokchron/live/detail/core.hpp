@@ -74,75 +74,6 @@ enum live_counter : std::uint32_t {
   lc_count,
 };
 
-/// How a `live_semantics` records: which samples each event gives and when (live/recorder.hpp
-/// reads it; the sources of each server's rule are cited at `live_semantics` and in
-/// docs/library/live-metrics.md).
-struct live_rules {
-  enum itl_kind : std::uint8_t {
-    itl_per_step,   ///< one sample per chunk with tokens after the first (vLLM)
-    itl_per_token,  ///< k samples of g/k per later chunk; k - 1 zeros for the first (tokchron)
-    itl_per_token_after_first,  ///< k samples of g/k per later chunk, none for the first (SGLang)
-  };
-  enum tpot_kind : std::uint8_t {
-    tpot_canonical,  ///< decode / (N - 1), requests with N >= 2
-    tpot_vllm,       ///< decode / (N - 1), 0 when N <= 1
-    tpot_tgi,        ///< (last token - first scheduled) / N, N >= 1
-  };
-  itl_kind itl = itl_per_token;
-  tpot_kind tpot = tpot_canonical;
-  bool ttft_at_finish = false;      ///< TTFT observed at the finish (trtllm)
-  bool tokens_at_finish = false;    ///< prompt, cached and generation counters at the finish
-  bool lengths_at_arrival = false;  ///< prompt-length and max_tokens histograms at `arrive` (TGI)
-  bool queue_at_schedule = false;   ///< queue time observed when first scheduled (SGLang)
-  bool from_queued = false;         ///< TTFT and E2E from `queued` when known (trtllm)
-  bool e2e_to_last_token = false;   ///< E2E ends at the last token, not the finish (trtllm)
-  bool positive_only = false;       ///< latencies of 0 not observed, queue time excepted (trtllm)
-  bool llamacpp_counters = false;   ///< llama.cpp's token and millisecond counters
-  /// Finish reasons (bit `1 << reason`) whose requests enter the per-request series; 0: every
-  /// reason the inclusion policy lets in.
-  std::uint8_t reasons = 0;
-};
-
-/// The rules of semantics `s`.
-[[nodiscard]] constexpr live_rules live_rules_of(live_semantics s) noexcept {
-  live_rules r;
-  switch (s) {
-    case live_semantics::tokchron: break;
-    case live_semantics::vllm:
-      r.itl = live_rules::itl_per_step;
-      r.tpot = live_rules::tpot_vllm;
-      break;
-    case live_semantics::sglang:
-      r.itl = live_rules::itl_per_token_after_first;
-      r.tokens_at_finish = true;
-      r.queue_at_schedule = true;
-      break;
-    case live_semantics::tgi:
-      r.itl = live_rules::itl_per_step;
-      r.tpot = live_rules::tpot_tgi;
-      r.lengths_at_arrival = true;
-      r.reasons = static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
-                                            live_reason_bit(finish_reason::length));
-      break;
-    case live_semantics::llamacpp:
-      r.itl = live_rules::itl_per_step;
-      r.llamacpp_counters = true;
-      break;
-    case live_semantics::trtllm:
-      r.itl = live_rules::itl_per_step;
-      r.ttft_at_finish = true;
-      r.tokens_at_finish = true;
-      r.from_queued = true;
-      r.e2e_to_last_token = true;
-      r.positive_only = true;
-      r.reasons = static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
-                                            live_reason_bit(finish_reason::length) |
-                                            live_reason_bit(finish_reason::timed_out));
-      break;
-  }
-  return r;
-}
-
 /// Families exported only once something was recorded into them (bits of live_state::features).
 enum live_feature : std::uint32_t {
   lf_cached_prompt = 1,
@@ -156,8 +87,7 @@ struct live_hot_options {
   std::uint64_t id = 0;              ///< the state's id (owner of its requests)
   std::uint32_t overflow_index = 0;  ///< the overflow series' block
   bool labelled = false;             ///< any label names
-  live_semantics semantics = live_semantics::tokchron;
-  live_rules rules;  ///< `live_rules_of(semantics)`
+  live_rules rules;                  ///< the options' rules
   live_inclusion inclusion = live_inclusion::scheduled;
   std::uint32_t spec_offset = 0;     ///< first per-position acceptance counter of a block
   std::uint32_t spec_positions = 0;  ///< live_options::speculative_positions

@@ -30,7 +30,8 @@
 TOKCHRON_BEGIN_NAMESPACE
 namespace detail {
 
-/// Where each histogram's bucket counts live in a block, computed once from the options.
+/// Where each histogram's bucket counts live in a block, computed once from the options: the
+/// edges of the families it feeds (a histogram no family exports keeps one +Inf bucket).
 struct live_layout {
   std::array<std::vector<double>, live_histogram_count> bounds;
   std::array<std::uint32_t, live_histogram_count> offset{};  // first bucket count of each
@@ -302,7 +303,9 @@ struct live_state {
   }
   static live_layout make_layout(const live_options& o) {
     live_layout l;
-    l.bounds = o.buckets;
+    for (const live_family& f : o.families)  // live_check: one set of edges per histogram
+      if (f.source == live_source::histogram)
+        l.bounds[static_cast<std::size_t>(f.histogram)] = f.buckets;
     std::uint32_t at = lc_count;
     for (std::size_t h = 0; h < live_histogram_count; ++h) {
       l.offset[h] = at;
@@ -405,13 +408,97 @@ template <int = 0>
   return !all_overflow;
 }
 
+/// Throws std::invalid_argument for rules the recorder does not implement.
+template <int = 0>
+void live_check_rules(const live_rules& r) {
+  if (r.itl != itl_grain::per_chunk && r.itl != itl_grain::per_token_split &&
+      r.itl != itl_grain::per_token_with_first)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_rules.itl must be per_chunk, per_token_split or "
+                   "per_token_with_first");
+  if (r.tpot != tpot_span::token_span && r.tpot != tpot_span::origin_to_last_over_n)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_rules.tpot must be token_span or origin_to_last_over_n");
+  if (r.tpot_small_n != small_n_rule::excluded && r.tpot_small_n != small_n_rule::zero)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: live_rules.tpot_small_n must be excluded or zero");
+  if (r.reasons >= (1u << finish_reason_count))
+    TOKCHRON_THROW(std::invalid_argument, "tokchron: live_rules.reasons: not a set of reasons");
+}
+
+/// True if `n` is a valid label name (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`).
+[[nodiscard]] inline bool live_label_name(const std::string& n) noexcept {
+  bool ok = !n.empty() && !(n.size() >= 2 && n[0] == '_' && n[1] == '_');
+  for (std::size_t i = 0; ok && i < n.size(); ++i) {
+    const char c = n[i];
+    ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (i > 0 && c >= '0' && c <= '9');
+  }
+  return ok;
+}
+
+/// Throws std::invalid_argument, naming the family, for families the scrape could not write:
+/// an empty or repeated name, a kind its source cannot have, an unknown source or histogram,
+/// edges not finite and strictly increasing or unlike another family's of the same histogram,
+/// a missing or invalid label where the source adds one (or one equal to a series label), the
+/// requests' values not one per finish reason, the sources' not three, a reason set beyond
+/// the reasons.
+template <int = 0>
+void live_check_families(const live_options& o) {
+  const auto& fs = o.families;
+  for (std::size_t k = 0; k < fs.size(); ++k) {
+    const live_family& f = fs[k];
+    auto fail = [&](const char* what) {
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: live_options.families: '" + f.name + "': " + what);
+    };
+    if (f.name.empty()) fail("empty name");
+    for (std::size_t j = 0; j < k; ++j)
+      if (fs[j].name == f.name) fail("name given twice");
+    if (static_cast<unsigned>(f.source) > static_cast<unsigned>(live_source::dropped))
+      fail("unknown source");
+    const metric_kind want = live_kind_of(f.source);
+    if (f.kind != want && !(want == metric_kind::counter && f.kind == metric_kind::gauge))
+      fail("a kind its source cannot have");
+    if (f.source == live_source::histogram) {
+      if (static_cast<std::size_t>(f.histogram) >= live_histogram_count) fail("unknown histogram");
+      const auto& b = f.buckets;
+      for (std::size_t i = 0; i < b.size(); ++i)
+        if (!(b[i] == b[i] && b[i] - b[i] == 0) || (i > 0 && !(b[i] > b[i - 1])))
+          fail("buckets must be finite and strictly increasing");
+      for (std::size_t j = 0; j < k; ++j)
+        if (fs[j].source == live_source::histogram && fs[j].histogram == f.histogram &&
+            fs[j].buckets != f.buckets)
+          fail("buckets unlike those of another family of the same histogram");
+    } else if (!f.buckets.empty()) {
+      fail("buckets on a family that is not a histogram");
+    }
+    const bool labelled = f.source == live_source::requests ||
+                          f.source == live_source::prompt_tokens_by_source ||
+                          f.source == live_source::spec_accepted_per_position;
+    if (labelled) {
+      bool clash = f.label == "le";
+      for (const std::string& n : o.label_names) clash = clash || n == f.label;
+      if (!live_label_name(f.label) || clash) fail("its label name is invalid or a series label");
+    } else if (!f.label.empty()) {
+      fail("a label on a family whose source adds none");
+    }
+    if (f.source == live_source::requests && f.label_values.size() < finish_reason_count)
+      fail("the requests counter needs a label value per finish reason");
+    if (f.source == live_source::prompt_tokens_by_source && f.label_values.size() != 3)
+      fail("prompt tokens by source need three label values");
+    for (const std::string& v : f.label_values)
+      if (!live_valid_utf8(v)) fail("a label value is not valid UTF-8");
+    if (f.reasons >= (1u << finish_reason_count)) fail("reasons: not a set of reasons");
+  }
+}
+
 /// Throws std::invalid_argument for options a live_metrics object refuses (recorder.hpp).
 template <int = 0>
 void live_check(const live_options& o) {
   if (o.max_series == 0 || o.max_series > (std::uint32_t{1} << 20))
     TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.max_series must be 1..2^20");
-  if (static_cast<unsigned>(o.semantics) > static_cast<unsigned>(live_semantics::trtllm))
-    TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.semantics: unknown value");
+  live_check_rules(o.rules);
   if (o.speculative_positions > 64)
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: live_options.speculative_positions must be 0..64");
@@ -423,17 +510,11 @@ void live_check(const live_options& o) {
     for (std::size_t j = 0; j < k; ++j)
       if (o.label_names[j] == n)
         TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: duplicate label name");
-    bool ok = !n.empty() && !(n.size() >= 2 && n[0] == '_' && n[1] == '_');
-    for (std::size_t i = 0; ok && i < n.size(); ++i) {
-      const char c = n[i];
-      ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (i > 0 && c >= '0' && c <= '9');
-    }
-    if (!ok || n == "le" || n == o.names.reason_label ||
-        (n == "source" && !o.names.prompt_tokens_by_source.empty()) ||
-        (n == "position" && !o.names.spec_accepted_per_position.empty()))
-      TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options: invalid label name");
+    if (!live_label_name(n) || n == "le")
+      TOKCHRON_THROW(std::invalid_argument,
+                     "tokchron: live_options: invalid label name '" + n + "'");
   }
+  live_check_families(o);
   if (!live_valid_utf8(o.overflow_value))
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: live_options.overflow_value is not valid UTF-8");
@@ -456,11 +537,6 @@ void live_check(const live_options& o) {
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: live_options.default_label_values: not valid UTF-8, or the "
                    "overflow series' own values");
-  for (const auto& b : o.buckets)
-    for (std::size_t i = 0; i < b.size(); ++i)
-      if (!(b[i] == b[i] && b[i] - b[i] == 0) || (i > 0 && !(b[i] > b[i - 1])))
-        TOKCHRON_THROW(std::invalid_argument,
-                       "tokchron: live_options.buckets must be finite and strictly increasing");
 }
 
 template <int = 0>
@@ -566,8 +642,7 @@ live_hot_options live_core<I>::hot(const live_state& s) noexcept {
   h.id = s.id;
   h.overflow_index = s.overflow_index();
   h.labelled = !s.options.label_names.empty();
-  h.semantics = s.options.semantics;
-  h.rules = live_rules_of(s.options.semantics);
+  h.rules = s.options.rules;
   h.inclusion = s.options.inclusion;
   h.spec_offset = s.layout.spec_offset;
   h.spec_positions = static_cast<std::uint32_t>(s.options.speculative_positions);
