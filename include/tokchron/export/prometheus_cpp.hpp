@@ -130,13 +130,13 @@ using prometheus_live_metrics = basic_prometheus_live_metrics<>;
   }
   l.max_series = 1;
   // In live_histogram order, as the scrape wrote them before the families were data.
-  for (const auto [h, m] : {std::pair{live_histogram::ttft, metric_id::ttft},
-                            std::pair{live_histogram::itl, metric_id::itl},
-                            std::pair{live_histogram::tpot, metric_id::tpot},
-                            std::pair{live_histogram::e2e, metric_id::e2e},
-                            std::pair{live_histogram::queue_time, metric_id::queue_time},
-                            std::pair{live_histogram::prefill_time, metric_id::prefill_time},
-                            std::pair{live_histogram::decode_time, metric_id::decode_time}})
+  for (const auto& [h, m] : {std::pair{live_histogram::ttft, metric_id::ttft},
+                             std::pair{live_histogram::itl, metric_id::itl},
+                             std::pair{live_histogram::tpot, metric_id::tpot},
+                             std::pair{live_histogram::e2e, metric_id::e2e},
+                             std::pair{live_histogram::queue_time, metric_id::queue_time},
+                             std::pair{live_histogram::prefill_time, metric_id::prefill_time},
+                             std::pair{live_histogram::decode_time, metric_id::decode_time}})
     if (!o.names[m].empty())
       l.families.push_back(live_histogram_family(o.names[m], h, o.buckets.bounds(m)));
   if (!o.names.requests.empty()) {
