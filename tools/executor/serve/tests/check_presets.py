@@ -174,6 +174,7 @@ def tokens_from_schedule(r):
     r = copy.deepcopy(r)
     r["chunks"].insert(0, [r["scheduled"], 1])
     r.pop("usage_output_tokens", None)
+    r.pop("usage_source", None)  # a trace line has it only beside usage_output_tokens
     return r
 
 
