@@ -44,8 +44,9 @@ run_case() {
     --trace-out "$d/trace.jsonl" "$@" >"$d/server.log" 2>&1 &
   pids+=($!)
   local spid=$!
-  for _ in $(seq 100); do [ -s "$d/port" ] && break; sleep 0.1; done
-  [ -s "$d/port" ] || { cat "$d/server.log"; exit 1; }
+  local end=$((SECONDS + 30))
+  while [ ! -s "$d/port" ] && [ $SECONDS -lt $end ]; do sleep 0.1; done
+  [ -s "$d/port" ] || { echo "server-integration wrote no port within 30 s"; cat "$d/server.log"; exit 1; }
   tc_prometheus "$d" server "127.0.0.1:$(cat "$d/port")"
   local ppid=$prom_pid
   if ! python3 "$ex/check_dashboard.py" --prometheus "127.0.0.1:$prom_port" --names "$names" \

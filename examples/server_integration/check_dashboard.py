@@ -8,9 +8,10 @@ reports of the same run's trace.
                      [--queries QUERIES.jsonl] [--server-log LOG] [--timeout S] [--capacity N]
 
 It waits until the server's log says "run done" (the server has then been scraped after its
-last request), finds the first and the last successful scrape of the job in Prometheus, and
-evaluates every query at the time T of the last one with a range w that reaches back past the
-first one:
+last request) and until Prometheus holds a successful scrape stamped after that; finds the
+first and the last successful scrape of the job (and prints how many failed and how long the
+longest took, beside the scrape timeout); and evaluates every query at the time T of the last
+one with a range w that reaches back past the first one:
 
   * with --names vllm, every query of vLLM's example Grafana dashboard (--queries, extracted in
     tests/data/vllm_dashboard/), `$model_name` replaced by --model and `$__rate_interval` by w;
@@ -77,6 +78,18 @@ class Prometheus:
         if self.time is not None:
             params["time"] = f"{self.time:.3f}"
         return self._get("query", params)["result"]
+
+    def spread(self, job, up_values):
+        """The scrapes' measured spread, printed beside the scrape timeout it must stay within:
+        how many of the job's scrapes up to self.time failed (up == 0: one that timed out stored
+        nothing) and how long the longest one took. `up_values` are up's [time, value] pairs."""
+        up_values = [(t, v) for t, v in up_values if self.time is None or float(t) <= self.time]
+        failed = sum(1 for _, v in up_values if v == "0")
+        longest = self.query(f'max_over_time(scrape_duration_seconds{{job="{job}"}}[1h])')
+        timeout = re.search(r"scrape_timeout: (\S+)", self._get("status/config", {})["yaml"])
+        print(f"scrape spread: {failed} of {len(up_values)} scrapes failed (up == 0); the longest "
+              f"took {float(longest[0]['value'][1]) * 1000 if longest else float('nan'):.1f} ms "
+              f"(scrape timeout {timeout.group(1) if timeout else 'unknown'})")
 
     def scalar(self, expr):
         """The one value of `expr` (a failure when it has none or several)."""
@@ -301,30 +314,37 @@ def main():
     args = ap.parse_args()
 
     deadline = time.time() + args.timeout
+    done = time.time()  # without --server-log: the run is over when the checker starts
     if args.server_log:
         while "run done" not in open(args.server_log, encoding="utf-8", errors="replace").read():
             if time.time() > deadline:
                 print(f"timed out waiting for 'run done' in {args.server_log}")
                 return 2
             time.sleep(0.1)
+        done = time.time()
     prom = Prometheus(args.prometheus, args.job)
-    # Wait until Prometheus holds a scrape made after the run (two more scrape intervals).
-    time.sleep(1.0)
-    up = prom.query(f'up{{job="{args.job}"}}[1h]')
-    if len(up) != 1 or not up[0]["values"]:
-        print(f"no scrapes of job {args.job} in Prometheus: {up}")
-        return 2
-    # Successful scrapes only (up == 1): a timed-out scrape stored no samples.
-    stamps = [float(t) for t, v in up[0]["values"] if v == "1"]
-    if not stamps:
-        print(f"no successful scrape of job {args.job}")
-        return 2
+    # Wait until Prometheus holds a successful scrape stamped after the run was seen done: it
+    # read the final values, and Prometheus appends a target's scrapes in order, so every one
+    # before it is stored too. Successful scrapes only (up == 1): one that failed stored nothing.
+    while True:
+        try:
+            up = prom.query(f'up{{job="{args.job}"}}[1h]')
+        except OSError:  # Prometheus still starting
+            up = []
+        stamps = [float(t) for t, v in up[0]["values"] if v == "1"] if len(up) == 1 else []
+        if stamps and stamps[-1] > done:
+            break
+        if time.time() > deadline:
+            print(f"timed out: no successful scrape of job {args.job} after the run ({up})")
+            return 2
+        time.sleep(0.2)
     first, last = stamps[0], stamps[-1]
     prom.time = last
     window_ms = int(math.ceil((last - first) * 1000)) + 1000
     w = window_ms / 1000.0
     print(f"scrapes: {len(stamps)} from {first:.3f} to {last:.3f}; queries at T = {last:.3f} "
           f"with range {window_ms}ms")
+    prom.spread(args.job, up[0]["values"])
 
     c = Checker()
     try:
