@@ -32,22 +32,24 @@ tc_release_tools tokchron-report
 checker=$TOKCHRON_ROOT/tools/executor/serve/tests/check_presets.py
 summary=$work/quantiles.tsv
 
-# promql PROM_PORT EXPR: the one value of an instant query (0 when it has none).
+# promql PROM_PORT EXPR: the one value of an instant query as an integer; "none" when it has no
+# result or Prometheus gave no answer (a gauge whose last scrape failed has none: not 0).
 promql() {
   curl -fsS "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$2" 2>/dev/null |
-    python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(int(float(r[0]["value"][1])) if r else 0)' \
-      2>/dev/null || echo 0
+    python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(int(float(r[0]["value"][1])) if r else "none")' \
+      2>/dev/null || echo none
 }
 
-# scrapes PROM_PORT N: waits until Prometheus holds N successful scrapes of job presets.
+# scrapes PROM_PORT N: waits until Prometheus holds N successful scrapes of job presets, for at
+# most 60 s (Prometheus' start included).
 scrapes() {
-  local n=0
-  for _ in $(seq 150); do
+  local n=none end=$((SECONDS + 60))
+  while [ $SECONDS -lt $end ]; do
     n=$(promql "$1" 'sum_over_time(up{job="presets"}[1h])')
-    [ "$n" -ge "$2" ] && return 0
+    [ "$n" != none ] && [ "$n" -ge "$2" ] && return 0
     sleep 0.2
   done
-  echo "Prometheus holds $n scrapes, expected $2"
+  echo "Prometheus holds $n scrapes after 60 s, expected $2"
   return 1
 }
 
@@ -88,15 +90,16 @@ run_preset() {
   wait "$abandon" || true
   # Every request finished (the abandoned one aborted) as of a scrape, then two more scrapes;
   # then serve stops (SIGINT writes its trace): its last scrape holds the whole run.
-  local busy=1
-  for _ in $(seq 100); do
+  local busy=none end=$((SECONDS + 60)) held
+  while [ $SECONDS -lt $end ]; do
     busy=$(promql "$prom_port" "${idle[$p]}")
     [ "$busy" = 0 ] && break
     sleep 0.2
   done
-  [ "$busy" = 0 ] || { echo "requests still in flight: ${idle[$p]} = $busy"; exit 1; }
-  scrapes "$prom_port" $(($(promql "$prom_port" 'sum_over_time(up{job="presets"}[1h])') + 2)) ||
-    exit 1
+  [ "$busy" = 0 ] || { echo "after 60 s, requests still in flight: ${idle[$p]} = $busy"; exit 1; }
+  held=$(promql "$prom_port" 'sum_over_time(up{job="presets"}[1h])')
+  [ "$held" != none ] || { echo "Prometheus answers no scrape count"; exit 1; }
+  scrapes "$prom_port" $((held + 2)) || exit 1
   kill -INT "$server"
   wait "$server" || { echo "serve exited with $?"; cat "$d/serve.log"; exit 1; }
   if ! python3 "$checker" --preset "$p" --prometheus "127.0.0.1:$prom_port" --job presets \
