@@ -19,7 +19,10 @@ source "$TOKCHRON_ROOT/examples/fleet/fleet.sh"
 ex=$dir/examples/fleet
 
 echo "--- native histograms: three replicas, a native and a classic Prometheus on 127.0.0.1"
-fleet_start "$ex" "httplib httplib httplib" "150 250 400" --cluster-s 1 --cluster-share 0.08
+# Each replica's burst waits for 40 scrapes of each format, so both Prometheus servers, whichever
+# started later, hold its state before the burst (rate()'s first sample).
+fleet_start "$ex" "httplib httplib httplib" "150 250 400" --cluster-s 1 --cluster-share 0.08 \
+  --wait-formats openmetrics,protobuf
 fleet_prometheus classic
 classic=$fleet_address
 fleet_prometheus native --enable-feature=native-histograms

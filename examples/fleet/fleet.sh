@@ -4,9 +4,10 @@
 # 127.0.0.1 only.
 
 # fleet_start EX "SERVER..." "MEDIAN_MS..." [REPLICA_ARG...]: starts replicas r1, r2, ... (one
-# per server, examples/fleet/replica.cpp; 4000 requests each after 40 scrapes, seeds 11, 12,
-# ...), waits for their ports, and sets fleet_targets (the scrape targets, comma-separated),
-# fleet_dumps and fleet_samples (NAME=FILE,... for fleet_check).
+# per server, examples/fleet/replica.cpp; 4000 requests each after 40 scrapes, of each format
+# with --wait-formats, seeds 11, 12, ...), waits for their ports (30 s at most), and sets
+# fleet_targets (the scrape targets, comma-separated), fleet_dumps and fleet_samples
+# (NAME=FILE,... for fleet_check).
 fleet_start() {
   local ex=$1 i n
   local -a servers medians
@@ -22,10 +23,11 @@ fleet_start() {
       >"$work/$n.log" 2>&1 &
     pids+=($!)
   done
+  local end=$((SECONDS + 30))
   for i in "${!servers[@]}"; do
     n=r$((i + 1))
-    for _ in $(seq 100); do [ -s "$work/$n.port" ] && break; sleep 0.1; done
-    [ -s "$work/$n.port" ] || { cat "$work/$n.log"; return 1; }
+    while [ ! -s "$work/$n.port" ] && [ $SECONDS -lt $end ]; do sleep 0.1; done
+    [ -s "$work/$n.port" ] || { echo "replica $n wrote no port within 30 s"; cat "$work/$n.log"; return 1; }
     fleet_targets+="${fleet_targets:+,}127.0.0.1:$(cat "$work/$n.port")"
     fleet_dumps+="${fleet_dumps:+,}$n=$work/$n.dump"
     fleet_samples+="${fleet_samples:+,}$n=$work/$n.samples"

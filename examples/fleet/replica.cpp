@@ -9,6 +9,10 @@
 // numbers, and with --samples every request's TTFT (raw doubles, native byte order) for the exact
 // quantiles.
 //
+// --wait-formats F,...: the burst waits until each exposition format F (openmetrics, protobuf,
+// text) has been scraped --wait-scrapes times (cpp-httplib only; the formats are what the
+// scrapers ask for): every Prometheus, however late it started, holds the state before it.
+//
 // --cluster-s X --cluster-share F: a share F of the requests get a TTFT drawn uniformly from
 // (E x 1.0005, E x 1.003), E the classic bucket edge at or above X: a narrow mode just above
 // an edge, where linear interpolation across a classic bucket (4.43 % wide) misplaces the
@@ -16,7 +20,8 @@
 //
 //   fleet_replica --name r1 --server prometheus-cpp|httplib --port-file F --dump F
 //                 [--samples F] [--requests 4000] [--median-ms 200] [--seed 1]
-//                 [--wait-scrapes 20] [--cluster-s X --cluster-share F]
+//                 [--wait-scrapes 20] [--wait-formats openmetrics,protobuf,text]
+//                 [--cluster-s X --cluster-share F]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -61,6 +66,23 @@ int main(int argc, char** argv) {
   if (!(cluster_share >= 0 && cluster_share <= 1) || !(cluster_at > 0))
     fleet::die("--cluster-share must lie in [0, 1] and --cluster-s be > 0");
   if (port_file.empty() || dump.empty()) fleet::die("--port-file and --dump are required");
+  bool wait_openmetrics = false, wait_protobuf = false, wait_text = false;
+  const std::string wait_formats = fleet::arg(argc, argv, "--wait-formats", "");
+  for (std::size_t pos = 0; pos < wait_formats.size();) {
+    const std::size_t end = std::min(wait_formats.find(',', pos), wait_formats.size());
+    const std::string f = wait_formats.substr(pos, end - pos);
+    if (f == "openmetrics")
+      wait_openmetrics = true;
+    else if (f == "protobuf")
+      wait_protobuf = true;
+    else if (f == "text")
+      wait_text = true;
+    else
+      fleet::die("--wait-formats: '" + f + "' is not openmetrics, protobuf or text");
+    pos = end + 1;
+  }
+  if (!wait_formats.empty() && server != "httplib")
+    fleet::die("--wait-formats needs --server httplib (it tells the formats apart)");
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
 
@@ -69,7 +91,7 @@ int main(int argc, char** argv) {
   // checker's merge; the burst records into them while the HTTP thread reads them.
   tokchron::serving_metrics merged(fleet::options(name));
   std::mutex merged_mutex;
-  std::atomic<int> scrapes{0}, openmetrics_scrapes{0}, protobuf_scrapes{0};
+  std::atomic<int> scrapes{0}, openmetrics_scrapes{0}, protobuf_scrapes{0}, text_scrapes{0};
   int port = 0;
   std::unique_ptr<prometheus::Exposer> exposer;
   std::shared_ptr<tokchron::prometheus_collectable> counted;
@@ -101,7 +123,7 @@ int main(int argc, char** argv) {
           tokchron::prometheus_options o;
           o.openmetrics = format == tokchron::exposition_format::openmetrics;
           body = tokchron::to_prometheus(metrics->snapshot(), o);
-          if (o.openmetrics) ++openmetrics_scrapes;
+          ++(o.openmetrics ? openmetrics_scrapes : text_scrapes);
         }
       } catch (const std::exception& e) {  // nothing throws through the request path
         res.status = 500;
@@ -123,7 +145,13 @@ int main(int argc, char** argv) {
               server.c_str());
   std::fflush(stdout);
 
-  while (!stop && scrapes < wait_scrapes) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto waiting = [&] {
+    if (wait_formats.empty()) return scrapes < wait_scrapes;
+    return (wait_openmetrics && openmetrics_scrapes < wait_scrapes) ||
+           (wait_protobuf && protobuf_scrapes < wait_scrapes) ||
+           (wait_text && text_scrapes < wait_scrapes);
+  };
+  while (!stop && waiting()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 
   // The burst: each request's timeline on a manual clock (times drawn, not waited for).
   std::mt19937_64 rng(seed);
