@@ -35,6 +35,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <httplib.h>
@@ -95,30 +96,60 @@ void wait_until(clock_type::time_point deadline, const char* what) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
-// Waits until `count_query` says `total` and every target is up, then fixes p's evaluation
-// instant. Both queries a check makes are evaluated at one instant that every scrape up to it
-// has already been written for: a scrape stamped just before "now" may still be in flight, and
-// landing between the two queries it would change rate()'s extrapolation for one and not the
-// other. 2 s is eight scrape intervals (each bounded by its 250 ms timeout), and the instant
-// still follows the query that saw every burst.
+// Fixes p's evaluation instant T at a moment as of which Prometheus has stored every scrape and
+// holds every replica's whole burst, waiting for one. Both queries a check makes are evaluated
+// at T, so a scrape still in flight cannot land between them and change rate()'s extrapolation
+// for one and not the other. T is the oldest of the targets' last stored scrapes
+// (min(timestamp(up))): a target's scrapes are stored in order, so none stamped before T is
+// still in flight. At T `count_query` must say `total` and every target be up (its last scrape
+// parsed: OpenMetrics and protobuf included). Then prints the scrapes' measured spread beside
+// the scrape timeout they must stay within.
 void settle(prom& p, const std::string& count_query, double total, std::size_t targets,
             clock_type::time_point deadline) {
   for (;;) {
-    const auto r = p.query(count_query);
-    if (!r.empty() && r[0].second == total) break;
-    wait_until(deadline, "Prometheus to scrape every replica's burst");
+    p.time = 0;
+    const auto last = p.query("min(timestamp(up))");
+    if (!last.empty()) {
+      p.time = last[0].second;
+      const auto count = p.query(count_query);
+      const auto up = p.query("up");
+      if (!count.empty() && count[0].second == total && up.size() == targets &&
+          std::all_of(up.begin(), up.end(), [](const auto& u) { return u.second == 1; }))
+        break;
+    }
+    wait_until(deadline, "Prometheus to store every replica's burst");
   }
-  for (;;) {  // every target up: its last scrape parsed (OpenMetrics and protobuf included)
-    const auto up = p.query("up");
-    if (up.size() == targets &&
-        std::all_of(up.begin(), up.end(), [](const auto& u) { return u.second == 1; }))
-      break;
-    wait_until(deadline, "every replica up");
+  const auto all = p.query("sum(count_over_time(up[1h]))");
+  const auto good = p.query("sum(sum_over_time(up[1h]))");
+  const auto longest = p.query("max(max_over_time(scrape_duration_seconds[1h]))");
+  std::string timeout = "unknown";
+  if (auto res = p.client.Get("/api/v1/status/config"); res && res->status == 200) {
+    const auto j = nlohmann::json::parse(res->body, nullptr, false);
+    const std::string yaml = j.is_object() && j.contains("data") && j["data"].is_object()
+                                 ? j["data"].value("yaml", "")
+                                 : "";
+    const auto at = yaml.find("scrape_timeout: ");
+    if (at != std::string::npos) timeout = yaml.substr(at + 16, yaml.find('\n', at) - at - 16);
   }
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  p.time =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
-      2.0;
+  if (!all.empty() && !good.empty() && !longest.empty())
+    std::printf(
+        "fleet: %.0f of %.0f scrapes failed (up == 0); the longest took %.1f ms (scrape "
+        "timeout %s)\n",
+        all[0].second - good[0].second, all[0].second, longest[0].second * 1000, timeout.c_str());
+}
+
+// `promql` and `weights_query` at p's instant, asked until `promql` answers the same before and
+// after `weights_query` (a guard: at a settled instant nothing changes between them).
+std::pair<std::vector<std::pair<nlohmann::json, double>>,
+          std::vector<std::pair<nlohmann::json, double>>>
+answer_and_weights(prom& p, const std::string& promql, const std::string& weights_query,
+                   clock_type::time_point deadline) {
+  for (;;) {
+    auto answer = p.query(promql);
+    auto rates = p.query(weights_query);
+    if (p.query(promql) == answer) return {std::move(answer), std::move(rates)};
+    wait_until(deadline, "the answer to stay the same across the weights query");
+  }
 }
 
 // Each replica's rate() extrapolation factor: rate * 60 / its count, by replica label.
@@ -211,8 +242,9 @@ int main(int argc, char** argv) {
     settle(p, "sum(tokchron_ttft_seconds_count)", total, hist.size(), deadline);
     const std::string promql = std::string("histogram_quantile(") + qtext +
                                ", sum by (le) (rate(tokchron_ttft_seconds_bucket[1m])))";
-    const auto answer = p.query(promql);
-    const auto w = weights(p.query("rate(tokchron_ttft_seconds_count[1m])"), hist);
+    const auto [answer, rates] =
+        answer_and_weights(p, promql, "rate(tokchron_ttft_seconds_count[1m])", deadline);
+    const auto w = weights(rates, hist);
     if (answer.size() != 1) fleet::die("unexpected query results");
     const double got = answer[0].second;
 
@@ -257,8 +289,9 @@ int main(int argc, char** argv) {
     settle(p, "histogram_count(sum(tokchron_ttft_seconds))", total, hist.size(), deadline);
     const std::string promql =
         std::string("histogram_quantile(") + qtext + ", sum(rate(tokchron_ttft_seconds[1m])))";
-    const auto answer = p.query(promql);
-    const auto w = weights(p.query("histogram_count(rate(tokchron_ttft_seconds[1m]))"), hist);
+    const auto [answer, rates] =
+        answer_and_weights(p, promql, "histogram_count(rate(tokchron_ttft_seconds[1m]))", deadline);
+    const auto w = weights(rates, hist);
     if (answer.size() != 1) fleet::die("unexpected native query results");
     const double got = answer[0].second;
 
