@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Malformed JSON Lines trace input and vLLM result files (docs/bad-input.md, rows R1, R3-R6,
-// R9, R11): each
+// R9, R11, R12): each
 // bad line gives a trace_error naming its line number and field, is skipped, and reading goes
 // on; no exception escapes the reader. Built as tokchron_bad_input_json_tests (needs
 // nlohmann-json; see tests.cmake).
@@ -201,4 +201,34 @@ TEST_CASE("bad input R11: inconsistent cached, reasoning and speculative counts 
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].line == 2);
   CHECK(errors[0].field == "cached_prompt_tokens");
+}
+
+TEST_CASE("bad input R12: ids and errors that are not UTF-8 are written, never thrown on") {
+  // A reason cut inside a character, a Latin-1 body, gzip bytes, a lone continuation byte, an
+  // overlong form and a surrogate: each invalid byte becomes U+FFFD, the rest is kept.
+  const std::string bad[] = {"caf\xc3", "caf\xe9",  "\x1f\x8b\x08\x00",
+                             "a\x80z",  "\xc0\xaf", "\xed\xa0\x80"};
+  for (const std::string& b : bad) {
+    CAPTURE(b);
+    tokchron::trace_record r;
+    r.id = "id-" + b;
+    r.error = "HTTP 500: " + b;
+    r.ok = false;
+    std::string line;
+    REQUIRE_NOTHROW(line = tokchron::to_json_line(r));
+    const auto back = tokchron::parse_trace_line(line, 1);
+    REQUIRE(back.record);
+    CHECK(back.record->id.rfind("id-", 0) == 0);
+    CHECK(back.record->error.rfind("HTTP 500: ", 0) == 0);
+    CHECK(back.record->error.find("\xef\xbf\xbd") != std::string::npos);
+    CHECK_FALSE(back.record->ok);
+  }
+  // Valid text, multi-byte characters included, is written unchanged.
+  tokchron::trace_record r;
+  r.id = "r\xc3\xa9q-\xe2\x82\xac";
+  r.error = "\xf0\x9f\x98\x80 boom";
+  const auto back = tokchron::parse_trace_line(tokchron::to_json_line(r), 1);
+  REQUIRE(back.record);
+  CHECK(back.record->id == r.id);
+  CHECK(back.record->error == r.error);
 }

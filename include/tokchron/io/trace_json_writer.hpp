@@ -62,14 +62,18 @@ inline void write_trace_field(nlohmann::ordered_json& j, const char* name,
 }
 }  // namespace detail
 
-/// One record as one JSON line (no newline). Optional fields are written only when set.
+/// One record as one JSON line (no newline). Optional fields are written only when set. Text
+/// fields (`id`, `error`) that are not valid UTF-8 (an id or a quoted reason cut inside a
+/// character, a Latin-1 error body) are written with each invalid byte replaced by U+FFFD
+/// (nlohmann-json's `error_handler_t::replace`), so writing never throws on the bytes of a
+/// record and the line is valid JSON; valid text is written unchanged.
 [[nodiscard]] inline std::string to_json_line(const trace_record& r) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   detail::for_each_trace_field([&](const auto& fd, std::size_t) {
     const std::string name(fd.name);
     detail::write_trace_field(j, name.c_str(), r.*fd.member, fd.required);
   });
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 /// Writes `r` as one line (with its newline) to `out`.
