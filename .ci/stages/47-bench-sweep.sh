@@ -77,3 +77,32 @@ pids=()
 python3 "$TOKCHRON_ROOT/tools/bench/tests/check_sweep.py" \
   --report "$work/report.json" --server-trace "$work/server.jsonl" --metrics "$work/metrics.txt" \
   --id-prefix chatcmpl- --aborted 1 --expect-reasoning --expect-cached --client-traces "$work"/client.rate=*.jsonl
+
+# A server that shuts down under load (docs/tools/tokchron-bench.md, "A server that shuts
+# down"): serve gets SIGTERM 3 s into a run of 100 users; its streams in flight end with
+# finish_reason abort. The client must count every one of them as failed (aborted), the
+# completed ones as completed, and stop sending once the server is gone (--give-up: exit 6);
+# tools/bench/tests/check_shutdown.py then joins both traces by id: the same finish reason
+# for every request the server recorded, the same counts by finish reason, and only
+# connection failures for the requests it never recorded.
+echo "--- serve stopped by SIGTERM under tokchron-bench (100 users)"
+"$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim \
+  --trace-out "$work/shutdown-server.jsonl" >"$work/shutdown-serve.log" 2>&1 &
+server=$!
+pids+=("$server")
+base=$(tc_serve_url "$work/shutdown-serve.log")
+"$bench" --url "$base" --model tokchron-sim --users 100 --duration 30 --prompt-len fixed:32 \
+  --output-len uniform:20,400 --seed 5 --request-timeout 60 --give-up 2 --progress never \
+  --profile canonical --format csv --trace-out "$work/shutdown-client.jsonl" \
+  >"$work/shutdown-report.csv" 2>"$work/shutdown-bench.err" &
+client=$!
+pids+=("$client")
+sleep 3
+kill -TERM "$server"
+wait "$server" || { echo "serve exited with $? after SIGTERM"; cat "$work/shutdown-serve.log"; exit 1; }
+rc=0
+wait "$client" || rc=$?
+cat "$work/shutdown-bench.err"
+[ "$rc" = 6 ] || { echo "tokchron-bench exited with $rc, expected 6 (it stops once the server is gone)"; exit 1; }
+python3 "$TOKCHRON_ROOT/tools/bench/tests/check_shutdown.py" \
+  --client "$work/shutdown-client.jsonl" --server "$work/shutdown-server.jsonl" --id-prefix cmpl-

@@ -6,7 +6,8 @@
 // Properties: decoding never crashes and is the same however the bytes are cut into reads (the
 // same events, kinds, usage counts, end and failure reason as in one read); chunk times never
 // decrease and are each the time of the read that completed the event; a failure has a kind and
-// a reason of the decoder's own forms; `[DONE]` finishes the timeline as succeeded; no recording
+// a reason of the decoder's own forms; at `[DONE]` the timeline finishes as the server's finish
+// reason says (succeeded unless that reason is a failure, `server_failure`); no recording
 // call is refused; the decoder holds at most 2 x max_sse_line bytes; and the request's trace
 // record is valid (what tokchron-report reads back).
 #include <algorithm>
@@ -31,14 +32,15 @@ struct outcome {
   std::vector<tc::chunk_kind> kinds;
   std::vector<std::uint32_t> tokens;
   std::optional<std::uint64_t> prompt, completion, cached, reasoning;
-  std::string error;
+  std::string error, server_failure;
   tb::failure_kind failure = tb::failure_kind::none;
   bool done = false;
   std::uint64_t events = 0;
   bool operator==(const outcome& o) const {
     return kinds == o.kinds && tokens == o.tokens && prompt == o.prompt &&
            completion == o.completion && cached == o.cached && reasoning == o.reasoning &&
-           error == o.error && failure == o.failure && done == o.done && events == o.events;
+           error == o.error && server_failure == o.server_failure && failure == o.failure &&
+           done == o.done && events == o.events;
   }
 };
 
@@ -74,6 +76,7 @@ outcome decode(std::string_view stream, tb::endpoint_kind e, const std::vector<s
   o.cached = tl.cached_prompt_tokens();
   o.reasoning = tl.reported_reasoning_tokens();
   o.error = d.error();
+  o.server_failure = d.server_failure();
   o.failure = d.failure();
   o.done = d.done();
   o.events = d.events();
@@ -87,8 +90,11 @@ outcome decode(std::string_view stream, tb::endpoint_kind e, const std::vector<s
   } else {
     TOKCHRON_FUZZ_CHECK(o.failure == tb::failure_kind::none);
   }
+  if (!o.server_failure.empty()) TOKCHRON_FUZZ_CHECK(starts(o.server_failure, "SSE event "));
   if (o.done) {
-    TOKCHRON_FUZZ_CHECK(tl.finished() && tl.succeeded());
+    TOKCHRON_FUZZ_CHECK(!tl.finished());
+    TOKCHRON_FUZZ_CHECK(d.finish_timeline() == tc::record_status::ok);
+    TOKCHRON_FUZZ_CHECK(tl.succeeded() == o.server_failure.empty());
     TOKCHRON_FUZZ_CHECK(!o.kinds.empty() && o.kinds.back() == tc::chunk_kind::done);
   } else {
     TOKCHRON_FUZZ_CHECK(!tl.finished());

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -73,6 +74,9 @@ const std::vector<own_option>& own_options() {
        "write the measured requests as a tokchron trace (JSON Lines); "
        "with --sweep, FILE gets .NAME=V before its extension"},
       {"progress", "WHEN", "auto (default: on a terminal), always or never"},
+      {"give_up", "SECONDS",
+       "stop sending when no stream received a byte for this long while requests failed "
+       "(default 30; 0: never); the run then exits 6"},
       {"profile", "NAMES", "report profiles (default all)", true},
       {"slo", "SPEC", "an objective, e.g. 'p99(ttft) < 500ms' (repeatable)", true, true},
       {"goodput", "LIMITS", "goodput limits, e.g. ttft:500ms,tpot:50ms", true},
@@ -110,7 +114,8 @@ std::string usage() {
        "--sweep).\n";
   o << "\nExit codes: those of tokchron-report (0 ok, 1 no usable request, 3 an objective failed,\n"
        "4 undecided), 2 for a bad command line, 5 when the report was written but some requests\n"
-       "failed (counted by kind on standard error, each reason in the trace).\n";
+       "failed (counted by kind on standard error, each reason in the trace), 6 when the run\n"
+       "stopped sending early (--give-up).\n";
   return o.str();
 }
 
@@ -138,6 +143,7 @@ struct settings {
   std::string sweep_name;
   std::vector<std::string> sweep_values;
   std::string trace_out, progress = "auto", id_prefix;
+  clock::duration give_up = std::chrono::seconds(30);
   std::vector<std::string> report_args;
 };
 
@@ -196,6 +202,8 @@ settings parse(const std::vector<std::string>& argv) {
       s.limits.request = as_duration(seconds_of(name, value));
     } else if (name == "idle_timeout") {
       s.limits.idle = as_duration(seconds_of(name, value));
+    } else if (name == "give_up") {
+      s.give_up = as_duration(seconds_of(name, value));
     } else if (name == "threads") {
       if (value.empty() || value.size() > 3 ||
           !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
@@ -311,10 +319,144 @@ bool write_capacity_plan(std::ostream& out, std::ostream& err, const settings& s
   return true;
 }
 
+// What a run's measured requests came to, gathered as each ends (the run keeps no request):
+// one verdict each (a request with a reason failed; the trace, the report and the exit code
+// say the same), the finish reasons the server sent, failures by kind and reason, what the
+// streams carried, and the events the client could not time apart.
+struct run_summary {
+  static constexpr std::size_t max_reasons = 1000;  // distinct reasons kept; the rest counted
+  std::uint64_t measured = 0, failed = 0;
+  std::map<std::string, std::uint64_t> reasons, kinds, finish_words;
+  std::set<std::string> unknown_words;
+  std::uint64_t other_reasons = 0;
+  std::uint64_t reads = 0, stamped = 0;
+  tc::exact_quantiles<double> waits;  // each request's longest wait in the kernel, us
+  // Completed requests that streamed no text: tool-call deltas only, text only in another
+  // choice, nothing (a role chunk, usage).
+  std::uint64_t tool_only = 0, other_choice_only = 0, nothing = 0;
+  // Events that shared a read, in how many requests; token gaps and those inside one read;
+  // requests whose last token came in the read of their [DONE].
+  std::uint64_t events = 0, shared = 0, shared_requests = 0, gaps = 0, gaps_one_read = 0,
+                last_with_done = 0;
+
+  void add(const request_outcome& o) {
+    ++measured;
+    if (!o.error.empty()) {
+      ++failed;
+      ++kinds[failure_name(o.failure)];
+      if (reasons.size() < max_reasons || reasons.count(o.error))
+        ++reasons[o.error];
+      else
+        ++other_reasons;
+    }
+    if (o.error.empty() || o.failure == failure_kind::server_finish) {
+      const std::string word = o.finish_word.empty() ? std::string("(none given)") : o.finish_word;
+      if (finish_words.size() < max_reasons || finish_words.count(word))
+        ++finish_words[word];
+      else
+        ++finish_words["(other words)"];
+      if (!o.finish_word_known && unknown_words.size() < 20) unknown_words.insert(o.finish_word);
+    }
+    reads += o.reads;
+    stamped += o.kernel_timed_reads;
+    if (o.kernel_timed_reads > 0) (void)waits.add(tc::to_seconds(o.longest_read_wait) * 1e6);
+    const stream_content& c = o.content;
+    if (o.error.empty() && c.text == 0 && c.reasoning == 0) {
+      if (c.tool_calls > 0)
+        ++tool_only;
+      else if (c.other_choice > 0)
+        ++other_choice_only;
+      else
+        ++nothing;
+    }
+    events += c.events;
+    shared += c.shared_read;
+    shared_requests += c.shared_read > 0 ? 1 : 0;
+    gaps += c.token_gaps;
+    gaps_one_read += c.token_gaps_in_one_read;
+    last_with_done += c.last_token_with_done ? 1 : 0;
+  }
+
+  void print(std::ostream& err, receive_time rx, const load_result& r) const {
+    const auto share = [](std::uint64_t part, std::uint64_t whole) {
+      std::ostringstream o;
+      o << std::fixed << std::setprecision(1)
+        << 100.0 * static_cast<double>(part) / static_cast<double>(whole ? whole : 1) << '%';
+      return o.str();
+    };
+    err << "tokchron-bench: " << measured << " requests: " << measured - failed << " completed, "
+        << failed << " failed\n";
+    if (!finish_words.empty()) {
+      err << "tokchron-bench: finish reasons the server sent:";
+      for (const auto& [word, n] : finish_words) {
+        const server_finish f = classify_finish_reason(word);
+        err << ' ' << word << ' ' << n << (f.completed ? "" : " (did not complete: failed)");
+      }
+      err << '\n';
+      for (const auto& w : unknown_words)
+        err << "tokchron-bench: finish reason '" << w
+            << "' is not one tokchron-bench knows: those requests are taken as completed\n";
+    }
+    if (rx == receive_time::kernel && stamped < reads)
+      err << "tokchron-bench: " << reads - stamped << " of " << reads
+          << " reads carried no kernel receive stamp and were timed by the read\n";
+    if (const auto p50 = waits.quantile(0.5, tc::quantile_method::nearest_rank)) {
+      const auto us = [](double micros) {
+        std::ostringstream o;
+        o << std::fixed << std::setprecision(micros < 100 ? 1 : 0) << micros << " us";
+        return o.str();
+      };
+      err << "tokchron-bench: each request's longest wait of its bytes in the kernel before the "
+             "client read them: median "
+          << us(*p50) << ", P99 " << us(*waits.quantile(0.99, tc::quantile_method::nearest_rank))
+          << ", max " << us(*waits.quantile(1.0, tc::quantile_method::nearest_rank))
+          << " (a wait near the gap between a stream's events can give an event the next one's "
+             "time)\n";
+    }
+    if (shared > 0)
+      err << "tokchron-bench: " << shared << " of " << events << " SSE events ("
+          << share(shared, events) << ") shared a read with another event, in " << shared_requests
+          << " requests: each has that read's time; " << gaps_one_read << " of " << gaps
+          << " gaps between token chunks (" << share(gaps_one_read, gaps)
+          << ") fell inside one read and are recorded as 0 (ITL samples not measured; they "
+             "lower ITL and TPOT, and a token's TTFT or E2E is late by up to the gap when it "
+             "shared the next event's read); "
+          << last_with_done << " requests' last token came in the read of their [DONE]\n";
+    if (tool_only + other_choice_only + nothing > 0)
+      err << "tokchron-bench: " << tool_only + other_choice_only + nothing
+          << " completed requests streamed no text: " << tool_only << " tool-call deltas only, "
+          << other_choice_only << " text only in a choice other than index 0 (not measured), "
+          << nothing
+          << " nothing but role or usage chunks; they have no token chunk, so TTFT, "
+             "TPOT and ITL are undefined for them under every profile that times token "
+             "chunks (the vllm profile times every chunk with choices, as vLLM's benchmark "
+             "does)\n";
+    if (r.backoffs > 0)
+      err << "tokchron-bench: " << r.backoffs << " fast failures held their users back before "
+          << "the next request (backoff with jitter, "
+          << std::chrono::duration<double>(r.backoff_total).count() << " s in all)\n";
+    if (failed > 0) {
+      std::vector<std::pair<std::uint64_t, std::string>> top;
+      for (const auto& [why, n] : reasons) top.emplace_back(n, why);
+      std::sort(top.rbegin(), top.rend());
+      err << "tokchron-bench: " << failed << " of " << measured << " requests failed, by kind:";
+      for (const auto& [kind, n] : kinds) err << ' ' << kind << ' ' << n;
+      err << "\ntokchron-bench: failed requests by reason:\n";
+      for (std::size_t i = 0; i < top.size() && i < 5; ++i)
+        err << "  " << top[i].first << "  " << top[i].second << '\n';
+      if (top.size() > 5 || other_reasons > 0)
+        err << "  ... and " << (top.size() > 5 ? top.size() - 5 : 0) + (other_reasons ? 1 : 0)
+            << " more reasons (each request's in the trace)\n";
+    }
+    if (!r.gave_up.empty())
+      err << "tokchron-bench: the run stopped sending before its end: " << r.gave_up << '\n';
+  }
+};
+
 // The worse of two exit codes: an objective that failed (3), then one undecided (4), then no
-// usable request (1), then failed requests (5).
+// usable request (1), then a run that stopped early (6), then failed requests (5).
 int worse(int a, int b) {
-  for (const int code : {3, 4, 1, exit_failed_requests})
+  for (const int code : {3, 4, 1, exit_gave_up, exit_failed_requests})
     if (a == code || b == code) return code;
   return a != 0 ? a : b;
 }
@@ -363,6 +505,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     lo.rx_time = s.rx_time;
     lo.first_request_id = next_request_id;
     lo.id_prefix = s.id_prefix;
+    lo.give_up = s.give_up;
     const bool show = s.progress == "always" || (s.progress == "auto" && terminal);
     if (show)
       lo.on_progress = [&err](const progress& p) {
@@ -370,62 +513,8 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
             << ", finished " << p.finished << ", failed " << p.failed << ", in flight "
             << p.in_flight << "   " << std::flush;
       };
-    load_result r;
-    try {
-      r = run_load(lo);
-    } catch (const std::exception& e) {
-      err << "tokchron-bench: " << e.what() << '\n';
-      return 1;
-    }
-    if (show) err << '\n';
-    next_request_id += r.requests.size();
-    // Failures by reason, most frequent first (the trace keeps each one's reason).
-    // With them, the reads the kernel did not stamp (timed by the read: say how many), and how
-    // far the client fell behind its streams (each request's longest wait in the kernel).
-    std::map<std::string, std::uint64_t> reasons;
-    std::map<std::string, std::uint64_t> kinds;  // failure_name -> count
-    std::uint64_t reads = 0, stamped = 0, measured = 0, failed = 0;
-    tc::exact_quantiles<double> waits;
-    for (const auto& o : r.requests) {
-      if (!o.measured) continue;
-      ++measured;
-      if (!o.error.empty()) {
-        ++failed;
-        ++reasons[o.error];
-        ++kinds[failure_name(o.failure)];
-      }
-      reads += o.reads;
-      stamped += o.kernel_timed_reads;
-      if (o.kernel_timed_reads > 0) (void)waits.add(tc::to_seconds(o.longest_read_wait) * 1e6);
-    }
-    if (s.rx_time == receive_time::kernel && stamped < reads)
-      err << "tokchron-bench: " << reads - stamped << " of " << reads
-          << " reads carried no kernel receive stamp and were timed by the read\n";
-    if (const auto p50 = waits.quantile(0.5, tc::quantile_method::nearest_rank)) {
-      const auto us = [](double micros) {
-        std::ostringstream o;
-        o << std::fixed << std::setprecision(micros < 100 ? 1 : 0) << micros << " us";
-        return o.str();
-      };
-      err << "tokchron-bench: each request's longest wait of its bytes in the kernel before the "
-             "client read them: median "
-          << us(*p50) << ", P99 " << us(*waits.quantile(0.99, tc::quantile_method::nearest_rank))
-          << ", max " << us(*waits.quantile(1.0, tc::quantile_method::nearest_rank))
-          << " (a wait near the gap between a stream's events can give an event the next one's "
-             "time)\n";
-    }
-    if (!reasons.empty()) {
-      std::vector<std::pair<std::uint64_t, std::string>> top;
-      for (const auto& [why, n] : reasons) top.emplace_back(n, why);
-      std::sort(top.rbegin(), top.rend());
-      err << "tokchron-bench: " << failed << " of " << measured << " requests failed, by kind:";
-      for (const auto& [kind, n] : kinds) err << ' ' << kind << ' ' << n;
-      err << "\ntokchron-bench: failed requests by reason:\n";
-      for (std::size_t i = 0; i < top.size() && i < 5; ++i)
-        err << "  " << top[i].first << "  " << top[i].second << '\n';
-      if (top.size() > 5)
-        err << "  ... and " << top.size() - 5 << " more reasons (each request's in the trace)\n";
-    }
+    // The trace file of this point: each measured request is written as it ends, so the run
+    // keeps only the requests in flight.
     std::string path = s.trace_out.empty()
                            ? std::string()
                            : (v.empty() ? s.trace_out : point_path(s.trace_out, s.sweep_name, v));
@@ -441,21 +530,42 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       temporaries.push_back(path);
     }
     traces.push_back(path);
-    {
-      std::ofstream f(path);
-      for (const auto& rec : to_trace(r)) tc::write_trace_line(f, rec);
-      if (!f) {
-        err << "tokchron-bench: cannot write " << path << '\n';
-        return 1;
-      }
+    std::ofstream trace_file(path);
+    if (!trace_file) {
+      err << "tokchron-bench: cannot write " << path << '\n';
+      return 1;
     }
+    run_summary sum;
+    std::optional<tc::clock_anchor> anchor;  // read at the first request's end (trace-format.md)
+    lo.on_end = [&](request_outcome&& o, clock::time_point zero) {
+      if (!o.measured) return;
+      if (!anchor) anchor = tc::read_clock_anchor<clock>(zero);
+      sum.add(o);
+      tc::write_trace_line(trace_file, to_trace(o, zero, *anchor));
+    };
+    load_result r;
+    try {
+      r = run_load(lo);
+    } catch (const std::exception& e) {
+      err << "tokchron-bench: " << e.what() << '\n';
+      return 1;
+    }
+    if (show) err << '\n';
+    next_request_id += r.sent;
+    trace_file.close();
+    if (!trace_file) {
+      err << "tokchron-bench: cannot write " << path << '\n';
+      return 1;
+    }
+    sum.print(err, s.rx_time, r);
     std::vector<std::string> args = s.report_args;
     if (!v.empty())  // each point's pictures in a folder of their own: DIR/NAME=V
       for (std::size_t i = 0; i + 1 < args.size(); i += 2)
         if (args[i] == "--plot") args[i + 1] += "/" + s.sweep_name + "=" + v;
     args.push_back(path);
     int rc_report = tokchron_report::run(args, out, err);
-    if (rc_report == 0 && failed > 0) rc_report = exit_failed_requests;
+    if (rc_report == 0 && !r.gave_up.empty()) rc_report = exit_gave_up;
+    if (rc_report == 0 && sum.failed > 0) rc_report = exit_failed_requests;
     worst = worse(worst, rc_report);
   }
   // Over a sweep the report ends with the planner's pick (JSON output stays one document per

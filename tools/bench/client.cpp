@@ -9,8 +9,10 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include <cerrno>
@@ -236,6 +238,42 @@ namespace {
 
 std::string describe(const beast::error_code& ec) { return ec.message(); }
 
+// The most 1xx interim responses a request skips before its final response: more is a server
+// that never answers, ended here rather than by the timeouts alone.
+constexpr unsigned max_interim_responses = 100;
+
+}  // namespace
+
+bool is_event_stream(std::string_view content_type) noexcept {
+  // media-type = type "/" subtype parameters (RFC 9110 section 8.3.1): the type and subtype
+  // are case-insensitive, and whitespace may come before the ";" of a parameter.
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  const auto ows = [](char c) { return c == ' ' || c == '\t'; };
+  while (!type.empty() && ows(type.front())) type.remove_prefix(1);
+  while (!type.empty() && ows(type.back())) type.remove_suffix(1);
+  constexpr std::string_view want = "text/event-stream";
+  if (type.size() != want.size()) return false;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    char c = type[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != want[i]) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// A duration as people read it in a reason: "0.2 s", "30 s", "2.01 s" (at most millisecond
+// digits, no trailing zeros).
+std::string seconds_text(clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", std::chrono::duration<double>(d).count());
+  std::string s = buf;
+  while (s.size() > 1 && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s + " s";
+}
+
 // Timer slack: Linux lets a sleeping thread's wake-up come up to 50 us late by default (to
 // batch wake-ups); a client that times sends and reads asks for the least (1 ns).
 void least_timer_slack() noexcept {
@@ -358,7 +396,7 @@ class session : public std::enable_shared_from_this<session> {
  public:
   session(net::io_context& ioc, const tcp::endpoint& ep, const target& tgt, const timeouts& lim,
           receive_time rx, request_outcome& out, std::string body, connection_pool* pool,
-          std::function<void()> done)
+          std::atomic<clock::rep>* progress, std::function<void()> done)
       : ioc_(ioc),
         conn_(ioc, ep, pool),
         deadline_(ioc),
@@ -367,15 +405,15 @@ class session : public std::enable_shared_from_this<session> {
         rx_(rx),
         out_(out),
         sse_(tgt.endpoint, out.tl),
-        done_(std::move(done)) {
+        done_(std::move(done)),
+        progress_(progress) {
     req_ = "POST " + tgt.path() + " HTTP/1.1\r\nHost: " + tgt.host + ":" + tgt.port +
            "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n" +
            (pool ? "Connection: keep-alive" : "Connection: close") +
            "\r\nX-Request-Id: " + out.request_id + "\r\n";
     if (!tgt.api_key.empty()) req_ += "Authorization: Bearer " + tgt.api_key + "\r\n";
     req_ += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-    parser_.eager(true);
-    parser_.body_limit((std::numeric_limits<std::uint64_t>::max)());
+    new_parser();
   }
 
   void start() {
@@ -526,10 +564,10 @@ class session : public std::enable_shared_from_this<session> {
       if (ec == net::error::eof || ec == http::error::end_of_stream) {
         // A close-delimited body ends here; anything else ended early (Beast's put_eof needs
         // a response begun: a server that closes before its first byte is a failure too).
-        if (parser_.got_some()) {
+        if (parser_->got_some()) {
           beast::error_code pe;
-          parser_.put_eof(pe);
-          if (!pe && parser_.is_done()) return end_of_body(t);
+          parser_->put_eof(pe);
+          if (!pe && parser_->is_done()) return end_of_body(t);
         }
         return fail(t, tc::finish_reason::error, failure_kind::ended_early,
                     (sse_.events() ? "the connection closed before [DONE]"
@@ -541,45 +579,70 @@ class session : public std::enable_shared_from_this<session> {
     read();
   }
 
+  // A parser for the next response (the first, or the one after a 1xx interim response).
+  void new_parser() {
+    parser_.emplace();
+    parser_->eager(true);
+    parser_->body_limit((std::numeric_limits<std::uint64_t>::max)());
+  }
+
   // Feeds what was read into the HTTP parser and the body into the SSE decoder. False once the
   // request ended.
   bool parse(clock::time_point t) {
     for (;;) {
       beast::error_code pe;
-      const std::size_t used = parser_.put(buf_.data(), pe);
+      const std::size_t used = parser_->put(buf_.data(), pe);
       buf_.consume(used);
       if (pe == http::error::need_more) pe = {};
       if (pe) {
-        fail(t, tc::finish_reason::error, failure_kind::http_framing, "HTTP: " + describe(pe));
+        fail(t, tc::finish_reason::error, failure_kind::http_framing,
+             "HTTP: " + quote_bytes(describe(pe), 200));
         return false;
       }
-      if (parser_.is_header_done()) {
-        std::string& body = parser_.get().body();
-        const unsigned status = parser_.get().result_int();
+      if (parser_->is_header_done()) {
+        std::string& body = parser_->get().body();
+        const unsigned status = parser_->get().result_int();
+        if (status >= 100 && status < 200 && status != 101) {
+          // An interim response (100 Continue, 102, 103 Early Hints): RFC 9110 section 15.2
+          // has a client parse and skip any number of them before the final response (101,
+          // a protocol switch nobody asked for, is final and refused below).
+          if (++interim_ > max_interim_responses) {
+            fail(t, tc::finish_reason::error, failure_kind::http_status,
+                 "HTTP: more than " + std::to_string(max_interim_responses) +
+                     " 1xx interim responses without a final one");
+            return false;
+          }
+          new_parser();
+          if (buf_.size() == 0) return true;
+          continue;
+        }
         if (status != 200) {
           if (body.size() > 4096) body.resize(4096);
-          if (parser_.is_done() || body.size() >= 4096) {
+          if (parser_->is_done() || body.size() >= 4096) {
             fail(t, tc::finish_reason::error, failure_kind::http_status,
-                 "HTTP " + std::to_string(status) + ": " + body.substr(0, 300));
+                 "HTTP " + std::to_string(status) + ": " + quote_bytes(body, 300));
             return false;
           }
         } else {
-          const auto type = parser_.get()[http::field::content_type];
-          if (type.substr(0, 17) != "text/event-stream") {
+          const auto field = parser_->get()[http::field::content_type];
+          const std::string_view type(field.data(), field.size());
+          if (!is_event_stream(type)) {
             fail(t, tc::finish_reason::error, failure_kind::not_sse,
-                 "HTTP 200 with Content-Type '" + std::string(type.substr(0, 80)) +
+                 "HTTP 200 with Content-Type '" + quote_bytes(type, 80) +
                      "', not text/event-stream (the server did not stream)");
             return false;
           }
           if (!body.empty()) {
-            const bool ok = sse_.feed(body, t);
+            const bool ok = sse_.feed(body, t, out_.reads);
             body.clear();
             if (!ok) {
               fail(t, tc::finish_reason::error, sse_.failure(), sse_.error());
               return false;
             }
+            if (progress_)
+              progress_->store(t.time_since_epoch().count(), std::memory_order_relaxed);
           }
-          if (parser_.is_done()) {
+          if (parser_->is_done()) {
             end_of_body(t);
             return false;
           }
@@ -589,48 +652,68 @@ class session : public std::enable_shared_from_this<session> {
     }
   }
 
+  // The body ended cleanly: the request's verdict is the stream's.
   void end_of_body(clock::time_point t) {
-    if (sse_.done()) {
-      // Keep-alive: the connection goes back to the pool when the answer ended cleanly, the
-      // server keeps it open and no byte of anything else was read.
-      return end(std::string(), conn_.pooled() && parser_.is_done() && parser_.get().keep_alive() &&
-                                    buf_.size() == 0);
+    if (!sse_.done())
+      return fail(t, tc::finish_reason::error, failure_kind::ended_early,
+                  "the response ended before [DONE]" + sse_.unfinished());
+    // The timeline ends at [DONE] as the server's finish reason says; a reason that says the
+    // request did not complete makes it a failure with that reason.
+    (void)sse_.finish_timeline();
+    record_stream();
+    if (!sse_.server_failure().empty()) {
+      out_.failure = failure_kind::server_finish;
+      return end(sse_.server_failure());
     }
-    fail(t, tc::finish_reason::error, failure_kind::ended_early,
-         "the response ended before [DONE]" + sse_.unfinished());
+    // Keep-alive: the connection goes back to the pool when the answer ended cleanly, the
+    // server keeps it open and no byte of anything else was read.
+    end(std::string(),
+        conn_.pooled() && parser_->is_done() && parser_->get().keep_alive() && buf_.size() == 0);
+  }
+
+  // What the stream carried, kept with the outcome.
+  void record_stream() {
+    out_.content = sse_.content();
+    out_.finish_word = sse_.finish_word();
+    out_.finish_word_known = sse_.finish_word_known();
   }
 
   void io_failure(const beast::error_code& ec, const char* what) {
     const clock::time_point t = clock::now();
+    // After [DONE], a wait that times out is one for the body's end.
+    const std::string after = sse_.done() ? " after [DONE] (the response body did not end)" : "";
     if (expired_ == expiry::request)
       return fail(t, tc::finish_reason::timed_out, failure_kind::timeout,
-                  "request timeout (" + seconds(lim_.request) + ") during " + what);
+                  "request timeout (" + seconds(lim_.request) + ") during " + what + after);
     if (expired_ == expiry::idle)
       return fail(t, tc::finish_reason::timed_out, failure_kind::timeout,
-                  "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " + what);
+                  "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " + what + after);
     if (ec == beast::error::timeout) {
       const bool connecting = std::string_view(what) == "connect";
       return fail(t, tc::finish_reason::timed_out, failure_kind::timeout,
-                  connecting
-                      ? "connect timeout (" + seconds(lim_.connect) + ")"
-                      : "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " + what);
+                  connecting ? "connect timeout (" + seconds(lim_.connect) + ")"
+                             : "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " +
+                                   what + after);
     }
     fail(t, tc::finish_reason::error,
          std::string_view(what) == "connect" ? failure_kind::connect : failure_kind::connection,
-         std::string(what) + ": " + describe(ec));
+         std::string(what) + ": " + quote_bytes(describe(ec), 200) + after);
   }
 
-  static std::string seconds(clock::duration d) {
-    std::string s = std::to_string(std::chrono::duration<double>(d).count());
-    while (s.size() > 1 && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s + " s";
-  }
+  static std::string seconds(clock::duration d) { return seconds_text(d); }
 
   // Ends the request as failed at `t` (never before the stream's latest time, so no latency
   // of a failed request is negative).
+  // A finish reason from the server that said the request did not complete stands over what
+  // went wrong after it (the stream cut, a timeout): its reason and finish are the request's.
   void fail(clock::time_point t, tc::finish_reason why, failure_kind kind, std::string reason) {
     if (phase_ == phase::ended) return;
+    if (!sse_.server_failure().empty()) {
+      why = sse_.finish_reason();
+      kind = failure_kind::server_finish;
+      reason = sse_.server_failure();
+    }
+    record_stream();
     if (!out_.tl.finished() && out_.tl.finish(std::max(t, last_t_), why) != tc::record_status::ok)
       (void)out_.tl.finish(clock::now(), why);
     out_.failure = kind;
@@ -657,8 +740,10 @@ class session : public std::enable_shared_from_this<session> {
   std::function<void()> done_;
   std::string req_;
   beast::flat_buffer buf_;
-  http::response_parser<http::string_body> parser_;
-  clock::time_point last_t_;   // the stream's latest time (its send, then its reads)
+  std::optional<http::response_parser<http::string_body>> parser_;
+  unsigned interim_ = 0;               // 1xx interim responses skipped
+  std::atomic<clock::rep>* progress_;  // the run's latest stream bytes (see run_load)
+  clock::time_point last_t_;           // the stream's latest time (its send, then its reads)
   clock::time_point last_io_;  // the latest read (or the write): the idle limit counts from it
   phase phase_ = phase::created;
   expiry expired_ = expiry::none;
@@ -719,93 +804,180 @@ load_result run_load(const load_options& opt) {
   load_result result;
   std::mutex m;
   std::condition_variable cv;
-  std::vector<std::size_t> ended;  // indices in result.requests of the requests that ended
+  std::vector<std::uint64_t> ended;  // keys of the requests that ended
   std::uint64_t in_flight = 0, sent = 0, finished = 0, failed = 0;
   std::size_t next_thread = 0;
+  // With `on_end` the run keeps only the requests in flight, by key; without it every request,
+  // in `result.requests` (its key is its index there).
+  std::unordered_map<std::uint64_t, std::unique_ptr<request_outcome>> flight;
+  std::uint64_t next_key = 0;
+  const auto outcome = [&](std::uint64_t key) -> request_outcome& {
+    return opt.on_end ? *flight.at(key) : result.requests[key];
+  };
+  // The closed loop's backoff: each user's fast failures in a row, and the jitter's draws.
+  const bool closed = opt.work.mode == batching::arrival_mode::closed;
+  std::vector<std::uint32_t> fast_failures(closed ? opt.work.users : 0);
+  std::mt19937_64 jitter(opt.work.seed ^ 0x9e3779b97f4a7c15ULL);
+  // The latest time a stream received bytes of a 200 answer (the sessions store it), and the
+  // latest failure: the give-up watches both.
+  std::atomic<clock::rep> progress_at{0};
+  clock::time_point last_failure{};
+  std::string last_reason;
+  bool sending = true;
 
   result.zero = clock::now() + std::chrono::milliseconds(20);  // a lead so t = 0 is not late
+  progress_at.store(result.zero.time_since_epoch().count());
   const auto at = [&](batching::time_point v) {
     return result.zero + std::chrono::duration_cast<clock::duration>(v.time_since_epoch());
   };
   const auto virtual_now = [&](clock::time_point t) {
     return batching::time_point(std::chrono::duration_cast<batching::duration>(t - result.zero));
   };
+  const auto stop_sending = [&](std::string why) {
+    if (!sending) return;
+    sending = false;
+    result.gave_up = std::move(why);
+  };
   auto next_progress = result.zero;
   std::vector<batching::request*> released;
   for (;;) {
-    std::vector<std::size_t> now_ended;
-    {
-      std::lock_guard<std::mutex> lock(m);
-      now_ended.swap(ended);
-    }
-    const auto now_ended_at = clock::now();
-    for (const std::size_t i : now_ended) {
-      --in_flight;
-      ++finished;
-      const request_outcome& o = result.requests[i];
-      if (!o.error.empty()) ++failed;
-      gen.on_finish(gen.requests()[o.id], virtual_now(o.tl.finish_time().value_or(now_ended_at)));
-    }
-    const auto now = clock::now();
-    if (opt.on_progress && now >= next_progress) {
-      opt.on_progress({std::chrono::duration<double>(now - result.zero).count(), sent, finished,
-                       failed, in_flight});
-      next_progress = now + opt.progress_every;
-    }
-    const auto next = gen.next_arrival();
-    const bool more = next && *next < gen.end();
-    if (!more && in_flight == 0) break;
-    const auto wake = more ? std::min(at(*next), next_progress) : next_progress;
-    if (!more || now < at(*next)) {
-      std::unique_lock<std::mutex> lock(m);
-      if (opt.on_progress)
-        cv.wait_until(lock, wake, [&] { return !ended.empty(); });
-      else if (more)
-        cv.wait_until(lock, at(*next), [&] { return !ended.empty(); });
-      else
-        cv.wait(lock, [&] { return !ended.empty(); });
-      continue;
-    }
-    released.clear();
-    gen.release(virtual_now(now), released);
-    for (batching::request* r : released) {
-      if (r->arrival >= gen.end()) continue;
-      request_outcome& o = result.requests.emplace_back();
-      o.id = r->id;
-      o.request_id = opt.id_prefix + std::to_string(opt.first_request_id + r->id);
-      o.measured =
-          std::chrono::duration<double>(r->arrival.time_since_epoch()).count() >= opt.warmup_s;
-      (void)o.tl.arrive(at(r->arrival));
-      ++in_flight;
-      ++sent;
-      const std::size_t index = result.requests.size() - 1;
-      auto s = std::make_shared<session>(
-          *iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o,
-          request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
-          pools.empty() ? nullptr : &pools[next_thread], [&m, &cv, &ended, index] {
-            {
-              std::lock_guard<std::mutex> lock(m);
-              ended.push_back(index);
-            }
-            cv.notify_one();
-          });
-      net::post(*iocs[next_thread], [s] { s->start(); });
-      next_thread = (next_thread + 1) % iocs.size();
+    // Nothing below may leave the loop by an exception while requests are in flight (their
+    // sessions hold references into this frame): a failure stops the sending, and the loop
+    // waits for the requests in flight before it returns.
+    try {
+      std::vector<std::uint64_t> now_ended;
+      {
+        std::lock_guard<std::mutex> lock(m);
+        now_ended.swap(ended);
+      }
+      const auto now_ended_at = clock::now();
+      for (const std::uint64_t key : now_ended) {
+        --in_flight;
+        ++finished;
+        request_outcome& o = outcome(key);
+        const auto end = o.tl.finish_time().value_or(now_ended_at);
+        auto resume = end;
+        if (!o.error.empty()) {
+          ++failed;
+          last_failure = std::max(last_failure, end);
+          last_reason = o.error;
+        }
+        const batching::request& q = gen.requests()[o.id];
+        if (closed && q.user < fast_failures.size()) {
+          std::uint32_t& k = fast_failures[q.user];
+          if (!o.error.empty() && end - o.tl.send_time().value_or(end) < opt.retry.fast) {
+            k = std::min<std::uint32_t>(k + 1, 62);
+            auto d = opt.retry.first;
+            for (std::uint32_t i = 1; i < k && d < opt.retry.most; ++i) d *= 2;
+            d = std::min(d, opt.retry.most);
+            std::uniform_int_distribution<clock::rep> draw(d.count() / 2, d.count());
+            o.backoff = clock::duration(draw(jitter));
+            resume += o.backoff;
+            ++result.backoffs;
+            result.backoff_total += o.backoff;
+          } else {
+            k = 0;
+          }
+        }
+        try {
+          if (sending) gen.on_finish(q, virtual_now(resume));
+          if (opt.on_end) {
+            auto taken = std::move(flight.at(key));
+            flight.erase(key);
+            opt.on_end(std::move(*taken), result.zero);
+          }
+        } catch (const std::exception& e) {  // the next requests' keys are still counted
+          stop_sending(std::string("the run could not go on: ") + e.what());
+        }
+      }
+      const auto now = clock::now();
+      // The give-up: no stream received a byte for `give_up`, and requests failed since.
+      const clock::time_point progress{clock::duration(progress_at.load())};
+      if (sending && opt.give_up.count() > 0 && last_failure > progress &&
+          now - progress >= opt.give_up)
+        stop_sending("no stream received a byte for " + seconds_text(now - progress) +
+                     " while requests failed (the latest: " + last_reason + ")");
+      if (opt.on_progress && now >= next_progress) {
+        opt.on_progress({std::chrono::duration<double>(now - result.zero).count(), sent, finished,
+                         failed, in_flight});
+        next_progress = now + opt.progress_every;
+      }
+      const auto next = gen.next_arrival();
+      const bool more = sending && next && *next < gen.end();
+      if (!more && in_flight == 0) break;
+      if (!more || now < at(*next)) {
+        // Without arrivals due, wake for the next one, the progress line, or the give-up.
+        auto wake = more ? at(*next) : clock::time_point::max();
+        if (opt.on_progress) wake = std::min(wake, next_progress);
+        if (sending && opt.give_up.count() > 0)
+          wake = std::min(wake, std::max(now, progress) + opt.give_up);
+        std::unique_lock<std::mutex> lock(m);
+        if (wake == clock::time_point::max())
+          cv.wait(lock, [&] { return !ended.empty(); });
+        else
+          cv.wait_until(lock, wake, [&] { return !ended.empty(); });
+        continue;
+      }
+      released.clear();
+      gen.release(virtual_now(now), released);
+      for (batching::request* r : released) {
+        if (r->arrival >= gen.end()) continue;
+        const std::uint64_t key = opt.on_end ? next_key++ : result.requests.size();
+        request_outcome& o =
+            opt.on_end ? *flight.emplace(key, std::make_unique<request_outcome>()).first->second
+                       : result.requests.emplace_back();
+        o.id = r->id;
+        o.request_id = opt.id_prefix + std::to_string(opt.first_request_id + r->id);
+        o.measured =
+            std::chrono::duration<double>(r->arrival.time_since_epoch()).count() >= opt.warmup_s;
+        (void)o.tl.arrive(at(r->arrival));
+        ++in_flight;
+        ++sent;
+        auto s = std::make_shared<session>(
+            *iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o,
+            request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
+            pools.empty() ? nullptr : &pools[next_thread], &progress_at, [&m, &cv, &ended, key] {
+              {
+                std::lock_guard<std::mutex> lock(m);
+                ended.push_back(key);
+              }
+              cv.notify_one();
+            });
+        net::post(*iocs[next_thread], [s] { s->start(); });
+        next_thread = (next_thread + 1) % iocs.size();
+      }
+    } catch (const std::exception& e) {
+      stop_sending(std::string("the run could not go on: ") + e.what());
+      if (in_flight == 0) break;
     }
   }
   for (auto& g : guards) g.reset();
   for (auto& t : threads) t.join();
+  result.sent = sent;
   if (opt.on_progress)
     opt.on_progress({std::chrono::duration<double>(clock::now() - result.zero).count(), sent,
                      finished, failed, in_flight});
   return result;
 }
 
+tc::trace_record to_trace(const request_outcome& o, clock::time_point zero,
+                          const tc::clock_anchor& a) {
+  tc::trace_record r = tc::to_trace_record(o.tl, zero, o.request_id, o.error);
+  // The verdict is the request's: a request with a reason failed, whatever its timeline says
+  // (the session finishes it so that they agree; this keeps it so).
+  if (!o.error.empty() && r.ok) {
+    r.ok = false;
+    r.reason = tc::finish_reason::error;
+  }
+  tc::set_clock_anchor(r, a);
+  return r;
+}
+
 std::vector<tc::trace_record> to_trace(const load_result& r) {
   std::vector<tc::trace_record> out;
+  const tc::clock_anchor a = tc::read_clock_anchor<clock>(r.zero);  // trace-format.md
   for (const request_outcome& o : r.requests)
-    if (o.measured) out.push_back(tc::to_trace_record(o.tl, r.zero, o.request_id, o.error));
-  tc::set_clock_anchor(out, tc::read_clock_anchor<clock>(r.zero));  // docs/library/trace-format.md
+    if (o.measured) out.push_back(to_trace(o, r.zero, a));
   return out;
 }
 

@@ -41,6 +41,7 @@
 #include "distribution.hpp"  // batching::workload's distributions (tools/executor)
 #include "loadgen.hpp"
 #include "sse.hpp"  // the SSE decoder, the timeline type, endpoint_kind, failure_kind
+#include "tokchron/io/clock_anchor.hpp"
 #include "tokchron/io/trace.hpp"
 
 namespace tokchron_bench {
@@ -159,6 +160,32 @@ struct request_outcome {
   /// stream's events means two of them may have shared one read, and the earlier one the
   /// later one's stamp.
   clock::duration longest_read_wait{};
+  /// What the stream carried (text, reasoning, tool-call deltas, ...; events that shared a read).
+  stream_content content;
+  /// The server's finish reason as it wrote it (quoted, at most 40 bytes; empty: none given),
+  /// and whether `classify_finish_reason` knows the word.
+  std::string finish_word;
+  bool finish_word_known = true;
+  /// The closed loop held this request's user back this long before its next request, after a
+  /// fast failure (see `backoff`).
+  clock::duration backoff{};
+};
+
+/// Whether a Content-Type value names `text/event-stream`: the media type compared
+/// case-insensitively, its parameters (`; charset=utf-8`) and the whitespace around them
+/// ignored (RFC 9110 section 8.3.1).
+[[nodiscard]] bool is_event_stream(std::string_view content_type) noexcept;
+
+/// How the closed loop backs off from a server that fails fast (refuses connections, resets
+/// them, answers 503 at once). A failed request that ended within `fast` of its send holds its
+/// user back before the next request: a delay drawn uniformly from [d/2, d] (jitter, so users
+/// do not retry in step), d = `first` x 2^(k - 1) for its user's k-th fast failure in a row, at
+/// most `most`; any other outcome sets k back to 0. The open loop keeps its schedule (its
+/// request count is the configured rate times the duration, whatever the server does).
+struct backoff {
+  clock::duration fast = std::chrono::milliseconds(500);
+  clock::duration first = std::chrono::milliseconds(50);
+  clock::duration most = std::chrono::seconds(2);
 };
 
 /// Where a run stands, for the progress line.
@@ -195,12 +222,31 @@ struct load_options {
   /// Called about every `progress_every` from the scheduling thread (may be empty).
   std::function<void(const progress&)> on_progress;
   clock::duration progress_every = std::chrono::milliseconds(500);
+  backoff retry;
+  /// Stop sending when, for this long, no stream received a byte of a 200 answer and requests
+  /// failed (a dead, refusing or failing server): the run then ends with `gave_up` set, its
+  /// requests in flight run to their end. Zero: never.
+  clock::duration give_up = std::chrono::seconds(30);
+  /// When set, each request is handed over here (on the scheduling thread) as it ends, with
+  /// the time the run's schedule counts from (`load_result::zero`), instead of being kept in
+  /// `load_result::requests`: the run then keeps only the requests in flight, so its memory is
+  /// bounded by the users (closed loop) or the rate times the request time (open loop), not by
+  /// its duration.
+  std::function<void(request_outcome&&, clock::time_point zero)> on_end;
 };
 
-/// The outcome of a run: every request it sent, and the time its schedule counts from.
+/// The outcome of a run: every request it sent (none when `load_options::on_end` took them),
+/// the time its schedule counts from, and why it stopped early, if it did.
 struct load_result {
   std::deque<request_outcome> requests;
   clock::time_point zero;
+  /// Not empty when the run stopped before its end: no stream received a byte for
+  /// `load_options::give_up` while requests failed, or the load generator refused to go on
+  /// (its memory limit).
+  std::string gave_up;
+  /// Requests sent, fast failures that held a user back, and their delays in all.
+  std::uint64_t sent = 0, backoffs = 0;
+  clock::duration backoff_total{};
 };
 
 /// Sends the workload and waits for every request to end. Arrivals stop at `duration_s` (closed
@@ -211,6 +257,11 @@ struct load_result {
 
 /// The measured requests of `r` as trace records, times in seconds since `r.zero`.
 [[nodiscard]] std::vector<tc::trace_record> to_trace(const load_result& r);
+/// One request as a trace record, times in seconds since `zero`, with the clock anchor `a`
+/// (read once a run: `tc::read_clock_anchor<clock>(zero)`). Its `ok` and finish reason are the
+/// request's verdict: a request with an `error` is never `ok`.
+[[nodiscard]] tc::trace_record to_trace(const request_outcome& o, clock::time_point zero,
+                                        const tc::clock_anchor& a);
 
 }  // namespace tokchron_bench
 

@@ -102,15 +102,41 @@ class connection : public std::enable_shared_from_this<connection> {
     prompt_tokens_ = prompt.empty() ? 0 : 1;
     for (char c : prompt) prompt_tokens_ += c == ' ';
     if (model_ == "http500") return respond(500, "scripted failure");
+    if (model_ == "http503") return respond(503, "overloaded");
+    if (model_ == "latin1_500")  // 296 ASCII bytes, then Latin-1: the 300-byte quote cuts in it
+      return respond(500, std::string(296, 'e') + "Erreur: d\xe9j\xe0 vu \xab\xa0\xbb",
+                     "text/plain");
+    if (model_ == "utf8_500")  // a 2-byte character across the 300-byte quote's end
+      return respond(500, std::string(297, 'e') + "\xc3\xa9\xc3\xa9", "text/plain");
+    if (model_ == "gzip_500") {  // a compressed body: binary, controls, invalid UTF-8, ESC
+      static const char gz[] =
+          "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xcb\x48\xcd\xc9\xc9\x07\x00\x86\xa6"
+          "\x10\x36\x05\x00\x00\x00\x1b[2J";
+      return respond(500, std::string(gz, sizeof gz - 1), "application/json", "gzip");
+    }
+    if (model_ == "switching") {
+      write_raw("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
+                {});
+      return wait_for_close();
+    }
+    if (model_ == "interim")  // 100 Continue and 103 Early Hints before the answer
+      write_raw(
+          "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload"
+          "\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n",
+          {});
+    if (model_ == "endless_interim") return repeat("HTTP/1.1 100 Continue\r\n\r\n");
     if (model_ == "json") return respond(200, "not streamed");
     if (model_ == "html")
       return respond(200, "<html><body><h1>Welcome</h1></body></html>", "text/html");
     if (model_ == "silent") return wait_for_close();
-    write_raw(
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-        "Transfer-Encoding: chunked\r\nConnection: " +
-            std::string(req_.keep_alive() ? "keep-alive" : "close") + "\r\n\r\n",
-        {});
+    const std::string type = model_ == "media_type"  ? "Text/Event-Stream ; Charset=UTF-8"
+                             : model_ == "not_media" ? "text/event-streamx"
+                                                     : "text/event-stream";
+    write_raw("HTTP/1.1 200 OK\r\nContent-Type: " + type +
+                  "\r\nCache-Control: no-cache\r\n"
+                  "Transfer-Encoding: chunked\r\nConnection: " +
+                  std::string(req_.keep_alive() ? "keep-alive" : "close") + "\r\n\r\n",
+              {});
     if (model_ == "headers_stall") return wait_for_close();
     start_ = sclock::now();
     step();
@@ -118,12 +144,13 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // A whole answer: an OpenAI error object carrying `message` (JSON), or `message` itself.
   void respond(unsigned status, const std::string& message,
-               const std::string& type = "application/json") {
+               const std::string& type = "application/json", const std::string& encoding = "") {
     const std::string body =
-        type != "application/json"
+        type != "application/json" || !encoding.empty()
             ? message
             : nlohmann::json{{"error", {{"message", message}, {"type", "BadRequestError"}}}}.dump();
     write_raw("HTTP/1.1 " + std::to_string(status) + (status == 200 ? " OK\r\n" : " Error\r\n") +
+                  (encoding.empty() ? "" : "Content-Encoding: " + encoding + "\r\n") +
                   "Content-Type: " + type +
                   "\r\nConnection: close\r\n"
                   "Content-Length: " +
@@ -140,16 +167,31 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   nlohmann::json chunk(nlohmann::json choice) const {
-    return {{"id", "cmpl-" + id_},
-            {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
-            {"created", 0},
-            {"model", model_},
-            {"choices", nlohmann::json::array({std::move(choice)})}};
+    nlohmann::json j{{"id", "cmpl-" + id_},
+                     {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+                     {"created", 0},
+                     {"model", model_},
+                     {"choices", nlohmann::json::array({std::move(choice)})}};
+    if (model_ == "error_null") j["error"] = nullptr;
+    if (model_ == "other_choice")  // the text in choice 1; choice 0 carries nothing
+      j["choices"] = nlohmann::json::array(
+          {nlohmann::json{
+               {"index", 0},
+               {chat_ ? "delta" : "text", chat_ ? nlohmann::json::object() : nlohmann::json("")}},
+           j["choices"][0]});
+    return j;
   }
 
   nlohmann::json text_choice(const char* reason) const {
     nlohmann::json choice = chat_ ? nlohmann::json{{"index", 0}, {"delta", {{"content", " w"}}}}
                                   : nlohmann::json{{"index", 0}, {"text", " w"}};
+    if (chat_ && model_ == "tools")  // a tool call's arguments, streamed; no content
+      choice["delta"] = {
+          {"content", nullptr},
+          {"tool_calls",
+           nlohmann::json::array({{{"index", 0}, {"function", {{"arguments", "{\"a\""}}}}})}};
+    if (model_ == "other_choice") choice["index"] = 1;
+    if (reason && model_ == "tools") reason = "tool_calls";
     choice["finish_reason"] = reason ? nlohmann::json(reason) : nlohmann::json(nullptr);
     return choice;
   }
@@ -189,6 +231,25 @@ class connection : public std::enable_shared_from_this<connection> {
     if (model_ == "cut" || model_ == "reset" || model_ == "stall" || model_ == "pings" ||
         model_ == "endless_line" || model_ == "endless_ext")
       return true;
+    if (model_ == "abort" || model_ == "abort_cut") {
+      // The server gives up on the request (as vLLM, SGLang and serve do on shutdown): a last
+      // chunk with finish_reason abort, then usage and [DONE], or the connection closed.
+      payload = event(chunk(text_choice("abort")));
+      if (model_ == "abort_cut") {
+        write_raw(frame(payload), {"fault"});
+        close();
+        return true;
+      }
+      payload += event({{"choices", nlohmann::json::array()},
+                        {"usage",
+                         {{"prompt_tokens", prompt_tokens_},
+                          {"completion_tokens", k_ + 1},
+                          {"total_tokens", prompt_tokens_ + k_ + 1}}}});
+      payload += sse("[DONE]");
+      write_raw(frame(payload) + "0\r\n\r\n", {"fault"});
+      close();
+      return true;
+    }
     if (model_ == "malformed") payload = frame("data: {\"choices\": [oops\n\n");
     if (model_ == "garbage") payload = frame("this is not an SSE field\n\n");
     if (model_ == "error") payload = frame(event({{"error", {{"message", "scripted error"}}}}));
@@ -242,10 +303,32 @@ class connection : public std::enable_shared_from_this<connection> {
       }
       payload += model_ == "unterminated" ? "data: [DONE]\n" : sse("[DONE]");
       kinds.emplace_back("done");
-      write_raw(frame(payload) + "0\r\n\r\n", kinds);
+      if (model_ == "after_done") payload += event(chunk(text_choice(nullptr)));
+      if (model_ == "done_stall") {  // [DONE], and the body never ends (no last chunk)
+        write_raw(frame(held_ + payload), kinds);
+        return wait_for_close();
+      }
+      kinds.insert(kinds.begin(), held_kinds_.begin(), held_kinds_.end());
+      write_raw(frame(held_ + payload) + "0\r\n\r\n", kinds);
+      held_.clear();
+      held_kinds_.clear();
       if (model_ == "unterminated") return wait_for_close();
       if (!req_.keep_alive() || model_ == "drop") return close();
       return next_request();
+    }
+    if (model_ == "bom" && k_ == 0) payload = "\xef\xbb\xbf" + payload;
+    if (model_ == "merged" && k_ > 0) {
+      // After the first, every event waits for the last write: one read brings them all.
+      held_ += payload;
+      held_kinds_.insert(held_kinds_.end(), kinds.begin(), kinds.end());
+      ++k_;
+      return step();
+    }
+    if (model_ == "line_split") {
+      // Each event's blank line goes out with the next write: its data line comes first.
+      payload = held_ + payload;
+      held_ = "\n";
+      payload.pop_back();
     }
     write_raw(frame(payload), kinds);
     ++k_;
@@ -291,6 +374,8 @@ class connection : public std::enable_shared_from_this<connection> {
     req_ = {};
     k_ = 0;
     text_event_.clear();
+    held_.clear();
+    held_kinds_.clear();
     usage_ = false;
     events_ = 0;
     start();
@@ -316,6 +401,8 @@ class connection : public std::enable_shared_from_this<connection> {
   beast::flat_buffer buf_;
   http::request<http::string_body> req_;
   std::string id_, model_, text_event_;
+  std::string held_;                     // bytes held back for the next write (merged, line_split)
+  std::vector<std::string> held_kinds_;  // their events' kinds (merged)
   bool chat_ = false, usage_ = false, split_ = false;
   std::uint64_t events_ = 0;  // events written (the line endings of `split` turn with it)
   std::uint32_t n_ = 0, k_ = 0;

@@ -29,12 +29,28 @@
 ///   negative count, `usage_2p64` 2^64 completion tokens;
 /// - `badchunk` writes a chunk-size line that is not hexadecimal, `hugechunk` a chunk size of
 ///   2^80, `endless_ext` a chunk-size line whose extension never ends;
+/// - `abort` ends the stream with a text chunk whose finish_reason is `abort`, then usage and
+///   `[DONE]` (as a server that gives up on a request does); `abort_cut` sends that chunk and
+///   closes the connection;
+/// and at the end of the stream: `done_stall` sends `[DONE]` but never ends the chunked body
+/// (the connection stays open); `after_done` sends one more event after `[DONE]`;
+/// and over the whole stream: `merged` holds every event after the first back for the last
+/// write (one read brings them all); `line_split` sends each event's blank line with the next
+/// write; `bom` starts the body with a UTF-8 byte order mark; `media_type` answers
+/// `Text/Event-Stream ; Charset=UTF-8`, `not_media` `text/event-streamx`; `error_null` puts
+/// `"error": null` in every chunk; `tools` (chat) streams tool-call deltas and no content,
+/// finish_reason `tool_calls`; `other_choice` puts the text in choice 1 beside an empty
+/// choice 0; `interim` sends 100 Continue, 103 Early Hints and 100 Continue before the answer,
+/// `endless_interim` 100 Continue every interval and no answer;
 /// and from the start of the answer:
 /// - `split` sends the whole stream one byte a write (the chunked framing too), its SSE lines
 ///   ended by LF, CR and CRLF in turn, with comment lines between events: a valid stream;
-/// - `http500` answers 500 with an OpenAI error body, `json` answers 200 with a JSON body (not a
-///   stream), `html` 200 with an HTML page, `headers_stall` sends the stream's headers and
-///   then nothing, `silent` reads the request and never answers.
+/// - `http500` answers 500 with an OpenAI error body, `http503` 503 likewise, `latin1_500` 500
+///   with a Latin-1 text body, `utf8_500` 500 with a UTF-8 character across byte 300,
+///   `gzip_500` 500 with a gzip body (binary bytes, an escape sequence), `switching` 101
+///   Switching Protocols, `json` answers 200 with a JSON body (not a stream), `html` 200 with
+///   an HTML page, `headers_stall` sends the stream's headers and then nothing, `silent` reads
+///   the request and never answers.
 /// A request with `Connection: keep-alive` keeps its
 /// connection open after a whole stream for the next request (HTTP/1.1 keep-alive), except with
 /// model `drop`, which says keep-alive and closes it anyway (a server dropping idle connections).

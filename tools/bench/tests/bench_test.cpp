@@ -64,7 +64,7 @@ std::vector<tc::chunk_kind> kinds(const tb::timeline& tl) {
 
 }  // namespace
 
-TEST_CASE("sse_decoder: events split across reads are recorded at the read that completed them") {
+TEST_CASE("sse_decoder: an event is recorded at the read that completed its last data line") {
   tb::timeline tl;
   const auto t0 = tb::clock::time_point(1s);
   REQUIRE(tl.arrive(t0) == tc::record_status::ok);
@@ -80,12 +80,15 @@ TEST_CASE("sse_decoder: events split across reads are recorded at the read that 
              t0 + 4ms));
   CHECK(d.done());
   CHECK_FALSE(d.failed());
+  CHECK_FALSE(tl.finished());  // the decoder's owner finishes it
+  CHECK(d.finish_timeline() == tc::record_status::ok);
   const auto& c = tl.store().chunks();
   REQUIRE(c.size() == 4);
   CHECK(kinds(tl) == std::vector<tc::chunk_kind>{tc::chunk_kind::empty, tc::chunk_kind::text,
                                                  tc::chunk_kind::usage, tc::chunk_kind::done});
   CHECK(c[0].time == t0 + 1ms);
-  CHECK(c[1].time == t0 + 3ms);
+  // Its data line ended at 2 ms; the blank line that dispatched it came at 3 ms.
+  CHECK(c[1].time == t0 + 2ms);
   CHECK(c[1].tokens == 1);
   CHECK(c[2].time == t0 + 4ms);
   CHECK(tl.prompt_tokens() == 3u);
@@ -646,7 +649,7 @@ TEST_CASE("bad input C3: a stream split at every byte, with LF, CR and CRLF line
     CHECK(two.kinds == want);
     CHECK(two.completion == 3u);
   }
-  // One byte a feed: every event at the time of its last byte, the times never decreasing.
+  // One byte a feed: every event at the time of its last data line's end, never decreasing.
   std::vector<std::size_t> every(mixed_stream.size() - 1);
   for (std::size_t i = 0; i < every.size(); ++i) every[i] = i + 1;
   const decoded bytes = decode(mixed_stream, every);
@@ -654,8 +657,8 @@ TEST_CASE("bad input C3: a stream split at every byte, with LF, CR and CRLF line
   CHECK(bytes.kinds == want);
   CHECK(std::is_sorted(bytes.times.begin(), bytes.times.end()));
   const auto t0 = tb::clock::time_point(1s);
-  // The role event ends at the LF of its blank line, fed alone at t0 + its index ms.
-  CHECK(bytes.times[0] == t0 + std::chrono::milliseconds(mixed_stream.find("\n\n") + 1));
+  // The role event's data line ends at its LF, fed alone at t0 + its index ms.
+  CHECK(bytes.times[0] == t0 + std::chrono::milliseconds(mixed_stream.find("\n\n")));
   // End to end: the scripted server writes a whole stream one byte a write (the HTTP framing
   // too), its lines ended by LF, CR and CRLF in turn, with comments.
   tb::scripted_server srv({2ms, 2ms, 2});
@@ -924,4 +927,430 @@ TEST_CASE(
     }
   }
   CHECK(values > 100);
+}
+
+// ---- every stream as the server meant it, every byte (docs/bad-input.md, rows C13-C18) ------
+
+namespace {
+
+// A whole stream decoded in one piece (chat or completions); the timeline finished at [DONE]
+// by the decoder's owner's rule.
+struct whole_stream {
+  tb::timeline tl;
+  std::optional<tb::sse_decoder> d;
+};
+void decode_whole(whole_stream& w, const std::string& bytes, tb::endpoint_kind e) {
+  const auto t0 = tb::clock::time_point(1s);
+  REQUIRE(w.tl.arrive(t0) == tc::record_status::ok);
+  w.d.emplace(e, w.tl);
+  (void)w.d->feed(bytes, t0 + 1ms);
+  if (w.d->done()) REQUIRE(w.d->finish_timeline() == tc::record_status::ok);
+}
+
+std::string text_event(const std::string& finish) {
+  return "data: {\"choices\":[{\"index\":0,\"text\":\" w\",\"finish_reason\":" +
+         (finish.empty() ? std::string("null") : "\"" + finish + "\"") + "}]}\n\n";
+}
+
+// A CLI run against `srv` (2 users, 4 requests of 4 tokens, completions unless `extra` says),
+// with its trace read back (every line must be valid).
+struct cli_run {
+  int rc = 0;
+  std::string out, err;
+  std::vector<tc::trace_record> trace;
+};
+cli_run run_cli_against(const tb::scripted_server& srv, const std::string& model,
+                        const std::vector<std::string>& extra, const std::string& name) {
+  const std::string trace = std::string(TOKCHRON_BENCH_TEST_DIR) + "/" + name + ".jsonl";
+  std::vector<std::string> args{"--url",          "http://127.0.0.1:" + std::to_string(srv.port()),
+                                "--model",        model,
+                                "--users",        "2",
+                                "--max-requests", "4",
+                                "--output-len",   "fixed:4",
+                                "--prompt-len",   "fixed:3",
+                                "--format",       "csv",
+                                "--profile",      "canonical",
+                                "--progress",     "never",
+                                "--trace-out",    trace};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::ostringstream out, err;
+  cli_run r;
+  r.rc = tb::run_cli(args, out, err);
+  r.out = out.str();
+  r.err = err.str();
+  std::ifstream f(trace);
+  for (std::string l; std::getline(f, l);) {
+    auto res = tc::parse_trace_line(l);
+    CAPTURE(l.substr(0, 300));
+    REQUIRE(res.record);
+    r.trace.push_back(std::move(*res.record));
+  }
+  return r;
+}
+
+// A number of the CSV report (each number in its shortest exact form: 40 may read "4e+01").
+double report_value(const std::string& csv, const std::string& key) {
+  const auto at = csv.find("\n" + key + ",");
+  return at == std::string::npos ? -1.0 : std::strtod(csv.c_str() + at + key.size() + 2, nullptr);
+}
+
+// `s` is valid UTF-8 without control characters: quoting it again changes nothing.
+bool clean_text(const std::string& s) {
+  return tb::quote_bytes(s, s.size() + 3) == s &&
+         s.find_first_of(std::string("\x1b\r\n\0", 4)) == std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("bad input C13: a finish reason that says the request did not complete fails it") {
+  // Every word a server uses for "not completed" fails the request with its reason; the
+  // usage after it is kept. The completed words, and words nobody listed, complete it.
+  const std::vector<std::pair<std::string, tc::finish_reason>> failing{
+      {"abort", tc::finish_reason::aborted},     {"aborted", tc::finish_reason::aborted},
+      {"cancelled", tc::finish_reason::aborted}, {"canceled", tc::finish_reason::aborted},
+      {"error", tc::finish_reason::error},       {"timeout", tc::finish_reason::timed_out}};
+  const std::string tail =
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2}}\n\n"
+      "data: [DONE]\n\n";
+  for (const auto& f : failing) {
+    const std::string& word = f.first;
+    const tc::finish_reason reason = f.second;
+    CAPTURE(word);
+    whole_stream w;
+    decode_whole(w, text_event("") + text_event(word) + tail, tb::endpoint_kind::completions);
+    CHECK_FALSE(w.d->failed());
+    CHECK(w.d->server_failure() ==
+          "SSE event 2: the server ended the request with finish_reason '" + word + "'");
+    CHECK(w.tl.reason() == reason);
+    CHECK_FALSE(w.tl.succeeded());
+    CHECK(w.tl.reported_output_tokens() == 2u);
+    // A later stop does not undo it.
+    whole_stream later;
+    decode_whole(later, text_event(word) + text_event("stop") + tail,
+                 tb::endpoint_kind::completions);
+    CHECK(later.tl.reason() == reason);
+    CHECK(later.d->server_failure().find("SSE event 1: ") == 0);
+  }
+  for (const std::string word : {"stop", "length", "tool_calls", "function_call", "content_filter",
+                                 "eos_token", "stop_sequence", "repetition", "something_new"}) {
+    CAPTURE(word);
+    whole_stream w;
+    decode_whole(w, text_event("") + text_event(word) + tail, tb::endpoint_kind::completions);
+    CHECK(w.d->server_failure().empty());
+    CHECK(w.tl.succeeded());
+    CHECK(w.tl.reason() ==
+          (word == "length" ? tc::finish_reason::length : tc::finish_reason::stop));
+    CHECK(w.d->finish_word() == word);
+    CHECK(w.d->finish_word_known() == (word != "something_new"));
+  }
+  // End to end: the scripted server aborts after 2 tokens (a last chunk saying abort, usage,
+  // [DONE]; or the chunk and a closed connection): failed with the server's reason.
+  tb::scripted_server srv({2ms, 2ms, 2});
+  for (const std::string model : {"abort", "abort_cut"}) {
+    CAPTURE(model);
+    const auto r = one(srv, model);
+    const auto& o = r.requests.front();
+    CHECK(o.error.find("the server ended the request with finish_reason 'abort'") !=
+          std::string::npos);
+    CHECK(o.failure == tb::failure_kind::server_finish);
+    CHECK(o.tl.reason() == tc::finish_reason::aborted);
+    CHECK(o.tl.output_tokens() == 3);
+    if (model == "abort") CHECK(o.tl.reported_output_tokens() == 3u);
+    const auto trace = tb::to_trace(r);
+    REQUIRE(trace.size() == 1);
+    CHECK_FALSE(trace[0].ok);
+    CHECK(trace[0].reason == tc::finish_reason::aborted);
+  }
+  // One verdict: standard error, the trace, the report and the exit code all say failed.
+  const cli_run aborted = run_cli_against(srv, "abort", {}, "c13_abort");
+  CAPTURE(aborted.err);
+  CHECK(aborted.rc == tb::exit_failed_requests);
+  CHECK(aborted.err.find("tokchron-bench: 4 requests: 0 completed, 4 failed\n") !=
+        std::string::npos);
+  CHECK(aborted.err.find("finish reasons the server sent: abort 4 (did not complete: failed)") !=
+        std::string::npos);
+  CHECK(aborted.err.find("by kind: server_finish 4\n") != std::string::npos);
+  CHECK(report_value(aborted.out, "completed") == 0);
+  CHECK(report_value(aborted.out, "failed") == 4);
+  REQUIRE(aborted.trace.size() == 4);
+  for (const auto& rec : aborted.trace) {
+    CHECK_FALSE(rec.ok);
+    CHECK(rec.reason == tc::finish_reason::aborted);
+  }
+  const cli_run fine = run_cli_against(srv, "m", {}, "c13_fine");
+  CAPTURE(fine.err);
+  CHECK(fine.rc == 0);
+  CHECK(fine.err.find("finish reasons the server sent: length 4\n") != std::string::npos);
+}
+
+TEST_CASE("bad input C14: [DONE], then a body that never ends or an event: failed everywhere") {
+  tb::scripted_server srv({2ms, 2ms, 2});
+  tb::timeouts lim;
+  lim.idle = 200ms;
+  const auto stalled = one(srv, "done_stall", tb::endpoint_kind::completions, lim);
+  const auto& s = stalled.requests.front();
+  CHECK(s.error ==
+        "idle timeout (no bytes for 0.2 s) during read after [DONE] (the response body did not "
+        "end)");
+  CHECK(s.failure == tb::failure_kind::timeout);
+  CHECK_FALSE(s.tl.succeeded());
+  CHECK(s.tl.output_tokens() == 5);
+  const auto after = one(srv, "after_done");
+  const auto& a = after.requests.front();
+  CHECK(a.error.find("comes after [DONE]") != std::string::npos);
+  CHECK_FALSE(a.tl.succeeded());
+  for (const auto* r : {&stalled, &after}) {
+    const auto trace = tb::to_trace(*r);
+    REQUIRE(trace.size() == 1);
+    CHECK_FALSE(trace[0].ok);
+  }
+  const cli_run run = run_cli_against(srv, "done_stall", {"--idle-timeout", "0.3"}, "c14");
+  CAPTURE(run.err);
+  CHECK(run.rc == tb::exit_failed_requests);
+  CHECK(run.err.find("4 requests: 0 completed, 4 failed") != std::string::npos);
+  CHECK(report_value(run.out, "failed") == 4);
+  REQUIRE(run.trace.size() == 4);
+  for (const auto& rec : run.trace) CHECK_FALSE(rec.ok);
+}
+
+TEST_CASE("bad input C15: streams without text say what they carried") {
+  tb::scripted_server srv({2ms, 2ms, 100});
+  // Tool-call deltas only: completed, each delta an `empty` chunk (no token), counted.
+  const auto tools = one(srv, "tools", tb::endpoint_kind::chat);
+  const auto& t = tools.requests.front();
+  CAPTURE(t.error);
+  REQUIRE(t.tl.succeeded());
+  CHECK(t.content.tool_calls == 5);
+  CHECK(t.content.text == 0);
+  CHECK(t.finish_word == "tool_calls");
+  CHECK(t.tl.output_tokens() == 0);
+  CHECK(t.tl.reported_output_tokens() == 5u);
+  // Which profiles time such a stream: those that time token chunks have no TTFT for it; vllm
+  // times every chunk with choices (as vLLM's benchmark does).
+  const auto rec = tb::to_trace(tools).front();
+  const auto tl = tc::to_timeline(rec);
+  CHECK_FALSE(tc::evaluate(tc::profiles::canonical, tl).ttft);
+  CHECK(tc::evaluate(tc::profiles::vllm, tl).ttft);
+  // The text in choice 1, none in choice 0 (the one measured): completed, said.
+  for (const auto e : {tb::endpoint_kind::completions, tb::endpoint_kind::chat}) {
+    const auto other = one(srv, "other_choice", e);
+    const auto& o = other.requests.front();
+    CAPTURE(o.error);
+    REQUIRE(o.tl.succeeded());
+    CHECK(o.content.other_choice == 5);
+    CHECK(o.content.text == 0);
+    CHECK(o.tl.output_tokens() == 0);
+  }
+  const cli_run run = run_cli_against(srv, "tools", {"--endpoint", "chat"}, "c15");
+  CAPTURE(run.err);
+  CHECK(run.rc == 0);
+  CHECK(run.err.find("4 completed requests streamed no text: 4 tool-call deltas only, 0 text "
+                     "only in a choice other than index 0") != std::string::npos);
+  CHECK(run.err.find("finish reasons the server sent: tool_calls 4\n") != std::string::npos);
+}
+
+TEST_CASE("bad input C16: events that shared a read are counted; a token keeps its line's time") {
+  const auto t0 = tb::clock::time_point(1s);
+  {
+    tb::timeline tl;
+    REQUIRE(tl.arrive(t0) == tc::record_status::ok);
+    tb::sse_decoder d(tb::endpoint_kind::completions, tl);
+    CHECK(d.feed(text_event("") + text_event(""), t0 + 1ms));
+    CHECK(d.feed(text_event(""), t0 + 2ms));
+    CHECK(d.feed(text_event("length") +
+                     "data: {\"choices\":[],\"usage\":{\"completion_tokens\":4}}\n\n"
+                     "data: [DONE]\n\n",
+                 t0 + 3ms));
+    const tb::stream_content& c = d.content();
+    CHECK(c.events == 6);
+    CHECK(c.shared_read == 5);  // two in the first read, three in the last
+    CHECK(c.token_gaps == 3);
+    CHECK(c.token_gaps_in_one_read == 1);
+    CHECK(c.last_token_with_done);
+  }
+  {
+    // Each event's blank line comes with the next event's data line: every token keeps the
+    // time its own data line arrived, and the last one is not stamped with [DONE]'s read.
+    tb::timeline tl;
+    REQUIRE(tl.arrive(t0) == tc::record_status::ok);
+    tb::sse_decoder d(tb::endpoint_kind::completions, tl);
+    std::string a = text_event(""), b = text_event("stop");
+    a.pop_back();
+    b.pop_back();
+    CHECK(d.feed(a, t0 + 1ms));
+    CHECK(d.feed("\n" + b, t0 + 2ms));
+    CHECK(d.feed("\ndata: [DONE]\n\n", t0 + 3ms));
+    REQUIRE(d.done());
+    const auto& c = tl.store().chunks();
+    REQUIRE(c.size() == 3);
+    CHECK(c[0].time == t0 + 1ms);
+    CHECK(c[1].time == t0 + 2ms);
+    CHECK(c[2].time == t0 + 3ms);
+    CHECK(d.content().shared_read == 0);
+    CHECK_FALSE(d.content().last_token_with_done);
+  }
+  // End to end: every event after the first in one write; each event's blank line late.
+  tb::scripted_server srv({5ms, 20ms, 100});
+  const auto merged = one(srv, "merged");
+  const auto& m = merged.requests.front();
+  CAPTURE(m.error);
+  REQUIRE(m.tl.succeeded());
+  CHECK(m.content.shared_read >= 6);  // 4 text, usage, [DONE]
+  CHECK(m.content.token_gaps == 4);
+  CHECK(m.content.token_gaps_in_one_read >= 3);
+  CHECK(m.content.last_token_with_done);
+  const auto split = one(srv, "line_split", tb::endpoint_kind::chat);
+  CAPTURE(split.requests.front().error);
+  CHECK(split.requests.front().tl.succeeded());
+  CHECK(split.requests.front().tl.output_tokens() == 5);
+  const cli_run run = run_cli_against(srv, "merged", {}, "c16");
+  CAPTURE(run.err);
+  CHECK(run.rc == 0);
+  CHECK(run.err.find("shared a read with another event, in 4 requests") != std::string::npos);
+  CHECK(run.err.find("gaps between token chunks") != std::string::npos);
+  CHECK(run.err.find("4 requests' last token came in the read of their [DONE]") !=
+        std::string::npos);
+}
+
+TEST_CASE("bad input C17: bytes of any kind: quoted reasons, BOM, 1xx, media types, null error") {
+  // Quoted reasons: valid UTF-8, controls escaped, cut on a character boundary.
+  CHECK(tb::quote_bytes("caf\xc3", 100) == "caf\xef\xbf\xbd");
+  CHECK(tb::quote_bytes("d\xe9j\xe0", 100) == "d\xef\xbf\xbdj\xef\xbf\xbd");
+  CHECK(tb::quote_bytes("\xc0\xaf", 100) == "\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(tb::quote_bytes("\xed\xa0\x80", 100) == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(tb::quote_bytes("a\x1b[2Jb\r\n\t", 100) == "a\\x1b[2Jb\\r\\n\\t");
+  CHECK(tb::quote_bytes(std::string(299, 'e') + "\xc3\xa9", 300) == std::string(297, 'e') + "...");
+  const std::string mixed = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z\xff\x01";
+  for (std::size_t max = 3; max < 30; ++max) {
+    CAPTURE(max);
+    const std::string q = tb::quote_bytes(mixed, max);
+    CHECK(q.size() <= max);
+    CHECK(clean_text(q));
+  }
+  tb::scripted_server srv({2ms, 2ms, 100});
+  for (const std::string model : {"latin1_500", "utf8_500", "gzip_500"}) {
+    CAPTURE(model);
+    const auto r = one(srv, model);
+    const auto& o = r.requests.front();
+    CAPTURE(o.error);
+    CHECK(o.failure == tb::failure_kind::http_status);
+    CHECK(o.error.rfind("HTTP 500: ", 0) == 0);
+    CHECK(clean_text(o.error));
+    REQUIRE_NOTHROW((void)tc::to_json_line(tb::to_trace(r).front()));
+  }
+  const cli_run gz = run_cli_against(srv, "gzip_500", {"--give-up", "0"}, "c17_gzip");
+  CHECK(gz.rc == tb::exit_failed_requests);
+  CHECK(gz.trace.size() == 4);
+  CHECK(gz.err.find('\x1b') == std::string::npos);  // the body's escape sequence is quoted
+  // A byte order mark at the start, whole or split anywhere, is skipped.
+  const std::string stream = "\xef\xbb\xbf" + text_event("stop") + "data: [DONE]\n\n";
+  for (std::size_t cut = 0; cut <= 4; ++cut) {
+    CAPTURE(cut);
+    const decoded d =
+        decode(stream, cut ? std::vector<std::size_t>{cut} : std::vector<std::size_t>{},
+               tb::endpoint_kind::completions);
+    CHECK(d.error.empty());
+    CHECK(d.kinds == std::vector<tc::chunk_kind>{tc::chunk_kind::text, tc::chunk_kind::done});
+  }
+  const auto bom = one(srv, "bom");
+  CAPTURE(bom.requests.front().error);
+  CHECK(bom.requests.front().tl.succeeded());
+  CHECK(bom.requests.front().tl.output_tokens() == 5);
+  // 1xx interim responses are skipped; 101 (a switch nobody asked for) is refused; endless
+  // interim responses end the request.
+  const auto interim = one(srv, "interim");
+  CAPTURE(interim.requests.front().error);
+  CHECK(interim.requests.front().tl.succeeded());
+  CHECK(interim.requests.front().tl.output_tokens() == 5);
+  CHECK(one(srv, "switching").requests.front().error.rfind("HTTP 101: ", 0) == 0);
+  CHECK(one(srv, "endless_interim").requests.front().error ==
+        "HTTP: more than 100 1xx interim responses without a final one");
+  // Media types: case-insensitive, parameters and whitespace aside.
+  CHECK(tb::is_event_stream("text/event-stream"));
+  CHECK(tb::is_event_stream("Text/Event-Stream; charset=utf-8"));
+  CHECK(tb::is_event_stream(" TEXT/EVENT-STREAM ;charset=UTF-8"));
+  CHECK_FALSE(tb::is_event_stream("text/event-streamx"));
+  CHECK_FALSE(tb::is_event_stream("text/event"));
+  CHECK_FALSE(tb::is_event_stream(""));
+  CHECK(one(srv, "media_type").requests.front().tl.succeeded());
+  CHECK(one(srv, "not_media").requests.front().failure == tb::failure_kind::not_sse);
+  // "error": null (or false) beside the choices is no error; an error object or string is.
+  CHECK(one(srv, "error_null").requests.front().tl.succeeded());
+  for (const std::string e : {"null", "false"}) {
+    whole_stream w;
+    decode_whole(w,
+                 "data: {\"error\":" + e + ",\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n",
+                 tb::endpoint_kind::completions);
+    CHECK(w.tl.succeeded());
+  }
+  whole_stream s;
+  decode_whole(s, "data: {\"error\":\"boom\\u001b[2J\"}\n\n", tb::endpoint_kind::completions);
+  CHECK(s.d->error() == "server error in the stream: boom\\x1b[2J");
+}
+
+TEST_CASE("bad input C18: a dead, refusing or fast-failing server: backoff, bounded, a verdict") {
+  // A port that refuses: a server that listened there has stopped.
+  std::uint16_t port = 0;
+  {
+    tb::scripted_server gone;
+    port = gone.port();
+    gone.stop();
+  }
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  tb::load_options o;
+  o.tgt = tb::parse_target(url, "completions", "m");
+  o.work.mode = batching::arrival_mode::closed;
+  o.work.users = 3;
+  o.work.duration_s = 1.5;
+  o.work.prompt = batching::distribution::fixed(3, batching::quantity::prompt_length);
+  o.work.output = batching::distribution::fixed(3, batching::quantity::output_length);
+  o.retry.first = 20ms;
+  o.retry.most = 100ms;
+  o.give_up = 0s;
+  std::uint64_t ended = 0;
+  std::vector<tb::clock::duration> delays;
+  o.on_end = [&](tb::request_outcome&& r, tb::clock::time_point) {
+    ++ended;
+    CHECK(r.failure == tb::failure_kind::connect);
+    delays.push_back(r.backoff);
+  };
+  const auto r = tb::run_load(o);
+  // Nothing kept but the counts; every attempt held its user back by [d/2, d], d doubling
+  // from 20 ms to at most 100 ms: each user tries at most 1 + 1.5 s / 50 ms + 3 times.
+  CHECK(r.requests.empty());
+  CHECK(ended == r.sent);
+  CHECK(r.sent >= 3);
+  CHECK(r.sent <= 3 * (1 + 30 + 3));
+  CHECK(r.backoffs == r.sent);
+  for (const auto d : delays) {
+    CHECK(d >= 10ms);
+    CHECK(d <= 100ms);
+  }
+  // Without a byte from any stream for --give-up while requests fail, the run stops: exit 6.
+  {
+    std::ostringstream out, err;
+    const auto start = tb::clock::now();
+    const int rc = tb::run_cli({"--url", url, "--users", "2", "--duration", "60", "--give-up",
+                                "0.3", "--progress", "never"},
+                               out, err);
+    CAPTURE(err.str());
+    CHECK(rc == tb::exit_gave_up);
+    CHECK(tb::clock::now() - start < 20s);
+    CHECK(err.str().find("the run stopped sending before its end: no stream received a byte "
+                         "for ") != std::string::npos);
+    CHECK(err.str().find("connect: Connection refused") != std::string::npos);
+  }
+  // A server that answers 503 at once: the users back off too.
+  tb::scripted_server srv({2ms, 2ms, 2});
+  std::ostringstream out, err;
+  const int rc =
+      tb::run_cli({"--url", "http://127.0.0.1:" + std::to_string(srv.port()), "--model", "http503",
+                   "--users", "2", "--duration", "0.5", "--give-up", "0", "--progress", "never"},
+                  out, err);
+  CAPTURE(err.str());
+  CHECK(rc == tb::exit_failed_requests);
+  CHECK(err.str().find("fast failures held their users back") != std::string::npos);
+  CHECK(err.str().find("by kind: http_status ") != std::string::npos);
+  // 50 ms, 100 ms, 200 ms, ... (at most 2 s) between a user's attempts: a few each in 0.5 s.
+  CHECK(srv.requests() <= 2 * 8);
 }
