@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Bad input to the SLO parsers (docs/bad-input.md, rows S1-S4): an unparsable
+// Bad input to the SLO parsers (docs/bad-input.md, rows S1-S5): an unparsable
 // objective gives the offset and length of the offending part and a message (never throws); the
 // throwing forms throw std::invalid_argument quoting that part.
 #include <doctest/doctest.h>
@@ -97,4 +97,46 @@ TEST_CASE("bad input S4: a bad percentile list throws std::invalid_argument nami
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()).find("'abc'") != std::string::npos);
   }
+}
+
+TEST_CASE("bad input S5: a number with more digits than a double holds is refused, not rounded") {
+  // p99.99999999999999999999 reads as 100 (the maximum), 0.30000000000000001 as 0.3.
+  const bad_objective objectives[] = {
+      {"p99.99999999999999999999(ttft) < 1s", "p99.99999999999999999999", "more digits"},
+      {"p99.999999999999999(ttft) < 1s", "p99.999999999999999", "more digits"},
+      {"p50(ttft) < 0.30000000000000001s", "0.30000000000000001", "more digits"},
+      {"p50(output_rate) > 1.0000000000000000000000000001", "1.0000000000000000000000000001",
+       "more digits"},
+  };
+  for (const auto& c : objectives) {
+    CAPTURE(c.text);
+    const std::string_view text(c.text);
+    const auto r = tokchron::parse_objective(text);
+    REQUIRE_FALSE(r);
+    CHECK(r.error.part(text) == std::string_view(c.part));
+    CHECK(std::string(r.error.message).find(c.message) != std::string::npos);
+    CHECK_THROWS_AS((void)tokchron::objective::parse(text), std::invalid_argument);
+  }
+  // What a double holds is taken as written: up to 15 significant digits always, and the
+  // shortest form of any double.
+  for (const char* ok : {"p99.9(ttft) < 1.5s", "p99.999999999999(ttft) < 1s", "p100(ttft) < 1s",
+                         "p0(ttft) < 0.30000000000000004s", "median(ttft) < 1e-3s",
+                         "p50(ttft) < 000.5000s", "p50(ttft) < 1.7976931348623157e308s"}) {
+    CAPTURE(ok);
+    CHECK(tokchron::parse_objective(ok));
+  }
+  CHECK(tokchron::objective::parse("p99.999999999999(ttft) < 1s").percentile == 99.999999999999);
+
+  const auto limit = tokchron::parse_request_slo("ttft:0.10000000000000001s");
+  REQUIRE_FALSE(limit);
+  CHECK(limit.error.part("ttft:0.10000000000000001s") == "0.10000000000000001");
+  CHECK(tokchron::parse_request_slo("ttft:0.1s,tpot:50ms"));
+
+  for (const char* text : {"99.99999999999999999999", "50,99.999999999999999"}) {
+    CAPTURE(text);
+    CHECK_THROWS_WITH_AS((void)tokchron::parse_percentiles(text),
+                         doctest::Contains("more digits than a double holds"),
+                         std::invalid_argument);
+  }
+  CHECK(tokchron::parse_percentiles("50,99.9,99.999999999999").size() == 3);
 }

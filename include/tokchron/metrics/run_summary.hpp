@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/detail/decimal.hpp"
 #include "tokchron/metrics/distribution.hpp"
 #include "tokchron/metrics/inclusion.hpp"
 #include "tokchron/metrics/profiles.hpp"
@@ -295,6 +296,12 @@ struct run_summary {
       TOKCHRON_THROW(
           std::invalid_argument,
           ("tokchron: percentile '" + std::string(item) + "' is not a number in [0, 100]").c_str());
+    if (!detail::reads_back(item, v))  // 99.99999999999999999999 would be 100, the maximum
+      TOKCHRON_THROW(std::invalid_argument,
+                     ("tokchron: percentile '" + std::string(item) +
+                      "' has more digits than a double holds: it would be read as another "
+                      "number")
+                         .c_str());
     out.push_back(v);
     pos = comma + 1;
   }

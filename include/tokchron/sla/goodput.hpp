@@ -126,6 +126,10 @@ struct request_slo_parse_result {
     std::size_t used = 0;
     const auto num = detail::parse_plain_number(value, used);
     if (!num) return fail(b + vb, value.size(), "expected a non-negative number with a unit");
+    if (!detail::reads_back(value.substr(0, used), *num))
+      return fail(b + vb, used,
+                  "the limit has more digits than a double holds: it would be read as another "
+                  "number");
     std::string_view unit = value.substr(used);
     while (!unit.empty() && detail::is_space(unit.front())) unit.remove_prefix(1);
     double scale = 0;

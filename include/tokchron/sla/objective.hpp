@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/detail/decimal.hpp"
 #include "tokchron/metrics/metric.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
@@ -247,6 +248,10 @@ inline std::string shortest_number(double v) {
       if (!p || used != word.size() - 1)
         return fail(start, word.size(), "bad percentile: expected p followed by a number");
       if (*p > 100) return fail(start, word.size(), "percentile must be between 0 and 100");
+      if (!detail::reads_back(word.substr(1), *p))
+        return fail(start, word.size(),
+                    "percentile has more digits than a double holds: it would be read as "
+                    "another number (p99.99999999999999999999 as p100, the maximum)");
       o.statistic = slo_statistic::percentile;
       o.percentile = *p;
     } else {
@@ -294,6 +299,10 @@ inline std::string shortest_number(double v) {
       while (start + len < text.size() && !detail::is_space(text[start + len])) ++len;
       return fail(start, len, "expected a threshold number");
     }
+    if (!detail::reads_back(c.rest().substr(0, used), *v))
+      return fail(start, used,
+                  "threshold has more digits than a double holds: it would be read as another "
+                  "number");
     o.threshold = *v;
     c.pos = start + used;
   }
