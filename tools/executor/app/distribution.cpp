@@ -249,9 +249,13 @@ std::vector<double> parse_trace_values(const std::string& path, quantity q) {
   const bool length = q != quantity::seconds;
   // A JSON length: an integer in [0, max_length].
   auto json_length = [&](const nlohmann::json& v, const char* field) {
+    // An array or object is named by its type, never printed (printing recurses on its nesting).
     if (!v.is_number_unsigned() || v.get<std::uint64_t>() > max_length)
       fail(field, "not an integer in [0, " + std::to_string(max_length) + "] (value " +
-                      shown(v.dump()) + ")");
+                      (v.is_array()    ? std::string("an array")
+                       : v.is_object() ? std::string("an object")
+                                       : shown(v.dump())) +
+                      ")");
     return v.get<double>();
   };
   bool too_long = false;

@@ -259,6 +259,14 @@ TEST_CASE("X6: length traces take decimal integers only, naming the file, line a
   CHECK(contains(thrown<std::invalid_argument>(
                      [&] { (void)parse_trace_values(json.path, quantity::output_length); }),
                  "bx_lengths.jsonl:1: field 'chunks'"));
+  // A field holding 1,000,000 nested arrays is named by its type (printing it would recurse
+  // a million levels deep).
+  const temp_file deep("bx_deep.jsonl", "{\"prompt_tokens\":" + std::string(1000000, '[') +
+                                            std::string(1000000, ']') + "}\n");
+  CHECK(contains(thrown<std::invalid_argument>(
+                     [&] { (void)parse_trace_values(deep.path, quantity::prompt_length); }),
+                 "bx_deep.jsonl:1: field 'prompt_tokens': not an integer in [0, 1000000000] "
+                 "(value an array)"));
   const temp_file sum("bx_sum.jsonl", "{\"chunks\":[[1,600000000],[2,600000000]]}\n");
   CHECK(contains(thrown<std::invalid_argument>(
                      [&] { (void)parse_trace_values(sum.path, quantity::output_length); }),
