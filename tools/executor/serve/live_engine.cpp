@@ -45,11 +45,11 @@ tokchron::live_options metric_options(std::string_view names, const std::string&
 }
 
 live_engine::live_engine(const scheduler_config& cfg, std::unique_ptr<backend> be,
-                         live_metrics& metrics, bool keep_trace)
+                         live_metrics& metrics, trace_sink sink)
     : cfg_(cfg),
       be_(std::move(be)),
       metrics_(metrics),
-      keep_trace_(keep_trace),
+      trace_sink_(std::move(sink)),
       sched_(cfg_, be_->kv_blocks(cfg_.block_size), be_.get()) {
   kv_total_ = sched_.kv().total();
   thread_ = std::thread([this] { loop(); });
@@ -93,11 +93,6 @@ void live_engine::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::vector<tokchron::trace_record> live_engine::take_trace() {
-  const std::lock_guard<std::mutex> lock(mu_);
-  return std::move(trace_);
-}
-
 std::string live_engine::failure() const {
   const std::lock_guard<std::mutex> lock(mu_);
   return failure_;
@@ -136,6 +131,7 @@ void live_engine::step_loop() {
   std::vector<request*> done;
   std::vector<std::pair<call*, step_event>> events;
   std::vector<std::uint32_t> before;
+  std::vector<tokchron::trace_record> records;  // finished in this step, for the trace sink
   step_plan plan;
   bool runnable = false;  // the last schedule() found work: do not sleep
   // The next scheduler wake-up (batch delay, queue timeout); max: none. (A plain value, not
@@ -148,9 +144,11 @@ void live_engine::step_loop() {
     metrics_.set_kv_cache_usage(tokchron::live_series{},
                                 kv_total_ ? double(sched_.kv().used()) / kv_total_ : 0.0);
   };
-  // Finished requests: record them, tell their sessions, keep their trace.
+  // Finished requests: record them, hand their trace records to the sink (before their sessions
+  // are told, in deliver).
   auto collect = [&](time_point t) {
     done.clear();
+    records.clear();
     sched_.take_finished(done);
     for (request* r : done) {
       const auto it = active_.find(r);
@@ -172,15 +170,15 @@ void live_engine::step_loop() {
           merged = true;
         }
       if (!merged) events.push_back({&c, {c.req.generated, 0, true, why, r->cached_tokens}});
-      if (keep_trace_) {
+      if (trace_sink_) {
         tokchron::trace_record rec = tokchron::to_trace_record(r->tl, time_point{}, c.name);
         rec.prompt_tokens = c.gen.prompt_tokens;
         rec.usage_output_tokens = r->generated;
         rec.usage_from = tokchron::usage_source::server;  // its own count, sent or not
-        const std::lock_guard<std::mutex> lock(mu_);
-        trace_.push_back(std::move(rec));
+        records.push_back(std::move(rec));
       }
     }
+    if (!records.empty()) trace_sink_(records);
   };
   // Hands the step's events to the sessions, then forgets finished requests.
   auto deliver = [&] {

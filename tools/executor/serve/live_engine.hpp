@@ -78,13 +78,17 @@ struct call {
   bool live_running = false;
 };
 
+/// Takes the trace records of the requests one engine step finished (finish order), on the
+/// engine thread, before their sessions are told: a request whose client saw its end has been
+/// handed over. Must not throw; should not block long (the engine waits for it).
+using trace_sink = std::function<void(std::vector<tokchron::trace_record>&)>;
+
 /// The real-time engine. Thread-safe: `submit`, `cancel`, `stop` from any thread.
 class live_engine {
  public:
-  /// `keep_trace`: keep every finished request's trace record (for `--trace-out`; memory grows
-  /// with the requests served).
+  /// `sink`: where finished requests' trace records go (for `--trace-out`); empty: nowhere.
   live_engine(const scheduler_config& cfg, std::unique_ptr<backend> be, live_metrics& metrics,
-              bool keep_trace);
+              trace_sink sink);
   ~live_engine();
   live_engine(const live_engine&) = delete;
   live_engine& operator=(const live_engine&) = delete;
@@ -99,8 +103,6 @@ class live_engine {
   void cancel(const std::shared_ptr<call>& c);
   /// Aborts every request still in flight and joins the engine thread.
   void stop();
-  /// Finished requests' trace records, in finish order (after `stop`).
-  [[nodiscard]] std::vector<tokchron::trace_record> take_trace();
   /// KV blocks of the pool and in use (engine counters, read after `stop` or racy).
   [[nodiscard]] std::uint32_t kv_blocks_total() const noexcept { return kv_total_; }
   [[nodiscard]] std::uint32_t kv_blocks_used() const noexcept { return kv_used_.load(); }
@@ -114,7 +116,7 @@ class live_engine {
   scheduler_config cfg_;
   std::unique_ptr<backend> be_;
   live_metrics& metrics_;
-  bool keep_trace_;
+  trace_sink trace_sink_;
   clock_type clock_;
   scheduler sched_;
   std::uint32_t kv_total_ = 0;
@@ -125,7 +127,6 @@ class live_engine {
   std::vector<std::shared_ptr<call>> inbox_, cancels_;
   bool stopping_ = false;
   std::string failure_;
-  std::vector<tokchron::trace_record> trace_;
 
   std::unordered_map<const request*, std::shared_ptr<call>> active_;  // engine thread
   std::thread thread_;

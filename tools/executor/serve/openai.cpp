@@ -58,17 +58,45 @@ api_error bad(std::string message, std::string param = {}, std::string code = "i
   return e;
 }
 
-// A value as a refusal quotes it: its JSON type, and its text when short.
+// How many of the first bytes of `s` a refusal echoes: at most `max`, cut at a UTF-8 character
+// boundary (before a byte that is not a continuation byte), so that an error's size never grows
+// with the request (invalid bytes are replaced by error_json).
+std::size_t echo_length(std::string_view s, std::size_t max) noexcept {
+  if (s.size() <= max) return s.size();
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+// `s`, or its first bytes and "..." (echo_length).
+std::string prefix(std::string_view s, std::size_t max) {
+  const std::size_t n = echo_length(s, max);
+  return n == s.size() ? std::string(s) : std::string(s.substr(0, n)) + "...";
+}
+
+// A value as a refusal quotes it: its JSON type, and its text when it is a scalar (a string cut
+// to its first 32 bytes). An array or object is described by its size, never printed: printing
+// is recursive in nlohmann-json, and nothing here recurses on request data.
 std::string shown(const json& v) {
-  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  const auto plural = [](std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + (n == 1 ? one : many);
+  };
   switch (v.type()) {
     case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean (" + text + ")";
-    case json::value_t::string: return "a string (" + text + ")";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return text;  // a number
+    case json::value_t::boolean: return v.get<bool>() ? "a boolean (true)" : "a boolean (false)";
+    case json::value_t::string: {
+      const std::string& s = v.get_ref<const std::string&>();
+      const std::size_t n = echo_length(s, 32);
+      return "a string (" +
+             json(s.substr(0, n)).dump(-1, ' ', false, json::error_handler_t::replace) +
+             (n < s.size() ? "...)" : ")");
+    }
+    case json::value_t::array:
+      return v.empty() ? "an empty array"
+                       : "an array of " + plural(v.size(), " element", " elements");
+    case json::value_t::object:
+      return v.empty() ? "an empty object"
+                       : "an object of " + plural(v.size(), " member", " members");
+    default: return v.dump();  // a number: its own short text
   }
 }
 
@@ -293,16 +321,53 @@ void content_text(field_check& f, const std::string& at, const json& c, std::str
   }
 }
 
+// The offset of the first '[' or '{' that opens a level deeper than `max`, or npos. Brackets
+// inside strings do not count: a string starts at a '"' outside one and ends at the next '"' not
+// escaped by a '\\', which is exactly where JSON's strings end in a valid text (an invalid text
+// is refused by the parser whatever this says).
+std::size_t too_deep_at(std::string_view body, std::size_t max) noexcept {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 std::variant<generation_request, api_error> parse(endpoint kind, std::string_view body,
                                                   const request_limits& lim) {
+  // Nesting is bounded before anything is built: nlohmann-json's parser and destructor are
+  // iterative, but its dump, copy and comparison recurse, so no document deeper than
+  // max_json_depth is ever made.
+  if (const std::size_t at = too_deep_at(body, max_json_depth); at != std::string_view::npos)
+    return bad("the request body nests arrays and objects more than " +
+                   std::to_string(max_json_depth) + " levels deep (at byte " + std::to_string(at) +
+                   ")",
+               {}, "invalid_json");
   json j;
   try {
     j = json::parse(body.begin(), body.end());
   } catch (const json::exception& e) {  // where and why: "parse error at line 1, column 9: ..."
     // (a number past double's range is nlohmann-json's out_of_range 406, the rest parse_error)
+    // The parser quotes the token it read ("last read: ..."), which may be a whole long string:
+    // the message keeps its first 256 bytes.
     std::string why = e.what();
     if (const auto at = why.find("] "); at != std::string::npos) why.erase(0, at + 2);
-    return bad("the request body is not valid JSON: " + why, {}, "invalid_json");
+    return bad("the request body is not valid JSON: " + prefix(why, 256), {}, "invalid_json");
   }
   if (!j.is_object()) return bad("the request body must be a JSON object", {}, "invalid_json");
   generation_request g;
@@ -312,8 +377,9 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
   if (model == j.end()) return bad("'model' is required", "model", "missing_field");
   if (!model->is_string()) return bad("'model' must be a string, got " + shown(*model), "model");
   if (model->get_ref<const std::string&>() != lim.model) {
-    api_error e = bad("The model '" + model->get<std::string>() + "' does not exist.", "model",
-                      "model_not_found");
+    api_error e =
+        bad("The model '" + prefix(model->get_ref<const std::string&>(), 256) + "' does not exist.",
+            "model", "model_not_found");
     e.status = 404;
     return e;
   }
@@ -338,7 +404,7 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
         const json& t = (*p)[i];
         const std::string where = "'prompt[" + std::to_string(i) + "]'";
         if (!t.is_number_integer())
-          return bad(where + " must be an integer token id, got " + t.dump(), "prompt");
+          return bad(where + " must be an integer token id, got " + shown(t), "prompt");
         if (!t.is_number_unsigned() && t.get<std::int64_t>() < 0)
           return bad(where + " is a negative token id (" + t.dump() + ")", "prompt");
         if (t.get<std::uint64_t>() > max_token_id)
@@ -352,18 +418,14 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
       return bad(
           "'prompt' must be a string, an array of one string or a non-empty array of "
           "token ids, got " +
-              (p->is_array() ? "an array of " + std::to_string(p->size()) +
-                                   (p->size() == 1 ? " element" : " elements")
-                             : shown(*p)),
+              shown(*p),
           "prompt");
     }
   } else {
     const auto m = j.find("messages");
     if (m == j.end()) return bad("'messages' is required", "messages", "missing_field");
     if (!m->is_array() || m->empty())
-      return bad("'messages' must be a non-empty array, got " +
-                     (m->is_array() ? std::string("an empty array") : shown(*m)),
-                 "messages");
+      return bad("'messages' must be a non-empty array, got " + shown(*m), "messages");
     std::string all;
     field_check f{j, std::nullopt};
     for (std::size_t i = 0; i < m->size(); ++i) {
@@ -463,7 +525,7 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
     if (!v) return *f.error;
     if (static_cast<std::uint64_t>(*v) > g.max_tokens)
       return bad("'min_tokens' must be at most max_tokens (" + std::to_string(g.max_tokens) +
-                     "), got " + mn->dump(),
+                     "), got " + shown(*mn),
                  "min_tokens");
     min_tokens = static_cast<std::uint32_t>(*v);
   }

@@ -9,6 +9,7 @@
 /// chunks and errors. Pure functions, no I/O; nothing here throws (a bad body is an
 /// `api_error`).
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,6 +46,12 @@ struct request_limits {
   /// engine's prefix cache reuses (`--shared-prefix`; the words are not compared).
   std::uint32_t shared_prefix = 0;
 };
+
+/// The deepest nesting of arrays and objects a request body may have; deeper is refused (400,
+/// `invalid_json`) before a document is built. 128, the default recursion limit of Rust's
+/// serde_json (`remaining_depth: 128` in its src/de.rs): no OpenAI request needs more (a tool's
+/// JSON schema nests a few levels per object).
+inline constexpr std::size_t max_json_depth = 128;
 
 /// A valid request, ready for the engine.
 struct generation_request {

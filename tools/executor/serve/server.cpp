@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <mutex>
@@ -21,14 +20,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "http_rules.hpp"
 #include "live_engine.hpp"
 #include "openai.hpp"
 #include "tokchron/export/prometheus.hpp"
+#include "trace_file.hpp"
 #ifdef TOKCHRON_SERVE_PROTOBUF
 #include "tokchron/export/prometheus_protobuf.hpp"
 #endif
-#include "tokchron/io/clock_anchor.hpp"
-#include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/live/presets.hpp"
 #include "tokchron/live/scrape.hpp"
 
@@ -200,6 +199,9 @@ struct server::impl {
   live_metrics metrics;
   request_limits limits;
   clock_type clock;  // the requests' timelines' clock (their times are always given explicitly)
+  std::unique_ptr<trace_file> trace;  // --trace-out; before the engine, which writes to it
+  /// Requests the engine finished, and of them those aborted (by the shutdown or their clients).
+  std::atomic<std::uint64_t> finished_requests{0}, cut_requests{0};
   std::unique_ptr<live_engine> engine;
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
@@ -251,8 +253,6 @@ struct server::impl {
     limits.shared_prefix = opt.engine.load.shared_prefix;
     if (!opt.engine.sched.chunked_prefill)
       limits.max_prompt_tokens = opt.engine.sched.max_num_batched_tokens;
-    engine = std::make_unique<live_engine>(opt.engine.sched, std::move(be), metrics,
-                                           opt.trace_out.has_value());
     created = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
@@ -267,6 +267,17 @@ struct server::impl {
     if (ec)
       throw std::runtime_error("serve: cannot listen on " + opt.host + ":" +
                                std::to_string(opt.port) + ": " + ec.message());
+    // The trace file is created once serve can listen, and filled as requests finish.
+    if (opt.trace_out) trace = std::make_unique<trace_file>(*opt.trace_out);
+    engine = std::make_unique<live_engine>(
+        opt.engine.sched, std::move(be), metrics,
+        [this](std::vector<tokchron::trace_record>& records) noexcept {
+          for (const auto& r : records) {
+            finished_requests.fetch_add(1);
+            if (r.reason == tokchron::finish_reason::aborted) cut_requests.fetch_add(1);
+          }
+          if (trace) trace->write(records);
+        });
   }
 
   void accept();
@@ -296,14 +307,17 @@ namespace {
 
 const char* status_text(unsigned s) {
   switch (s) {
+    case 100: return "Continue";
     case 200: return "OK";
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 413: return "Payload Too Large";
+    case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     default: return "Error";
   }
@@ -333,6 +347,8 @@ class session : public std::enable_shared_from_this<session> {
   // that passes cancels the read; the read's handler then answers 408 (or, idle, just closes).
   void read_request() {
     parser_.emplace();
+    head_request_ = false;
+    body_unread_ = false;
     parser_->body_limit(srv_.opt.max_body);
     parser_->header_limit(static_cast<std::uint32_t>(srv_.opt.max_header));
     if (buf_.size() > 0) return read_header();  // a pipelined request's first bytes are here
@@ -356,8 +372,8 @@ class session : public std::enable_shared_from_this<session> {
     http::async_read_header(stream_, buf_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               self->disarm_read();
-                              if (ec || self->parser_->is_done()) return self->on_request(ec);
-                              self->read_body();
+                              if (ec) return self->on_request(ec);
+                              self->on_header();
                             });
   }
 
@@ -396,16 +412,81 @@ class session : public std::enable_shared_from_this<session> {
     read_timer_.cancel();
   }
 
+  // A request refused before it was read whole: counted, answered, the connection closed.
+  void refuse(closed why, unsigned status, const char* code, std::string message) {
+    srv_.count_closed(why);
+    api_error e;
+    e.status = status;
+    e.code = code;
+    e.message = std::move(message);
+    if (status >= 500) e.type = "server_error";
+    send_plain(e.status, "application/json", error_json(e), false);
+  }
+
+  // The header is whole: what it alone decides (RFC 9112's framing, RFC 9110's Expect), before
+  // any of the body is read.
+  void on_header() {
+    const auto& h = parser_->get();
+    version_ = h.version();
+    head_request_ = h.method() == http::verb::head;
+    // The body's framing: only chunked is decoded; anything Beast would not frame as RFC 9112
+    // says (a coding it ignores, chunked not last, where it reads no body and would take the
+    // body's bytes for the next request) is refused and the connection closed.
+    std::string te;
+    bool has_te = false;
+    for (const auto& f : h) {
+      if (f.name() != http::field::transfer_encoding) continue;
+      if (has_te) te += ", ";
+      te.append(f.value().data(), f.value().size());
+      has_te = true;
+    }
+    std::string_view coding;
+    switch (check_transfer_encoding(has_te, te, version_, coding)) {
+      case transfer_verdict::none:
+      case transfer_verdict::chunked: break;
+      case transfer_verdict::http10:
+        return refuse(closed::bad_http, 400, "bad_transfer_encoding",
+                      "Transfer-Encoding in an HTTP/1.0 request: its framing cannot be trusted "
+                      "(RFC 9112 section 6.1)");
+      case transfer_verdict::not_final:
+        return refuse(closed::bad_http, 400, "bad_transfer_encoding",
+                      "the final transfer coding must be chunked, got '" +
+                          std::string(coding.substr(0, 64)) + "' (RFC 9112 section 6.3)");
+      case transfer_verdict::chunked_twice:
+        return refuse(closed::bad_http, 400, "bad_transfer_encoding",
+                      "chunked is applied more than once (RFC 9112 section 7.1)");
+      case transfer_verdict::not_implemented:
+        return refuse(closed::bad_http, 501, "unsupported_transfer_encoding",
+                      "the transfer coding '" + std::string(coding.substr(0, 64)) +
+                          "' is not implemented (serve decodes chunked only)");
+    }
+    const auto expect = h.find(http::field::expect);
+    const expect_verdict ex = check_expect(
+        expect != h.end(),
+        expect == h.end() ? std::string_view()
+                          : std::string_view(expect->value().data(), expect->value().size()),
+        version_);
+    if (ex == expect_verdict::unsupported)
+      return refuse(closed::bad_http, 417, "expectation_failed",
+                    "the only expectation serve meets is 100-continue");
+    if (parser_->is_done()) return on_request({});
+    if (ex == expect_verdict::continue_100) {
+      // The client waits for 100 (Continue) before sending the body (RFC 9110 section 10.1.1).
+      // A request the header already refuses (a path without a body, a wrong method) gets its
+      // final answer instead, and the connection is closed, its body unread.
+      const std::string_view path = target_path({h.target().data(), h.target().size()});
+      const bool takes_body = h.method() == http::verb::post &&
+                              (path == "/v1/completions" || path == "/v1/chat/completions");
+      if (!takes_body) {
+        body_unread_ = true;
+        return handle(parser_->release());
+      }
+      queue_raw("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    read_body();
+  }
+
   void on_request(beast::error_code ec) {
-    // A request refused before it was read whole: counted, answered, the connection closed.
-    auto refuse = [this](closed why, unsigned status, const char* code, std::string message) {
-      srv_.count_closed(why);
-      api_error e;
-      e.status = status;
-      e.code = code;
-      e.message = std::move(message);
-      send_plain(e.status, "application/json", error_json(e), false);
-    };
     if (read_timeout_) {  // a time limit passed: 408
       const closed why = *read_timeout_;
       const bool header = why == closed::header_timeout, body = why == closed::body_timeout;
@@ -445,30 +526,48 @@ class session : public std::enable_shared_from_this<session> {
   void handle(http::request<http::string_body> req) {
     const time_point received = live_engine::now();
     version_ = req.version();
-    keep_alive_ = req.keep_alive();
-    std::string_view target(req.target().data(), req.target().size());
-    if (const auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+    keep_alive_ = req.keep_alive() && !body_unread_;
     const auto m = req.method();
+    head_request_ = m == http::verb::head;
+    // The path of an origin-form or absolute-form target (RFC 9112 section 3.2); what an error
+    // echoes of the target is its first 256 bytes.
+    const std::string_view raw(req.target().data(), req.target().size());
+    const std::string_view target = target_path(raw);
+    const std::string shown_target =
+        std::string(raw.substr(0, 256)) + (raw.size() > 256 ? "..." : "");
+    if (m == http::verb::unknown) {  // RFC 9110 section 9.1: an unrecognised method is 501
+      api_error e;
+      e.status = 501;
+      e.type = "server_error";
+      e.message =
+          "method " + std::string(req.method_string().substr(0, 64)) + " is not implemented";
+      e.code = "method_not_implemented";
+      return send_plain(e.status, "application/json", error_json(e), keep_alive_);
+    }
+    // A GET resource answers HEAD with the same header and no body (RFC 9110 section 9.3.2);
+    // 405 names the allowed methods in Allow (section 15.5.6).
     auto wrong_method = [&](const char* allowed) {
       api_error e;
       e.status = 405;
       e.message = "method " + std::string(req.method_string()) + " is not allowed on " +
                   std::string(target) + " (use " + allowed + ")";
       e.code = "method_not_allowed";
-      send_plain(e.status, "application/json", error_json(e), keep_alive_);
+      send_plain(e.status, "application/json", error_json(e), keep_alive_,
+                 std::string("Allow: ") + allowed + "\r\n");
     };
+    const bool get = m == http::verb::get || m == http::verb::head;
     if (target == "/health") {
-      if (m != http::verb::get) return wrong_method("GET");
+      if (!get) return wrong_method("GET, HEAD");
       return send_plain(200, "text/plain", "", keep_alive_);
     }
     if (target == "/v1/models") {
-      if (m != http::verb::get) return wrong_method("GET");
+      if (!get) return wrong_method("GET, HEAD");
       return send_plain(200, "application/json",
                         models_json(srv_.opt.model, srv_.created, srv_.limits.max_model_len),
                         keep_alive_);
     }
     if (target == "/metrics") {
-      if (m != http::verb::get) return wrong_method("GET");
+      if (!get) return wrong_method("GET, HEAD");
 #ifdef TOKCHRON_SERVE_PROTOBUF
       // A scraper that asks for the protobuf exposition (Prometheus with native histograms
       // enabled) gets it: every histogram's classic buckets, and a native histogram where the
@@ -500,7 +599,7 @@ class session : public std::enable_shared_from_this<session> {
     if (!chat && target != "/v1/completions") {
       api_error e;
       e.status = 404;
-      e.message = "no endpoint " + std::string(target);
+      e.message = "no endpoint " + shown_target;
       e.code = "not_found";
       return send_plain(404, "application/json", error_json(e), keep_alive_);
     }
@@ -689,15 +788,17 @@ class session : public std::enable_shared_from_this<session> {
     queue_raw(size + data + "\r\n");
   }
 
-  void send_plain(unsigned status, const std::string& type, std::string body, bool keep) {
+  // A whole response; to HEAD, its header only, with the Content-Length the body has.
+  void send_plain(unsigned status, const std::string& type, std::string body, bool keep,
+                  const std::string& extra_fields = {}) {
     keep_alive_ = keep;
     const std::string ver = version_ == 10 ? "HTTP/1.0" : "HTTP/1.1";
     std::string h = ver + " " + std::to_string(status) + " " + status_text(status) +
                     "\r\nContent-Type: " + type +
-                    "\r\nContent-Length: " + std::to_string(body.size()) +
-                    "\r\nConnection: " + (keep ? "keep-alive" : "close") + "\r\n\r\n";
+                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_fields +
+                    "Connection: " + (keep ? "keep-alive" : "close") + "\r\n\r\n";
     closing_write_ = true;
-    queue_raw(h + body);
+    queue_raw(head_request_ ? std::move(h) : h + body);
   }
 
   void queue_raw(std::string s) {
@@ -800,6 +901,8 @@ class session : public std::enable_shared_from_this<session> {
   std::uint32_t completion_ = 0;
   bool keep_alive_ = true, chunked_ = true, writing_ = false, watching_ = false;
   bool finished_ = false, dead_ = false, role_sent_ = false, closing_write_ = false;
+  bool head_request_ = false;  // the request is HEAD: responses carry no body
+  bool body_unread_ = false;   // answered from the header (Expect: 100-continue): then closed
 };
 
 }  // namespace
@@ -887,33 +990,20 @@ std::uint64_t server::run(bool signals) {
   for (unsigned i = 1; i < p.opt.threads; ++i) pool.emplace_back([&p] { p.ioc.run(); });
   p.ioc.run();
   for (auto& t : pool) t.join();
-  // From here on a signal has its default effect (it ends the process): the trace below is
-  // written to a temporary file and renamed, so the trace file is whole or absent, never cut.
   beast::error_code ignored;
-  sigs.clear(ignored);
+  sigs.clear(ignored);  // from here on a signal has its default effect
+  // The requests still in flight are aborted and written; every finished one already is (the
+  // trace is written as requests finish, so a crash loses only those in flight).
   p.engine->stop();
-  std::vector<tokchron::trace_record> trace = p.engine->take_trace();
-  tokchron::set_clock_anchor(trace,
-                             tokchron::read_clock_anchor(std::chrono::steady_clock::time_point{}));
-  const auto cut = std::count_if(trace.begin(), trace.end(), [](const tokchron::trace_record& r) {
-    return r.reason == tokchron::finish_reason::aborted;
-  });
+  const std::uint64_t finished = p.finished_requests.load(), cut = p.cut_requests.load();
   if (cut > 0)
-    std::cerr << "batching-executor serve: " << cut << " of " << trace.size()
+    std::cerr << "batching-executor serve: " << cut << " of " << finished
               << " requests were cut (aborted) by the shutdown or their clients\n";
-  if (p.opt.trace_out) {
-    const std::string tmp = *p.opt.trace_out + ".partial";
-    {
-      std::ofstream f(tmp);
-      for (const auto& r : trace) tokchron::write_trace_line(f, r);
-      f.flush();
-      if (!f) throw std::runtime_error("serve: writing the trace to '" + tmp + "' failed");
-    }
-    if (std::rename(tmp.c_str(), p.opt.trace_out->c_str()) != 0)
-      throw std::runtime_error("serve: renaming '" + tmp + "' to '" + *p.opt.trace_out +
-                               "' failed");
-  }
-  return trace.size();
+  if (p.trace && !p.trace->error().empty())
+    throw std::runtime_error("serve: --trace-out: " + p.trace->error() + " (" +
+                             std::to_string(p.trace->lines()) + " requests written, " +
+                             std::to_string(p.trace->lost()) + " lost)");
+  return finished;
 }
 
 int serve_main(const std::vector<std::string>& args) {

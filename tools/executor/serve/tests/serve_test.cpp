@@ -54,11 +54,11 @@ struct running_server {
   std::thread th;
   std::uint64_t traced = 0;
 
-  explicit running_server(std::vector<std::string> extra = {}) {
+  explicit running_server(std::vector<std::string> extra = {}, const char* max_body = "4096") {
     trace_path = "serve_test_trace_" + std::to_string(::getpid()) + "_" +
                  std::to_string(counter()++) + ".jsonl";
-    std::vector<std::string> args = {"--port", "0", "--trace-out", trace_path, "--max-body", "4096",
-                                     "--threads", "3",
+    std::vector<std::string> args = {"--port", "0", "--trace-out", trace_path, "--max-body",
+                                     max_body, "--threads", "3",
                                      // h200: decode steps of a few ms keep the test short
                                      "--hw", "h200"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -625,7 +625,7 @@ TEST_CASE(
   CHECK(refusal("[-9223372036854775808]") ==
         "'prompt[0]' is a negative token id (-9223372036854775808)");
   CHECK(refusal("[1,2.5]") == "'prompt[1]' must be an integer token id, got 2.5");
-  CHECK(refusal("[1,\"a\"]") == "'prompt[1]' must be an integer token id, got \"a\"");
+  CHECK(refusal("[1,\"a\"]") == "'prompt[1]' must be an integer token id, got a string (\"a\")");
   // The largest id is taken.
   CHECK(std::holds_alternative<generation_request>(
       parse_request(endpoint::completions, R"({"model":"m","prompt":[0,4294967295]})", lim)));
@@ -719,7 +719,8 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
        "tokens and the prompt has 2)",
        "invalid_value"},
       {chat, R"("max_completion_tokens":[])", "max_completion_tokens",
-       "'max_completion_tokens' must be an integer in [1, 98], got an array", "invalid_value"},
+       "'max_completion_tokens' must be an integer in [1, 98], got an empty array",
+       "invalid_value"},
       {cmpl, R"("max_tokens":4,"min_tokens":5)", "min_tokens",
        "'min_tokens' must be at most max_tokens (4), got 5", "invalid_value"},
       {cmpl, R"("min_tokens":-1)", "min_tokens", "'min_tokens' must be at least 0, got -1",
@@ -750,7 +751,7 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
       {cmpl, R"("presence_penalty":3)", "presence_penalty",
        "'presence_penalty' must be in [-2, 2], got 3", "invalid_value"},
       {chat, R"("frequency_penalty":{})", "frequency_penalty",
-       "'frequency_penalty' must be a number in [-2, 2], got an object", "invalid_value"},
+       "'frequency_penalty' must be a number in [-2, 2], got an empty object", "invalid_value"},
       {cmpl, R"("repetition_penalty":0)", "repetition_penalty",
        "'repetition_penalty' must be in (0, 1.8e308], got 0", "invalid_value"},
       {cmpl, R"("seed":9223372036854775808)", "seed",
@@ -763,7 +764,7 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
       {cmpl, R"("ignore_eos":"true")", "ignore_eos",
        R"('ignore_eos' must be a boolean, got a string ("true"))", "invalid_value"},
       {cmpl, R"("stream":true,"stream_options":[])", "stream_options",
-       "'stream_options' must be an object, got an array", "invalid_value"},
+       "'stream_options' must be an object, got an empty array", "invalid_value"},
       {cmpl, R"("stream":true,"stream_options":{"include_usage":"yes"})",
        "stream_options.include_usage",
        R"('stream_options.include_usage' must be a boolean, got a string ("yes"))",
@@ -822,7 +823,7 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
             "token ids, got 7"},
            {"[]",
             "'prompt' must be a string, an array of one string or a non-empty array of "
-            "token ids, got an array of 0 elements"},
+            "token ids, got an empty array"},
            {R"(["a","b"])",
             "'prompt' must be a string, an array of one string or a non-empty "
             "array of token ids, got an array of 2 elements"},
@@ -844,7 +845,7 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
     std::string messages, param, message;
   };
   const std::vector<msg_row> msgs = {
-      {R"({})", "messages", "'messages' must be a non-empty array, got an object"},
+      {R"({})", "messages", "'messages' must be a non-empty array, got an empty object"},
       {R"([])", "messages", "'messages' must be a non-empty array, got an empty array"},
       {R"([{"role":"user","content":"a"},"hi"])", "messages[1]",
        R"('messages[1]' must be an object, got a string ("hi"))"},
@@ -867,7 +868,7 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
       {R"([{"role":"user","content":[{"text":"a"}]}])", "messages[0].content[0].type",
        "'messages[0].content[0].type' is required, got null"},
       {R"([{"role":"user","content":"a","name":[]}])", "messages[0].name",
-       "'messages[0].name' must be a string, got an array"},
+       "'messages[0].name' must be a string, got an empty array"},
   };
   for (const msg_row& r : msgs) {
     CAPTURE(r.messages);
@@ -912,4 +913,254 @@ TEST_CASE("bad input H8: serve: every field's refusal names the field and the re
   REQUIRE(std::holds_alternative<generation_request>(mt));
   CHECK(std::get<generation_request>(mt).output_tokens == 7);
   CHECK(std::get<generation_request>(mt).stops);
+}
+
+namespace {
+
+// A connection that sends bytes as written and reads answers as sent (HTTP/1.1's rules); a
+// read that waits more than 10 s fails the test instead of hanging it.
+struct raw_connection {
+  net::io_context ioc;
+  tcp::socket s{ioc};
+  beast::flat_buffer buf;
+  explicit raw_connection(std::uint16_t port) {
+    s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+    const timeval tv{10, 0};
+    ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  void send(const std::string& bytes) { net::write(s, net::buffer(bytes)); }
+  // One response (`head`: to a HEAD request, so no body follows the header).
+  http::response<http::string_body> read(bool head = false) {
+    http::response_parser<http::string_body> p;
+    p.skip(head);
+    p.body_limit(1u << 26);
+    http::read(s, buf, p);
+    return p.release();
+  }
+  // Whether the server closed the connection (nothing more than what was read comes).
+  bool closed_by_server() {
+    if (buf.size() > 0) return false;
+    char c = 0;
+    beast::error_code ec;
+    s.read_some(net::buffer(&c, 1), ec);
+    return ec == net::error::eof || ec == net::error::connection_reset;
+  }
+};
+
+std::string completion_body() {
+  return R"({"model":"tokchron-sim","prompt":"a b","max_tokens":2})";
+}
+
+std::string nested(std::size_t depth, const std::string& inner = "1") {
+  return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+}  // namespace
+
+TEST_CASE("bad input H10: serve: a field holding deep nesting is refused, nothing recurses") {
+  request_limits lim;
+  lim.model = "m";
+  auto refusal = [&](endpoint kind, const std::string& body) {
+    const auto r = parse_request(kind, body, lim);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    const api_error e = std::get<api_error>(r);
+    CHECK(e.status == (e.code == "model_not_found" ? 404u : 400u));
+    CHECK(e.message.size() < 400);  // what it quotes of the request is bounded
+    return e;
+  };
+  // The issue's request: a field holding 400 KB of nested arrays, quoted in the error (a
+  // recursive dump overflowed serve's stack). Every field and depth: refused before a document
+  // is built, naming the depth limit and where it was passed.
+  const std::string cmpl = R"({"model":"m","prompt":"a",)";
+  for (const std::string field : {"\"max_tokens\":", "\"stop\":", "\"logit_bias\":{\"1\":",
+                                  "\"stream_options\":{\"include_usage\":", "\"user\":"}) {
+    CAPTURE(field);
+    const std::string body =
+        cmpl + field + nested(200000) + (field.find('{') != std::string::npos ? "}}" : "}");
+    const api_error e = refusal(endpoint::completions, body);
+    CHECK(e.code == "invalid_json");
+    CHECK(e.message.find("more than 128 levels deep (at byte " +
+                         std::to_string(cmpl.size() + field.size() + 127 -
+                                        (field.find('{') != std::string::npos ? 1 : 0)) +
+                         ")") != std::string::npos);
+  }
+  CHECK(refusal(endpoint::chat, R"({"model":"m","messages":)" + nested(300000) + "}").code ==
+        "invalid_json");
+  CHECK(
+      refusal(endpoint::completions, R"({"model":"m","prompt":[1,)" + nested(300000) + "]}").code ==
+      "invalid_json");
+  // Objects count as arrays do; brackets inside strings do not count.
+  std::string objects;  // 128 levels, in a field of the body's object: 129
+  for (int i = 0; i < 128; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(128, '}');
+  CHECK(refusal(endpoint::completions, cmpl + "\"user\":" + objects + "}").code == "invalid_json");
+  CHECK(std::holds_alternative<generation_request>(parse_request(
+      endpoint::completions,
+      R"({"model":"m","prompt":")" + std::string(100000, '[') + R"(\"[{","max_tokens":2})", lim)));
+  // At the limit (128 levels, the body's own object included) a field is checked as usual and
+  // quoted by its type and size, never printed.
+  const api_error at_limit =
+      refusal(endpoint::completions, cmpl + "\"max_tokens\":" + nested(127) + "}");
+  CHECK(at_limit.param == "max_tokens");
+  CHECK(at_limit.message.find("got an array of 1 element") != std::string::npos);
+  CHECK(
+      refusal(endpoint::completions, R"({"model":"m","prompt":[1,)" + nested(126) + "]}").message ==
+      "'prompt[1]' must be an integer token id, got an array of 1 element");
+  // Long scalars are quoted by their first bytes, cut on a character boundary.
+  const api_error model = refusal(
+      endpoint::completions, R"({"model":")" + std::string(1u << 20, 'x') + R"(","prompt":"a"})");
+  CHECK(model.status == 404);
+  CHECK(model.message.find("xxx...' does not exist") != std::string::npos);
+  std::string accents;
+  for (int i = 0; i < 100; ++i) accents += "\xc3\xa9";  // é, 2 bytes
+  // (32 bytes would end inside the 16th character: 31 are quoted)
+  const api_error str =
+      refusal(endpoint::completions, cmpl + "\"max_tokens\":\"x" + accents + "\"}");
+  CHECK(str.message.find("got a string (\"x" + accents.substr(0, 30) + "\"...)") !=
+        std::string::npos);
+  CHECK(json::parse(error_json(str))["error"]["message"] == str.message);
+  // A parse error quotes at most 256 bytes of the token the parser read.
+  CHECK(refusal(endpoint::completions,
+                R"({"model":"m","prompt":")" + std::string(100000, 'y') + "\x01\"}")
+            .code == "invalid_json");
+
+  // Over HTTP, the 400 KB body (under --max-body) is answered and serving goes on.
+  running_server s({}, "1048576");
+  const std::string body =
+      R"({"model":"tokchron-sim","prompt":"a","max_tokens":)" + nested(200000) + "}";
+  REQUIRE(body.size() > 400000);
+  const reply r = call_http(s.port(), http::verb::post, "/v1/completions", body);
+  CHECK(r.status == 400);
+  CHECK(json::parse(r.body)["error"]["code"] == "invalid_json");
+  CHECK(call_http(s.port(), http::verb::post, "/v1/completions", completion_body()).status == 200);
+}
+
+TEST_CASE(
+    "bad input H11: serve answers HEAD, Expect, absolute-form targets and transfer codings "
+    "as HTTP/1.1 says") {
+  running_server s;
+  SUBCASE("HEAD: GET's status and header, no body; the connection stays open") {
+    raw_connection c(s.port());
+    const std::string models = call_http(s.port(), http::verb::get, "/v1/models").body;
+    c.send("HEAD /v1/models HTTP/1.1\r\nHost: h\r\n\r\nGET /health HTTP/1.1\r\nHost: h\r\n\r\n");
+    const auto head = c.read(true);
+    CHECK(head.result_int() == 200);
+    CHECK(head[http::field::content_length] == std::to_string(models.size()));
+    CHECK(head.body().empty());
+    CHECK(c.read().result_int() == 200);  // the next response follows the header directly
+    c.send(
+        "HEAD /v1/completions HTTP/1.1\r\nHost: h\r\n\r\nHEAD /nothing HTTP/1.1\r\nHost: "
+        "h\r\n\r\nGET /health HTTP/1.1\r\nHost: h\r\n\r\n");
+    const auto post_only = c.read(true);
+    CHECK(post_only.result_int() == 405);
+    CHECK(post_only[http::field::allow] == "POST");
+    CHECK(c.read(true).result_int() == 404);
+    CHECK(c.read().result_int() == 200);
+    const auto get_only = call_http(s.port(), http::verb::post, "/health", "{}");
+    CHECK(get_only.status == 405);
+  }
+  SUBCASE("Expect: 100-continue gets 100 before the body is sent, then the answer") {
+    raw_connection c(s.port());
+    const std::string body = completion_body();
+    c.send("POST /v1/completions HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n");
+    CHECK(c.read().result_int() == 100);
+    c.send(body);
+    const auto r = c.read();
+    CHECK(r.result_int() == 200);
+    CHECK(json::parse(r.body())["usage"]["completion_tokens"] == 2);
+    // A request the header refuses gets its final answer at once, and the connection closes
+    // (the body is never read).
+    raw_connection d(s.port());
+    d.send(
+        "POST /v1/nothing HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: "
+        "10\r\n\r\n");
+    const auto nf = d.read();
+    CHECK(nf.result_int() == 404);
+    CHECK(!nf.keep_alive());
+    CHECK(d.closed_by_server());
+    // A body larger than --max-body: 413 at once.
+    raw_connection e(s.port());
+    e.send(
+        "POST /v1/completions HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: "
+        "100000\r\n\r\n");
+    CHECK(e.read().result_int() == 413);
+    // Another expectation: 417.
+    raw_connection f(s.port());
+    f.send("POST /v1/completions HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body);
+    CHECK(f.read().result_int() == 417);
+  }
+  SUBCASE("absolute-form targets are routed by their path (RFC 9112 section 3.2.2)") {
+    raw_connection c(s.port());
+    const std::string body = completion_body();
+    c.send("POST http://127.0.0.1:" + std::to_string(s.port()) +
+           "/v1/completions?x=1 HTTP/1.1\r\nHost: elsewhere\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body);
+    CHECK(c.read().result_int() == 200);
+    c.send(
+        "GET HTTPS://h/health HTTP/1.1\r\nHost: h\r\n\r\nGET http://h HTTP/1.1\r\nHost: "
+        "h\r\n\r\nGET ftp://h/health HTTP/1.1\r\nHost: h\r\n\r\n");
+    CHECK(c.read().result_int() == 200);
+    CHECK(c.read().result_int() == 404);  // the path is "/"
+    CHECK(c.read().result_int() == 404);
+  }
+  SUBCASE("transfer codings: chunked alone is read; anything else is refused and closed") {
+    const std::string body = completion_body();
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    const std::string chunked = std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n";
+    struct te_case {
+      const char* fields;
+      unsigned version, status;
+    };
+    for (const te_case& t : std::vector<te_case>{
+             {"Transfer-Encoding: chunked\r\n", 11, 200},
+             {"Transfer-Encoding: Chunked \r\n", 11, 200},
+             {"Transfer-Encoding: gzip, chunked\r\n", 11, 501},
+             {"Transfer-Encoding: x-custom ;q=1, chunked\r\n", 11, 501},
+             {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", 11, 501},
+             {"Transfer-Encoding: chunked, gzip\r\n", 11, 400},
+             {"Transfer-Encoding: gzip\r\n", 11, 400},
+             {"Transfer-Encoding: chunked, chunked\r\n", 11, 400},
+             {"Transfer-Encoding: ,\r\n", 11, 400},
+             {"Transfer-Encoding: chunked\r\n", 10, 400}}) {
+      CAPTURE(t.fields);
+      CAPTURE(t.version);
+      raw_connection c(s.port());
+      c.send(std::string("POST /v1/completions HTTP/1.") + (t.version == 10 ? "0" : "1") +
+             "\r\nHost: h\r\n" + t.fields + "\r\n" + chunked);
+      const auto r = c.read();
+      CHECK(r.result_int() == t.status);
+      if (t.status != 200) {
+        const json e = json::parse(r.body())["error"];
+        CHECK(e["code"] ==
+              (t.status == 501 ? "unsupported_transfer_encoding" : "bad_transfer_encoding"));
+        CHECK(c.closed_by_server());
+      }
+    }
+  }
+  SUBCASE("an unrecognised method is 501") {
+    raw_connection c(s.port());
+    c.send("BREW /health HTTP/1.1\r\nHost: h\r\n\r\n");
+    CHECK(c.read().result_int() == 501);
+  }
+  CHECK(call_http(s.port(), http::verb::get, "/health").status == 200);
+}
+
+TEST_CASE("serve: the trace is written as requests finish, not at exit") {
+  running_server s;
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(call_http(s.port(), http::verb::post, "/v1/completions", completion_body()).status ==
+            200);
+  // Before any shutdown: the three finished requests are in the file, whole lines, anchored.
+  const auto rows = s.trace();
+  REQUIRE(rows.size() == 3);
+  for (const json& r : rows) {
+    CHECK(r["finish_reason"] == "length");
+    CHECK(r.contains("clock_wall_ns"));
+  }
+  s.stop();
+  CHECK(s.trace().size() == 3);
+  CHECK(s.traced == 3);
 }
