@@ -8,16 +8,25 @@
 // /v1/completions (2) or /v1/chat/completions (3).
 // Properties: nothing crashes or throws; the parser reads the same request however the bytes
 // are cut into reads (or refuses it both ways); every refusal is a 4xx with a non-empty reason
-// whose error JSON parses back with that message (and, for a bad field, names it in `param`); an
+// whose error JSON parses back with that message (and, for a bad field, names it in `param`),
+// and whose size does not grow with the request (what it quotes of the request is bounded); an
 // accepted body gives a request within the limits (prompt and output within the context, reasoning
-// within the output, the shared prefix within the prompt).
+// within the output, the shared prefix within the prompt); serve's verdict on a Transfer-Encoding
+// it accepts agrees with how Beast frames the body (chunked or not).
+// Each input runs on a thread with a 256 KiB stack: recursion on the request's nesting (a field
+// holding 4000 nested arrays, within --max-body here) overflows it and is a finding, where the
+// main thread's 8 MiB would hide it until a 400 KB body crashes serve.
 #include <algorithm>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include <pthread.h>
 
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -26,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.hpp"
+#include "http_rules.hpp"
 #include "openai.hpp"
 
 namespace http = boost::beast::http;
@@ -61,6 +71,10 @@ void check_refusal(unsigned status, const sv::api_error& e) {
   TOKCHRON_FUZZ_CHECK(status >= 400 && status <= 499);
   TOKCHRON_FUZZ_CHECK(e.status == status);
   TOKCHRON_FUZZ_CHECK(!e.message.empty());
+  // What a refusal quotes of the request is bounded (a string's first bytes, a target's, an
+  // array's size), so a refusal is never larger than this whatever the request.
+  TOKCHRON_FUZZ_CHECK(e.message.size() <= 1024);
+  TOKCHRON_FUZZ_CHECK(e.param.size() <= 128);
   const auto j = nlohmann::json::parse(sv::error_json(e), nullptr, false);
   TOKCHRON_FUZZ_CHECK(j.is_object() && j.contains("error") && j["error"].is_object());
   const auto& err = j["error"];
@@ -87,8 +101,11 @@ void check_body(sv::endpoint kind, std::string_view body) {
 
 struct parsed_request {
   boost::system::error_code ec;
-  bool done = false;
+  bool done = false, chunked = false;
+  unsigned version = 11;
   std::string method, target, body;
+  std::string transfer_encoding;  // the field lines joined with ", "
+  bool has_transfer_encoding = false;
   // The same request read (the error of a request not read may differ with the cuts: Beast
   // may find a bad token in a whole buffer before it finds the header's end missing).
   bool operator==(const parsed_request& o) const {
@@ -129,10 +146,18 @@ parsed_request read_request(std::string_view bytes, const std::vector<std::size_
     }
   }
   r.done = true;
+  r.chunked = p.chunked();
   const auto& req = p.get();
+  r.version = req.version();
   r.method = std::string(req.method_string());
   r.target = std::string(req.target());
   r.body = req.body();
+  for (const auto& f : req) {
+    if (f.name() != http::field::transfer_encoding) continue;
+    if (r.has_transfer_encoding) r.transfer_encoding += ", ";
+    r.transfer_encoding += std::string(f.value());
+    r.has_transfer_encoding = true;
+  }
   return r;
 }
 
@@ -152,8 +177,14 @@ void route(const parsed_request& r, http::verb method) {
     }
     return check_refusal(e.status, e);
   }
-  std::string_view target = r.target;
-  if (const auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  // The framing serve accepts is the one Beast read: chunked exactly when serve says chunked.
+  std::string_view coding;
+  const auto te =
+      sv::check_transfer_encoding(r.has_transfer_encoding, r.transfer_encoding, r.version, coding);
+  if (te == sv::transfer_verdict::chunked) TOKCHRON_FUZZ_CHECK(r.chunked);
+  if (te == sv::transfer_verdict::none) TOKCHRON_FUZZ_CHECK(!r.chunked);
+  if (te != sv::transfer_verdict::none && te != sv::transfer_verdict::chunked) return;  // 400/501
+  const std::string_view target = sv::target_path(r.target);
   if (target == "/health" || target == "/v1/models" || target == "/metrics") return;
   const bool chat = target == "/v1/chat/completions";
   if (!chat && target != "/v1/completions") return;  // 404 with its message
@@ -161,17 +192,15 @@ void route(const parsed_request& r, http::verb method) {
   check_body(chat ? sv::endpoint::chat : sv::endpoint::completions, r.body);
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 1) return 0;
+void one_input(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return;
   const int mode = data[0] % 4;
   if (mode >= 2) {
     check_body(mode == 3 ? sv::endpoint::chat : sv::endpoint::completions,
                std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
-    return 0;
+    return;
   }
-  if (size < 5) return 0;
+  if (size < 5) return;
   const std::size_t largest = 1 + data[0] / 4;
   const std::string_view bytes(reinterpret_cast<const char*>(data) + 5, size - 5);
   const std::vector<std::size_t> cuts = tokchron_fuzz::random_cuts(bytes.size(), largest, data + 1);
@@ -180,5 +209,53 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   TOKCHRON_FUZZ_CHECK(split == whole);
   for (const parsed_request* r : {&split, &whole})
     route(*r, r->done ? http::string_to_verb(r->method) : http::verb::unknown);
+}
+
+// One worker thread with a 256 KiB stack runs every input (made once: a thread per input would
+// cost more than the input). 256 KiB is what serve's request path needs with room to spare under
+// ASan (its deepest document is max_json_depth levels, parsed iteratively), far less than 4000
+// levels of recursion take.
+class small_stack_worker {
+ public:
+  small_stack_worker() {
+    pthread_attr_t attr;
+    TOKCHRON_FUZZ_CHECK(pthread_attr_init(&attr) == 0);
+    TOKCHRON_FUZZ_CHECK(pthread_attr_setstacksize(&attr, 256 * 1024) == 0);
+    TOKCHRON_FUZZ_CHECK(pthread_create(&thread_, &attr, &small_stack_worker::main, this) == 0);
+    pthread_attr_destroy(&attr);
+  }
+  void run(const std::uint8_t* data, std::size_t size) {
+    std::unique_lock<std::mutex> lock(mu_);
+    data_ = data;
+    size_ = size;
+    pending_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !pending_; });
+  }
+
+ private:
+  static void* main(void* self) {
+    auto& w = *static_cast<small_stack_worker*>(self);
+    std::unique_lock<std::mutex> lock(w.mu_);
+    for (;;) {
+      w.cv_.wait(lock, [&w] { return w.pending_; });
+      one_input(w.data_, w.size_);
+      w.pending_ = false;
+      w.cv_.notify_all();
+    }
+  }
+  pthread_t thread_{};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+  bool pending_ = false;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static small_stack_worker* const worker = new small_stack_worker;  // lives as long as the run
+  worker->run(data, size);
   return 0;
 }
