@@ -122,7 +122,9 @@ std::string usage() {
 double seconds_of(const std::string& opt, const std::string& v) {
   try {
     const double s = batching::parse_seconds(v);
-    if (!(s >= 0) || s > 1e7) throw std::invalid_argument("must be in [0, 1e7] seconds");
+    if (!(s >= 0) || s > 1e7 || (s > 0 && s < 1e-9))
+      throw std::invalid_argument(
+          "must be 0 or in [1e-9, 1e7] seconds (under 1 ns would be 0: no limit)");
     return s;
   } catch (const std::invalid_argument& e) {
     throw usage_error("--" + dashes(opt) + " '" + v + "': " + e.what());
