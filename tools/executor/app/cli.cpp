@@ -62,6 +62,11 @@ duration to_duration(std::string_view opt, std::string_view v) {
     bad_value(opt, v, e.what());
   }
   if (s < 0 || s > 1e7) bad_value(opt, v, "must be in [0, 1e7] seconds");
+  // A positive time under the clock's 1 ns would be read as 0, which means "none" to several
+  // options (a batch delay, a queue timeout): refused rather than silently turned off.
+  if (s > 0 && s < 1e-9)
+    bad_value(opt, v,
+              "is below the clock's resolution of 1 ns (it would be 0); give 0 or at least 1e-9");
   return tokchron::from_seconds<duration>(s);
 }
 

@@ -151,7 +151,10 @@ void load_generator::release(time_point now, std::vector<request*>& out) {
         std::min<double>(q.output_tokens, std::round(w_.reasoning_fraction * q.output_tokens)));
     const double noisy =
         static_cast<double>(q.output_tokens) * std::exp(w_.predict_noise * r.normal());
-    q.predicted_output = static_cast<std::uint32_t>(std::max(1.0, std::round(noisy)));
+    // Any noise (--predict-noise 1e300 makes it 0 or inf) gives a prediction in [1, 2^32 - 1].
+    q.predicted_output = noisy >= 4294967295.0 ? 4294967295u
+                         : noisy >= 1.0        ? static_cast<std::uint32_t>(std::round(noisy))
+                                               : 1u;
     q.priority = static_cast<std::int32_t>(r.below(w_.priority_levels));
     q.tl.arrive(p.at);
     q.tl.send(p.at);

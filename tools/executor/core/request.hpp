@@ -50,9 +50,10 @@ struct request {
   /// Prompt tokens served from the prefix cache at its first scheduling (its trace's
   /// `cached_prompt_tokens`).
   std::uint32_t cached_tokens = 0;
-  std::uint32_t waited_steps = 0;  ///< steps spent waiting since it last joined the queue
-  bool promoted = false;           ///< jumps the policy order (starvation bound, timeout)
-  bool resumed = false;            ///< waiting again after a preemption (goes first)
+  /// Its latest join of the waiting queue, numbered by the scheduler (0: not waiting).
+  std::uint64_t ticket = 0;
+  bool promoted = false;  ///< jumps the policy order (starvation bound, timeout)
+  bool resumed = false;   ///< waiting again after a preemption (goes first)
   bool ever_scheduled = false;
 
   /// The record of its life (arrival, queued, scheduled, preempted, chunks, finish).

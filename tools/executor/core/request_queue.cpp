@@ -56,14 +56,45 @@ void request_queue::push(request& r) { q_.push_back(&r); }
 
 void request_queue::push_front(request& r) {
   r.resumed = true;
-  q_.push_front(&r);
-  unsorted_ = true;
+  insert_first(r);
 }
 
-void request_queue::promote(request& r) noexcept {
+void request_queue::insert_first(request& r) {
+  if (unsorted_) {  // a full sort is due anyway
+    q_.push_front(&r);
+    return;
+  }
+  // Its place in the ordered prefix: among the first ones (resumed, promoted), which lead it.
+  auto less = [this](const request* a, const request* b) { return before(*a, *b); };
+  const auto end = q_.begin() + static_cast<std::ptrdiff_t>(sorted_);
+  q_.insert(std::lower_bound(q_.begin(), end, &r, less), &r);
+  ++sorted_;
+}
+
+void request_queue::promote(request& r) {
   if (r.promoted) return;
+  if (unsorted_ || iterating_) {  // sorted at the next read
+    r.promoted = true;
+    unsorted_ = true;
+    return;
+  }
+  // Found by its place under its old rank (the ordered prefix), or among the new arrivals.
+  auto less = [this](const request* a, const request* b) { return before(*a, *b); };
+  const auto end = q_.begin() + static_cast<std::ptrdiff_t>(sorted_);
+  auto at = std::lower_bound(q_.begin(), end, &r, less);
+  if (at != end && *at == &r) {
+    q_.erase(at);
+    --sorted_;
+  } else {
+    at = std::find(end, q_.end(), &r);
+    if (at == q_.end()) {  // not waiting here: marked only
+      r.promoted = true;
+      return;
+    }
+    q_.erase(at);
+  }
   r.promoted = true;
-  unsorted_ = true;
+  insert_first(r);
 }
 
 void request_queue::sort() const {
@@ -76,7 +107,9 @@ void request_queue::sort() const {
   } else {
     const auto mid = q_.begin() + static_cast<std::ptrdiff_t>(sorted_);
     std::sort(mid, q_.end(), less);
-    std::inplace_merge(q_.begin(), mid, q_.end(), less);
+    // Arrivals that all go after the queue (FCFS, in arrival order) need no merge, so a step
+    // of a long queue costs O(new log new) then.
+    if (sorted_ > 0 && less(*mid, *(mid - 1))) std::inplace_merge(q_.begin(), mid, q_.end(), less);
   }
   unsorted_ = false;
   sorted_ = q_.size();

@@ -13,8 +13,10 @@
 /// request that was preempted (`push_front`) or promoted (`promote`: the starvation bound or a
 /// queue timeout) goes ahead of every other, among themselves by arrival. The queue is read in
 /// order (`at`, iteration), but puts itself in order lazily, when it is next read: new arrivals
-/// are sorted and merged in, so a step costs O(new log new + waiting), not a full sort; only a
-/// promotion or a preemption costs a full sort. Single-threaded.
+/// are sorted and merged in, so a step costs O(new log new + waiting), not a full sort, and
+/// O(new log new) when they all go last (FCFS); a preempted or promoted request is moved to its
+/// place among the first (a binary search and a move of the queue's pointers, no sort; a
+/// promotion inside `remove_if` costs a full sort at the next read). Single-threaded.
 
 #include <cstddef>
 #include <cstdint>
@@ -89,7 +91,7 @@ class request_queue {
   void push_front(request& r);
   /// Marks a waiting request `promoted` (it goes ahead of the policy order). No-op when it
   /// already is.
-  void promote(request& r) noexcept;
+  void promote(request& r);
 
   /// The i-th request in order. Throws `std::out_of_range` unless i < size().
   [[nodiscard]] request& at(std::size_t i) const;
@@ -118,18 +120,25 @@ class request_queue {
 
  private:
   void sort() const;
+  void insert_first(request& r);  // r (resumed or promoted, not in q_) into its place
 
   std::unique_ptr<queue_order> order_;
   // The order is a cache of the queue's value: reads put it in order.
   mutable std::deque<request*> q_;
   mutable bool unsorted_ = false;   // q_ needs a full sort (promotion, preemption)
   mutable std::size_t sorted_ = 0;  // q_[0, sorted_) is in order; later ones are new arrivals
+  bool iterating_ = false;          // inside remove_if: q_ must not move
 };
 
 template <class Drop>
 std::size_t request_queue::remove_if(Drop&& drop) {
   sort();
   std::size_t kept = 0;
+  iterating_ = true;
+  struct done_iterating {
+    bool& flag;
+    ~done_iterating() { flag = false; }
+  } guard{iterating_};
   for (request* r : q_)
     if (!drop(*r)) q_[kept++] = r;
   const std::size_t removed = q_.size() - kept;

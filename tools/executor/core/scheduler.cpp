@@ -74,8 +74,90 @@ void scheduler::add(request& r, time_point now) {
     return;
   }
   note(r.tl.queued(now));
-  r.waited_steps = 0;
   waiting_.push(r);
+  join(r);
+}
+
+void scheduler::join(request& r) {
+  r.ticket = ++last_ticket_;
+  queued_.emplace(r.ticket, &r);
+  const std::size_t stale = 2 * queued_.size() + 64;  // past it, a list is rebuilt
+  if (cfg_.order != policy::fcfs && cfg_.starvation_steps > 0) {
+    joins_.emplace_back(r.ticket, schedule_calls_);
+    if (joins_.size() > stale) {
+      std::deque<std::pair<std::uint64_t, std::uint64_t>> live;
+      for (const auto& j : joins_)
+        if (waiting_by_ticket(j.first)) live.push_back(j);
+      joins_.swap(live);
+    }
+  }
+  if (cfg_.prefill == prefill_priority::slo_aware || cfg_.max_batch_delay > duration::zero()) {
+    by_arrival_.emplace(r.arrival, r.ticket);
+    if (by_arrival_.size() > stale) {
+      std::vector<arrival_entry> live;
+      for (const auto& [ticket, q] : queued_) live.emplace_back(q->arrival, ticket);
+      by_arrival_ = arrival_heap(std::greater<>(), std::move(live));
+    }
+  }
+  if (cfg_.max_queue_time && !r.ever_scheduled) {
+    timing_out_.emplace(r.arrival, r.ticket);
+    if (timing_out_.size() > stale) {
+      std::vector<arrival_entry> live;
+      for (const auto& [ticket, q] : queued_)
+        if (!q->ever_scheduled && !q->promoted) live.emplace_back(q->arrival, ticket);
+      timing_out_ = arrival_heap(std::greater<>(), std::move(live));
+    }
+  }
+}
+
+void scheduler::leave(request& r) noexcept {
+  queued_.erase(r.ticket);
+  r.ticket = 0;
+  if (queued_.empty()) {  // nothing waits: every entry is dead
+    joins_.clear();
+    by_arrival_ = arrival_heap();
+    timing_out_ = arrival_heap();
+  }
+}
+
+request* scheduler::waiting_by_ticket(std::uint64_t ticket) const noexcept {
+  const auto it = queued_.find(ticket);
+  return it == queued_.end() ? nullptr : it->second;
+}
+
+const request* scheduler::oldest_waiting() const {
+  while (!by_arrival_.empty()) {
+    if (const request* r = waiting_by_ticket(by_arrival_.top().second)) return r;
+    by_arrival_.pop();
+  }
+  return nullptr;
+}
+
+// The earliest arrival among the requests a queue timeout may end (never scheduled, not
+// promoted); a promotion is for good, so a promoted one is dropped.
+const request* scheduler::first_to_time_out() const {
+  while (!timing_out_.empty()) {
+    const request* r = waiting_by_ticket(timing_out_.top().second);
+    if (r && !r->ever_scheduled && !r->promoted) return r;
+    timing_out_.pop();
+  }
+  return nullptr;
+}
+
+// The starvation bound (sjf, priority): a request waiting `starvation_steps` schedule calls
+// since it joined is promoted. Joins come in call order, so only the front of `joins_` can be
+// due.
+void scheduler::promote_starved() {
+  while (!joins_.empty()) {
+    const auto [ticket, at] = joins_.front();
+    request* r = waiting_by_ticket(ticket);
+    if (r && schedule_calls_ - at < cfg_.starvation_steps) return;
+    joins_.pop_front();
+    if (r && !r->promoted && !r->resumed) {
+      waiting_.promote(*r);
+      ++stats_.promoted_starvation;
+    }
+  }
 }
 
 std::uint32_t scheduler::cacheable_blocks(const request& r) const noexcept {
@@ -126,12 +208,16 @@ void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
 
 void scheduler::expire(time_point now) {
   if (!cfg_.max_queue_time) return;
+  // The queue is scanned only when its oldest candidate has timed out.
+  const request* first = first_to_time_out();
+  if (!first || !(now - first->arrival > *cfg_.max_queue_time)) return;
   waiting_.remove_if([&](request& r) {
     const bool timed_out =
         !r.ever_scheduled && !r.promoted && now - r.arrival > *cfg_.max_queue_time;
     if (!timed_out) return false;
     if (cfg_.on_queue_timeout == queue_timeout_action::reject) {
       ++stats_.rejected_timeout;
+      leave(r);
       finish(r, now, tokchron::finish_reason::rejected);
       return true;
     }
@@ -182,9 +268,7 @@ bool scheduler::wants_prefill_first(time_point now) const {
   if (!work) return false;
   if (cfg_.prefill == prefill_priority::always) return true;
   // slo_aware: the oldest waiter's queue time plus its predicted prefill breaks the target.
-  const request* oldest = nullptr;
-  for (const request* r : waiting_)
-    if (!oldest || r->arrival < oldest->arrival) oldest = r;
+  const request* oldest = oldest_waiting();
   if (!oldest) return false;
   return (now - oldest->arrival) + predict_prefill(oldest->pending_tokens()) > *cfg_.ttft_target;
 }
@@ -208,9 +292,9 @@ void scheduler::preempt(std::size_t i, time_point now) {
   if (be_) be_->release(r.id);
   r.computed = 0;
   r.state = request_state::waiting;
-  r.waited_steps = 0;
   note(r.tl.preempted(now));
   waiting_.push_front(r);  // resumed: ahead of the policy order
+  join(r);
   ++stats_.preemptions;
 }
 
@@ -281,7 +365,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
     r.resumed = false;
     r.promoted = false;
     r.ever_scheduled = true;
-    r.waited_steps = 0;
+    leave(r);
     note(r.tl.scheduled(now));
     running_.push_back(&r);
     add_work(plan, r, n, false);
@@ -302,14 +386,8 @@ bool scheduler::schedule(time_point now, step_plan& plan) {
   if (pf && plan.work.empty()) build(now, step_kind::decode_only, plan);
   plan.prefill_first = pf && !plan.work.empty() && plan.work.num_decodes() == 0;
   // Waiting requests that were not admitted age by one step.
-  for (request* r : waiting_) {
-    ++r->waited_steps;
-    if (cfg_.order != policy::fcfs && cfg_.starvation_steps > 0 && !r->promoted && !r->resumed &&
-        r->waited_steps >= cfg_.starvation_steps) {
-      waiting_.promote(*r);
-      ++stats_.promoted_starvation;
-    }
-  }
+  ++schedule_calls_;
+  if (cfg_.order != policy::fcfs && cfg_.starvation_steps > 0) promote_starved();
   if (plan.work.empty()) return false;
   // Block tables are final only now (later sequences may have preempted nothing, but a
   // vector may have grown), so point at them here.
@@ -384,7 +462,12 @@ void scheduler::abort_all(time_point now) {
     finish(*r, now, tokchron::finish_reason::aborted);
   }
   running_.clear();
+  for (request* r : waiting_) r->ticket = 0;
   waiting_.clear();
+  queued_.clear();
+  joins_.clear();
+  by_arrival_ = arrival_heap();
+  timing_out_ = arrival_heap();
 }
 
 bool scheduler::abort(request& r, time_point now) {
@@ -394,6 +477,7 @@ bool scheduler::abort(request& r, time_point now) {
     running_.erase(it);
   } else if (r.state == request_state::waiting) {
     if (waiting_.remove_if([&](const request& w) { return &w == &r; }) == 0) return false;
+    leave(r);
   } else {
     return false;
   }
@@ -413,13 +497,11 @@ std::optional<time_point> scheduler::next_wakeup(time_point now) const {
     if (c > now && (!t || c < *t)) t = c;
   };
   if (waiting_.empty()) return t;
-  time_point oldest = waiting_.at(0).arrival;
-  for (const request* r : waiting_) {
-    oldest = std::min(oldest, r->arrival);
-    if (cfg_.max_queue_time && !r->ever_scheduled && !r->promoted)
+  if (cfg_.max_queue_time)
+    if (const request* r = first_to_time_out())
       consider(r->arrival + *cfg_.max_queue_time + duration(1));
-  }
-  if (cfg_.max_batch_delay > duration::zero()) consider(oldest + cfg_.max_batch_delay);
+  if (cfg_.max_batch_delay > duration::zero())
+    if (const request* r = oldest_waiting()) consider(r->arrival + cfg_.max_batch_delay);
   return t;
 }
 

@@ -49,8 +49,13 @@
 /// blocks run out (before any preemption). Single-threaded.
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <optional>
+#include <queue>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend.hpp"
@@ -182,6 +187,12 @@ class scheduler {
   void note(tokchron::record_status s) noexcept {
     if (s != tokchron::record_status::ok) ++stats_.timeline_misuse;
   }
+  void join(request& r);
+  void leave(request& r) noexcept;
+  [[nodiscard]] request* waiting_by_ticket(std::uint64_t ticket) const noexcept;
+  [[nodiscard]] const request* oldest_waiting() const;
+  [[nodiscard]] const request* first_to_time_out() const;
+  void promote_starved();
 
   scheduler_config cfg_;
   block_pool pool_;
@@ -193,6 +204,20 @@ class scheduler {
     std::vector<std::uint32_t> blocks;  // the cached prefix's blocks, held by the cache
     std::uint32_t refs = 0;             // running requests whose tables start with them
   } prefix_;
+  // What a step needs to know of the waiting requests, kept so that a step costs the same
+  // however many wait (a burst of a million must not make every step scan a million): each
+  // join of the queue gets a ticket (request::ticket), live in `queued_` until its request
+  // leaves; `joins_` lists (ticket, schedule call) in join order, for the starvation bound;
+  // `by_arrival_` (every waiting request) and `timing_out_` (those a queue timeout may end) are
+  // min-heaps of (arrival, ticket). An entry whose ticket is no longer live is dropped where it
+  // is met, and each list is rebuilt from the live tickets when more than half of it is dead.
+  using arrival_entry = std::pair<time_point, std::uint64_t>;
+  using arrival_heap =
+      std::priority_queue<arrival_entry, std::vector<arrival_entry>, std::greater<>>;
+  std::uint64_t last_ticket_ = 0, schedule_calls_ = 0;
+  std::unordered_map<std::uint64_t, request*> queued_;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> joins_;
+  mutable arrival_heap by_arrival_, timing_out_;
 };
 
 }  // namespace batching
