@@ -1007,10 +1007,10 @@ TEST_CASE("bad input H10: serve: a field holding deep nesting is refused, nothin
       refusal(endpoint::completions, R"({"model":"m","prompt":[1,)" + nested(126) + "]}").message ==
       "'prompt[1]' must be an integer token id, got an array of 1 element");
   // Long scalars are quoted by their first bytes, cut on a character boundary.
-  const api_error model = refusal(
+  const api_error unknown_model = refusal(
       endpoint::completions, R"({"model":")" + std::string(1u << 20, 'x') + R"(","prompt":"a"})");
-  CHECK(model.status == 404);
-  CHECK(model.message.find("xxx...' does not exist") != std::string::npos);
+  CHECK(unknown_model.status == 404);
+  CHECK(unknown_model.message.find("xxx...' does not exist") != std::string::npos);
   std::string accents;
   for (int i = 0; i < 100; ++i) accents += "\xc3\xa9";  // é, 2 bytes
   // (32 bytes would end inside the 16th character: 31 are quoted)
