@@ -1,7 +1,8 @@
 # Packaging proof: consumers build against tokchron by find_package after cmake --install to a
 # temporary prefix (configured with the README's pure-install options), by add_subdirectory, by
 # FetchContent with a local SOURCE_DIR, and by pkg-config; each runs a program that records a
-# request and prints its TTFT.
+# request and prints its TTFT. The find_package consumer also links tokchron::record (the
+# separate-instantiation library, compiled in the consumer's build from the installed source).
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pkg=$TOKCHRON_ROOT/tests/package
@@ -14,6 +15,8 @@ for kind in find_package add_subdirectory fetchcontent; do
   cmake --build "$work/$kind" >/dev/null
   "$work/$kind/consumer"
 done
+echo "--- tokchron::record via find_package"
+"$work/find_package/record_consumer"
 # Warnings as errors are tokchron's own business: ON at top level, OFF inside a consumer's build.
 grep -q '^TOKCHRON_WERROR:BOOL=ON$' "$work/lib/CMakeCache.txt"
 for kind in add_subdirectory fetchcontent; do
