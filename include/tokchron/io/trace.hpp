@@ -59,8 +59,8 @@ struct trace_chunk {
 struct trace_record {
   std::string id;
   /// When the benchmark started, before its first request was sent (seconds): the start of every
-  /// profile's duration that measures from it. Optional; a tool that records it writes the
-  /// same value on every line.
+  /// profile's duration that measures from it, or the earliest arrival when that is earlier.
+  /// Optional; a tool that records it writes the same value on every line.
   std::optional<double> benchmark_start;
   // The host's clock anchor (docs/library/trace-format.md, "Clock anchors"): all three or none.
   std::optional<double> clock_mono;            ///< a monotonic reading, on this trace's clock
@@ -255,7 +255,7 @@ inline constexpr std::uint64_t max_clock_gap_ns = 1000000000;
 }
 
 /// Checks a record: finite times inside the time range (`valid_trace_time`), events in order
-/// (benchmark_start <= arrival <= send <= queued <= scheduled <= chunks <= end, preemptions within,
+/// (arrival <= send <= queued <= scheduled <= chunks <= end, preemptions within,
 /// nothing after a `[DONE]` chunk: the order `basic_request_timeline` enforces), kinds consistent
 /// with `ok`, counts consistent with each other (cached_prompt_tokens <= prompt_tokens,
 /// usage_reasoning_tokens <= usage_output_tokens, spec_accepted_tokens <= spec_draft_tokens, the
@@ -269,12 +269,11 @@ inline constexpr std::uint64_t max_clock_gap_ns = 1000000000;
   if (r.arrival && !detail::valid_trace_time(*r.arrival))
     return bad("arrival", detail::bad_trace_time);
   if (r.arrival && *r.arrival > r.send) return bad("arrival", "is later than send");
-  if (r.benchmark_start) {
-    if (!detail::valid_trace_time(*r.benchmark_start))
-      return bad("benchmark_start", detail::bad_trace_time);
-    if (*r.benchmark_start > r.arrival.value_or(r.send))
-      return bad("benchmark_start", r.arrival ? "is later than arrival" : "is later than send");
-  }
+  // A benchmark_start later than the line's own arrival is not an error of the line: the run
+  // starts at the earlier of the two (run_summarizer), so a writer whose time 0 was taken after
+  // its first requests arrived loses no request.
+  if (r.benchmark_start && !detail::valid_trace_time(*r.benchmark_start))
+    return bad("benchmark_start", detail::bad_trace_time);
   if (auto issue = detail::validate_clock_anchor(r)) return issue;
   double latest = r.send;
   const char* latest_name = "send";
