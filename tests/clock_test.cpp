@@ -77,3 +77,44 @@ TEST_CASE("tsc_clock: monotonic and calibrated against steady_clock") {
   }
   CHECK(error < 0.01);
 }
+
+TEST_CASE("stamps_adaptor: an engine's integer microsecond stamps as time points") {
+  using namespace std::chrono_literals;
+  // Same epoch: a stamp is microseconds since the clock's own zero.
+  const tokchron::stamps_adaptor<tokchron::manual_clock> same;
+  CHECK(same(1'500'000) == tokchron::manual_clock::at(1500ms));
+  CHECK(same.stamp(tokchron::manual_clock::at(1500ms) + 999ns) == 1'500'000);  // truncated
+  CHECK(same(-7) == tokchron::manual_clock::at(-7us));
+
+  // An engine clock 5 s behind: calibration finds the offset within its bound.
+  tokchron::manual_clock clock;
+  clock.set(100s);
+  auto engine_now = [&] {
+    const auto t = clock.advance(3us);  // each read moves time, as real reads do
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch() - 5s).count();
+  };
+  const auto c = tokchron::stamps_adaptor<tokchron::manual_clock>::calibrate(engine_now, 3, clock);
+  CHECK(c.error() <= 4us);
+  const auto off = c.offset() - std::chrono::duration_cast<std::chrono::nanoseconds>(5s);
+  CHECK((off < 0ns ? -off : off) <= c.error());
+  CHECK_FALSE(tokchron::stamps_adaptor<tokchron::manual_clock>::same_epoch(engine_now, 3, clock));
+  auto same_now = [&] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               clock.advance(3us).time_since_epoch())
+        .count();
+  };
+  CHECK(tokchron::stamps_adaptor<tokchron::manual_clock>::same_epoch(same_now, 3, clock));
+}
+
+#if defined(__linux__)
+#include <time.h>
+TEST_CASE("stamps_adaptor: CLOCK_MONOTONIC microseconds share steady_clock's epoch on Linux") {
+  // What llama.cpp's ggml_time_us() returns.
+  auto monotonic_us = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+  };
+  CHECK(tokchron::stamps_adaptor<>::same_epoch(monotonic_us, 20));
+}
+#endif

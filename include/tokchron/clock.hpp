@@ -311,6 +311,81 @@ class tsc_clock {
 #endif
 };
 
+/// An engine's own integer monotonic stamps as time points of `Clock`: for engines that stamp
+/// their events with an integer count of `Period` (llama.cpp's `ggml_time_us()`: microseconds of
+/// CLOCK_MONOTONIC) and hand those stamps to the recorder instead of reading a clock again.
+///
+/// `stamps_adaptor<>{}` takes the stamps to count from `Clock`'s own epoch, which holds where
+/// both read the same clock (on Linux `std::chrono::steady_clock` reads CLOCK_MONOTONIC: libstdc++
+/// and libc++). Otherwise `calibrate(engine_now)` measures the offset between the two clocks by
+/// bracketing one read of the engine's clock with two reads of `Clock`, keeping the tightest of
+/// `tries` brackets; `error()` bounds the offset's error (half the bracket plus one stamp unit).
+/// `same_epoch(engine_now)` tells whether the epochs agree within that bound (a start-up check).
+///
+/// \code
+///   const tokchron::stamps_adaptor<> us;  // ggml_time_us() is CLOCK_MONOTONIC microseconds
+///   rec.scheduled(us(slot.stats.t_start));
+/// \endcode
+template <class Clock = std::chrono::steady_clock, class Period = std::micro>
+class stamps_adaptor {
+ public:
+  using time_point = typename Clock::time_point;
+  using duration = typename Clock::duration;
+  using stamp_duration = std::chrono::duration<std::int64_t, Period>;
+
+  /// Stamps counted from `Clock`'s epoch (offset 0, error 0).
+  constexpr stamps_adaptor() noexcept = default;
+  /// Stamps that read `offset` behind `Clock`: a stamp s is `Clock`'s epoch + s + offset.
+  constexpr explicit stamps_adaptor(duration offset, duration error = duration::zero()) noexcept
+      : offset_(offset), error_(error) {}
+
+  /// The time point of stamp `s`.
+  [[nodiscard]] constexpr time_point operator()(std::int64_t s) const noexcept {
+    return time_point(std::chrono::duration_cast<duration>(stamp_duration(s)) + offset_);
+  }
+  /// The stamp of `t` (truncated to whole stamp units).
+  [[nodiscard]] constexpr std::int64_t stamp(time_point t) const noexcept {
+    return std::chrono::duration_cast<stamp_duration>(t.time_since_epoch() - offset_).count();
+  }
+  [[nodiscard]] constexpr duration offset() const noexcept { return offset_; }
+  /// The bound on the offset's error (0 for the same-epoch adaptor).
+  [[nodiscard]] constexpr duration error() const noexcept { return error_; }
+
+  /// Measures the offset of the engine clock `engine_now` (a callable returning its current
+  /// stamp) against `clock`: `tries` (at least 1) brackets, the tightest kept.
+  template <class EngineNow>
+  [[nodiscard]] static stamps_adaptor calibrate(EngineNow&& engine_now, int tries = 5,
+                                                const Clock& clock = Clock{}) {
+    duration best_offset{}, best_gap = duration::max();
+    for (int i = 0; i < (tries < 1 ? 1 : tries); ++i) {
+      const time_point a = clock.now();
+      const auto s = static_cast<std::int64_t>(engine_now());
+      const time_point b = clock.now();
+      const duration gap = b - a;
+      if (gap < duration::zero() || gap >= best_gap) continue;
+      best_gap = gap;
+      const duration mid = a.time_since_epoch() + gap / 2;
+      best_offset = mid - std::chrono::duration_cast<duration>(stamp_duration(s));
+    }
+    if (best_gap == duration::max()) best_gap = duration::zero();
+    const duration unit = std::chrono::duration_cast<duration>(stamp_duration(1));
+    return stamps_adaptor(best_offset, best_gap / 2 + unit);
+  }
+  /// True when stamps counted from `Clock`'s epoch (this adaptor's offset 0) agree with
+  /// `engine_now` within the measured bound: the same-epoch adaptor is right for this engine.
+  template <class EngineNow>
+  [[nodiscard]] static bool same_epoch(EngineNow&& engine_now, int tries = 5,
+                                       const Clock& clock = Clock{}) {
+    const stamps_adaptor c = calibrate(engine_now, tries, clock);
+    const duration o = c.offset() < duration::zero() ? -c.offset() : c.offset();
+    return o <= c.error();
+  }
+
+ private:
+  duration offset_{};
+  duration error_{};
+};
+
 static_assert(is_clock_v<std::chrono::steady_clock>);
 static_assert(is_clock_v<manual_clock>);
 static_assert(is_clock_v<tsc_clock>);
