@@ -29,6 +29,7 @@
 #include <vector>
 
 // [doc:includes]
+#include <tokchron/io/clock_anchor.hpp>        // the trace's clock anchor (join)
 #include <tokchron/io/trace_json_writer.hpp>   // the trace (needs nlohmann-json)
 #include <tokchron/live/request_recorder.hpp>  // one recorder per request: live metrics + trace
 // [/doc:includes]
@@ -61,14 +62,17 @@ struct request {
 // recorders hand it each finished timeline.
 class trace_sink : public tc::trace_sink {
  public:
+  // zero: the trace's time 0, taken before the first request arrives; the clock anchor pairs
+  // it with the wall clock, read once here.
   trace_sink(const std::string& path, tc::request_timeline::time_point zero)
-      : zero_(zero), out_(path) {}
+      : zero_(zero), anchor_(tc::read_clock_anchor(zero)), out_(path) {}
   explicit operator bool() const { return static_cast<bool>(out_); }
   // [doc:trace]
-  void write(const tc::request_timeline& tl, std::uint64_t id, std::string_view error) override {
+  void write(const tc::request_timeline& tl, std::string_view id, std::string_view error) override {
     tc::trace_record rec =
-        tc::to_trace_record(tl, zero_, "req-" + std::to_string(id), std::string(error));
+        tc::to_trace_record(tl, zero_, "req-" + std::string(id), std::string(error));
     rec.benchmark_start = 0.0;  // the server's start, the trace's time 0: the report's duration
+    tc::set_clock_anchor(rec, anchor_);  // puts the trace on the client's timeline (join)
     const std::string line = tc::to_json_line(rec);  // formatted outside the lock
     std::lock_guard<std::mutex> lock(mutex_);
     out_ << line << '\n';
@@ -82,6 +86,7 @@ class trace_sink : public tc::trace_sink {
 
  private:
   tc::request_timeline::time_point zero_;
+  tc::clock_anchor anchor_;
   std::mutex mutex_;
   std::ofstream out_;
 };

@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "tokchron/config.hpp"
 #include "tokchron/live/recorder.hpp"
@@ -19,15 +21,18 @@ TOKCHRON_BEGIN_NAMESPACE
 /// Where a `basic_request_recorder` hands each finished request's full timeline (e.g. a trace
 /// file: io/trace_json_writer.hpp). `write` is called once per finished request, on the thread
 /// that finished it, after the live metrics counted it; keep it short (format, then append
-/// under a lock, or push to a queue). An exception it throws is caught and counted
-/// (`basic_request_recorder::sink_failures`), never passed to the request's thread.
+/// under a lock, or push to a queue: live/async_trace_sink.hpp never blocks). An exception it
+/// throws is caught and counted (`basic_request_recorder::sink_failures`), never passed to the
+/// request's thread.
 template <class Clock = std::chrono::steady_clock>
 class basic_trace_sink {
  public:
   using timeline_type = basic_request_timeline<Clock>;
   virtual ~basic_trace_sink() = default;
-  /// The finished request `tl`, with the id and error text given to the recorder.
-  virtual void write(const timeline_type& tl, std::uint64_t id, std::string_view error) = 0;
+  /// The finished request `tl`, with the id and error text given to the recorder (both need
+  /// only live until `write` returns). The id is the string given to `arrive` (an HTTP
+  /// `X-Request-Id`, say), or the decimal digits of a numeric id.
+  virtual void write(const timeline_type& tl, std::string_view id, std::string_view error) = 0;
 };
 
 /// One request's recorder: each event is one call, which feeds the live metrics (through the
@@ -43,6 +48,13 @@ class basic_trace_sink {
 /// `out_of_memory`, and counted). Not thread-safe by itself: one thread owns the request at a
 /// time, as it owns the server's request object that holds it. Reusable: `arrive` starts it
 /// afresh after a finish.
+///
+/// A recorder destroyed between `arrive` and its finish (the server dropped its request object
+/// on a path that forgot to finish it: a task discarded from a queue, an exception, a shutdown)
+/// finishes the request itself, as `aborted` at the metrics clock's `now()`, with the error
+/// text `unfinished_error`: the running and waiting gauges come back down, the requests counter
+/// counts it as aborted and the sink writes it. Move-only: a moved-from recorder is idle, and a
+/// recorder assigned over an active one finishes that one first.
 ///
 /// \code
 ///   tokchron::request_recorder rec(metrics, &sink);  // sink: a tokchron::trace_sink subclass
@@ -65,6 +77,10 @@ class basic_request_recorder {
   using timeline_type = basic_request_timeline<Clock>;
   using sink_type = basic_trace_sink<Clock>;
 
+  /// The error text of a request whose recorder was destroyed before its finish.
+  static constexpr std::string_view unfinished_error =
+      "unfinished: the request's recorder was destroyed before its finish";
+
   /// A recorder feeding `metrics` only (no full timeline kept).
   explicit basic_request_recorder(metrics_type& metrics) noexcept
       : m_(&metrics), tl_(metrics.clock()) {}
@@ -73,14 +89,58 @@ class basic_request_recorder {
   basic_request_recorder(metrics_type& metrics, sink_type* sink) noexcept
       : m_(&metrics), sink_(sink), tl_(metrics.clock()), keep_(true) {}
 
+  basic_request_recorder(const basic_request_recorder&) = delete;
+  basic_request_recorder& operator=(const basic_request_recorder&) = delete;
+  /// Takes over `o`'s request (active or not); `o` is left idle.
+  basic_request_recorder(basic_request_recorder&& o) noexcept
+      : m_(o.m_),
+        sink_(o.sink_),
+        live_(std::exchange(o.live_, live_request_type{})),
+        tl_(std::move(o.tl_)),
+        id_(std::move(o.id_)),
+        misuse_(o.misuse_),
+        diverged_(o.diverged_),
+        sink_failures_(o.sink_failures_),
+        last_misuse_(o.last_misuse_),
+        keep_(o.keep_) {
+    o.id_.clear();
+  }
+  /// Finishes this recorder's active request (as the destructor does), then takes over `o`'s.
+  basic_request_recorder& operator=(basic_request_recorder&& o) noexcept {
+    if (this == &o) return *this;
+    finish_unfinished();
+    m_ = o.m_;
+    sink_ = o.sink_;
+    live_ = std::exchange(o.live_, live_request_type{});
+    tl_ = std::move(o.tl_);
+    id_.swap(o.id_);
+    o.id_.clear();
+    misuse_ = o.misuse_;
+    diverged_ = o.diverged_;
+    sink_failures_ = o.sink_failures_;
+    last_misuse_ = o.last_misuse_;
+    keep_ = o.keep_;
+    return *this;
+  }
+  /// Finishes an active request as `aborted` (`unfinished_error`).
+  ~basic_request_recorder() { finish_unfinished(); }
+
   // --- events: each returns the live metrics' status (ok, or the misuse refused) -------------
 
-  /// The request arrived: starts the recorder afresh. `id` is passed to the sink.
+  /// The request arrived: starts the recorder afresh. `id` is passed to the sink: any string
+  /// (an HTTP request id); copied here, so it need only live until this call returns. If the
+  /// copy cannot be allocated the request is still recorded, with an empty id, and counted in
+  /// `diverged()` (status `out_of_memory` in `last_misuse()`).
   record_status arrive(time_point t, const live_request_info& info = {},
-                       std::uint64_t id = 0) noexcept {
+                       std::string_view id = {}) noexcept {
     const record_status s = m_->arrive(live_, t, info);
     if (s != record_status::ok) return refused(s);
-    id_ = id;
+    try {
+      id_.assign(id.data(), id.size());
+    } catch (...) {
+      id_.clear();
+      step(record_status::out_of_memory);
+    }
     if (keep_) {
       tl_ = timeline_type(m_->clock());
       step(tl_.arrive(t));
@@ -89,7 +149,20 @@ class basic_request_recorder {
     }
     return s;
   }
-  record_status arrive(const live_request_info& info = {}, std::uint64_t id = 0) noexcept {
+  record_status arrive(const live_request_info& info = {}, std::string_view id = {}) noexcept {
+    return arrive(m_->clock().now(), info, id);
+  }
+  /// `arrive` with a numeric id, given to the sink as its decimal digits.
+  record_status arrive(time_point t, const live_request_info& info, std::uint64_t id) noexcept {
+    char digits[20];
+    std::size_t n = 0;
+    do {
+      digits[sizeof digits - ++n] = static_cast<char>('0' + id % 10);
+      id /= 10;
+    } while (id != 0);
+    return arrive(t, info, std::string_view(digits + sizeof digits - n, n));
+  }
+  record_status arrive(const live_request_info& info, std::uint64_t id) noexcept {
     return arrive(m_->clock().now(), info, id);
   }
 
@@ -171,8 +244,8 @@ class basic_request_recorder {
   [[nodiscard]] bool keeps_timeline() const noexcept { return keep_; }
   /// What the live metrics track of the request (its O(1) streaming timeline, its series).
   [[nodiscard]] const live_request_type& live() const noexcept { return live_; }
-  /// The id given at `arrive`.
-  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  /// The id given at `arrive` (a numeric id as its decimal digits).
+  [[nodiscard]] std::string_view id() const noexcept { return id_; }
   /// Calls this recorder refused, since construction (each also counted by the metrics, except
   /// a timeline-only refusal, which would mean the two records disagree on the event order).
   [[nodiscard]] std::uint64_t misuse() const noexcept { return misuse_; }
@@ -185,6 +258,9 @@ class basic_request_recorder {
   [[nodiscard]] record_status last_misuse() const noexcept { return last_misuse_; }
 
  private:
+  void finish_unfinished() noexcept {
+    if (live_.active()) finish(m_->clock().now(), finish_reason::aborted, unfinished_error);
+  }
   record_status refused(record_status s) noexcept {
     ++misuse_;
     last_misuse_ = s;
@@ -207,7 +283,7 @@ class basic_request_recorder {
   sink_type* sink_ = nullptr;
   live_request_type live_;
   timeline_type tl_;
-  std::uint64_t id_ = 0;
+  std::string id_;
   std::uint64_t misuse_ = 0;
   std::uint64_t diverged_ = 0;
   std::uint64_t sink_failures_ = 0;
