@@ -24,7 +24,7 @@
 #include "tokchron/export/conversions.hpp"
 #include "tokchron/exposition/buckets.hpp"
 #include "tokchron/exposition/snapshot_data.hpp"
-#include "tokchron/live/options.hpp"
+#include "tokchron/live/presets.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/metric.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
@@ -76,7 +76,7 @@ struct serving_metric_names {
   }
 
  private:
-  // The one list of these spellings: live/options.hpp's `live_family_names`.
+  // The one list of these spellings: live/presets.hpp's `live_family_names`.
   static std::string name(live_source source, bool vllm) {
     const live_family_name& f = live_family_name_of(source);
     return std::string(vllm ? f.vllm : f.tokchron);

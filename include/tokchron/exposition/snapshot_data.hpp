@@ -14,40 +14,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/exposition/labels.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
-
-/// One label: a name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with "__") and any UTF-8 value.
-struct label {
-  std::string name;
-  std::string value;
-  friend bool operator==(const label& a, const label& b) {
-    return a.name == b.name && a.value == b.value;
-  }
-};
-using label_set = std::vector<label>;
-
-/// What a metric family is, as Prometheus and OpenTelemetry type it.
-enum class metric_kind : std::uint8_t {
-  counter,    ///< monotonic total; written with the `_total` suffix
-  gauge,      ///< a value that goes up and down
-  histogram,  ///< cumulative `le` buckets, `_sum` and `_count`
-};
-
-/// "counter", "gauge" or "histogram".
-[[nodiscard]] constexpr std::string_view to_string(metric_kind k) noexcept {
-  switch (k) {
-    case metric_kind::counter: return "counter";
-    case metric_kind::gauge: return "gauge";
-    case metric_kind::histogram: return "histogram";
-  }
-  return "unknown";
-}
 
 /// One cumulative bucket of a classic histogram: samples <= `upper_bound`.
 struct histogram_bucket {

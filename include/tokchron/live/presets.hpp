@@ -35,6 +35,115 @@
 
 TOKCHRON_BEGIN_NAMESPACE
 
+/// A histogram family: `name` fed by histogram `h`, edges `buckets`, unit "seconds" for a time
+/// histogram whose name ends in `_seconds` (the unit only where the name carries it).
+[[nodiscard]] inline live_family live_histogram_family(std::string name, live_histogram h,
+                                                       std::vector<double> buckets,
+                                                       std::string help = {}) {
+  live_family f;
+  const bool seconds = detail::live_is_time(h) && name.size() > 8 &&
+                       name.compare(name.size() - 8, 8, "_seconds") == 0;
+  f.name = std::move(name);
+  f.source = live_source::histogram;
+  f.kind = metric_kind::histogram;
+  f.help = std::move(help);
+  f.unit = seconds ? "seconds" : "";
+  f.histogram = h;
+  f.buckets = std::move(buckets);
+  return f;
+}
+
+/// A family of a source other than `histogram`, of its kind (`live_kind_of`).
+[[nodiscard]] inline live_family live_source_family(std::string name, live_source source,
+                                                    std::string help = {}) {
+  live_family f;
+  f.name = std::move(name);
+  f.source = source;
+  f.kind = live_kind_of(source);
+  f.help = std::move(help);
+  return f;
+}
+
+/// A family's base names in tokchron's scheme and in vLLM's (empty: that scheme has none), in
+/// the order the tokchron and vLLM presets export them. Histograms of `metric_table` metrics
+/// are not listed (they take the table's `prometheus_name` and `vllm_name`); the others are.
+struct live_family_name {
+  live_source source;
+  live_histogram histogram;   ///< for `live_source::histogram`
+  std::string_view tokchron;  ///< `tokchron_live_options`
+  std::string_view vllm;      ///< `vllm_live_options` (vllm/v1/metrics/loggers.py)
+};
+
+/// See `live_family_name`. The one list of these spellings: `serving_metric_names` reads its
+/// counter names from here too.
+inline constexpr live_family_name live_family_names[] = {
+    {live_source::histogram, live_histogram::inference_time, "tokchron_inference_seconds",
+     "vllm:request_inference_time_seconds"},
+    {live_source::histogram, live_histogram::prompt_tokens, "tokchron_request_prompt_tokens",
+     "vllm:request_prompt_tokens"},
+    {live_source::histogram, live_histogram::generation_tokens, "tokchron_request_output_tokens",
+     "vllm:request_generation_tokens"},
+    {live_source::histogram, live_histogram::max_tokens, "tokchron_request_max_tokens",
+     "vllm:request_max_num_generation_tokens"},
+    // The aliases vLLM's earlier example Grafana dashboard queries.
+    {live_source::histogram, live_histogram::itl, "", "vllm:time_per_output_token_seconds"},
+    {live_source::histogram, live_histogram::max_tokens, "", "vllm:request_params_max_tokens"},
+    {live_source::requests, live_histogram::ttft, "tokchron_requests", "vllm:request_success"},
+    {live_source::prompt_tokens, live_histogram::ttft, "tokchron_prompt_tokens",
+     "vllm:prompt_tokens"},
+    {live_source::generation_tokens, live_histogram::ttft, "tokchron_output_tokens",
+     "vllm:generation_tokens"},
+    {live_source::preemptions, live_histogram::ttft, "tokchron_preemptions",
+     "vllm:num_preemptions"},
+    {live_source::running, live_histogram::ttft, "tokchron_requests_running",
+     "vllm:num_requests_running"},
+    {live_source::waiting, live_histogram::ttft, "tokchron_requests_waiting",
+     "vllm:num_requests_waiting"},
+    {live_source::kv_cache_usage, live_histogram::ttft, "tokchron_kv_cache_usage_ratio",
+     "vllm:kv_cache_usage_perc"},
+    {live_source::kv_cache_usage, live_histogram::ttft, "", "vllm:gpu_cache_usage_perc"},
+    {live_source::prefix_cache_queries, live_histogram::ttft, "tokchron_prefix_cache_queries",
+     "vllm:prefix_cache_queries"},
+    {live_source::prefix_cache_hits, live_histogram::ttft, "tokchron_prefix_cache_hits",
+     "vllm:prefix_cache_hits"},
+    {live_source::prompt_tokens_cached, live_histogram::ttft, "tokchron_cached_prompt_tokens",
+     "vllm:prompt_tokens_cached"},
+    {live_source::prompt_tokens_by_source, live_histogram::ttft, "",
+     "vllm:prompt_tokens_by_source"},
+    {live_source::prompt_tokens_recomputed, live_histogram::ttft, "",
+     "vllm:prompt_tokens_recomputed"},
+    {live_source::reasoning_tokens, live_histogram::ttft, "tokchron_reasoning_tokens",
+     "tokchron_reasoning_tokens"},
+    {live_source::spec_drafts, live_histogram::ttft, "tokchron_spec_decode_drafts",
+     "vllm:spec_decode_num_drafts"},
+    {live_source::spec_draft_tokens, live_histogram::ttft, "tokchron_spec_decode_draft_tokens",
+     "vllm:spec_decode_num_draft_tokens"},
+    {live_source::spec_accepted_tokens, live_histogram::ttft,
+     "tokchron_spec_decode_accepted_tokens", "vllm:spec_decode_num_accepted_tokens"},
+    {live_source::spec_accepted_per_position, live_histogram::ttft,
+     "tokchron_spec_decode_accepted_tokens_per_pos",
+     "vllm:spec_decode_num_accepted_tokens_per_pos"},
+    {live_source::rejected, live_histogram::ttft, "", "tokchron_rejected_requests"},
+    {live_source::misuse, live_histogram::ttft, "tokchron_misuse", "tokchron_misuse"},
+    {live_source::label_overflow, live_histogram::ttft, "tokchron_label_overflow",
+     "tokchron_label_overflow"},
+    {live_source::long_label_values, live_histogram::ttft, "tokchron_long_label_values",
+     "tokchron_long_label_values"},
+    {live_source::dropped, live_histogram::ttft, "tokchron_dropped_samples",
+     "tokchron_dropped_samples"},
+};
+
+/// The finish-reason label of the requests counter in tokchron's scheme and in vLLM's.
+inline constexpr std::string_view live_reason_label_tokchron = "outcome";
+inline constexpr std::string_view live_reason_label_vllm = "finished_reason";
+
+/// The first row of `live_family_names` for `source` (not `histogram`).
+[[nodiscard]] constexpr const live_family_name& live_family_name_of(live_source source) noexcept {
+  for (const auto& f : live_family_names)
+    if (f.source == source) return f;
+  return live_family_names[0];  // unreachable for the sources listed above
+}
+
 /// vLLM's `build_1_2_5_buckets(max_value)` (vllm/v1/metrics/loggers.py): 1, 2, 5, 10, 20,
 /// 50, ... while <= `max_value` (empty for 0). Used for its prompt- and generation-length
 /// histograms with `max_model_len`.
