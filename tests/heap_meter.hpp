@@ -5,7 +5,8 @@
 /// \file
 /// A test process that measures its own heap: operator new and delete are replaced here, every
 /// plain and nothrow form (on top of malloc, so ASan still sees every block), to track the bytes
-/// live and their peak (`heap_meter`). Include it in exactly one source file of a test binary
+/// live and their peak (`heap_meter`), and to fail one chosen allocation
+/// (`allocations_before_failure`). Include it in exactly one source file of a test binary
 /// (it defines the replacements); the count covers every thread of the process.
 
 #include <atomic>
@@ -16,8 +17,13 @@
 namespace {
 std::atomic<std::size_t> live_bytes{0}, peak_bytes{0};
 constexpr std::size_t header = alignof(std::max_align_t);
+/// How many allocations succeed before one fails (as out of memory: std::bad_alloc, or null
+/// from the nothrow forms); negative: none fails. Set it just before the code under test.
+std::atomic<long> allocations_before_failure{-1};
 
 void* counted_alloc(std::size_t n) {
+  if (allocations_before_failure.load() >= 0 && allocations_before_failure.fetch_sub(1) == 0)
+    return nullptr;
   void* p = std::malloc(n + header);
   if (!p) return nullptr;
   *static_cast<std::size_t*>(p) = n;

@@ -6,6 +6,7 @@
 # uses (a text check against a table of each header's names; its docstring says what it is not).
 # .ci/check_layers.py: includes inside include/tokchron/ flow one way, lowest layer first (the
 # order is written once, in that script).
+# `detail::` in tools/ or examples/ is listed (the public API is what they should use).
 # Commit subjects: every commit after the rule came (SUBJECTS_SINCE; .githooks/commit-msg)
 # has a subject of at most 72 characters, the detail in the body (a shallow clone without that
 # commit checks HEAD's subject alone).
@@ -29,6 +30,11 @@ echo "commit subjects: $(git rev-list --count "$range" 2>/dev/null || echo 1) ch
 echo "--- clang-format --dry-run -Werror"
 git ls-files -z '*.hpp' '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -0 clang-format --dry-run -Werror
 echo "clang-format: $(git ls-files '*.hpp' '*.cpp' '*.h' '*.cu' '*.cuh' | wc -l) files clean"
+
+# The tools and examples use the library's public API only: no `detail::` name outside
+# include/tokchron/ and tests/. Report-only while tools/executor still has its own (listed).
+echo "--- detail:: names in tools/ and examples/ (report only)"
+git grep -n "detail::" -- tools examples || echo "detail:: names: none"
 
 echo "--- clang-tidy on the library headers"
 tidy=$TOKCHRON_CI_BUILD/clang-tidy

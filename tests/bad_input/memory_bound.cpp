@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -80,4 +82,37 @@ TEST_CASE("bad input M1: the SLO distributions of such a line are bounded too") 
   const tokchron::sla_verdict v = d.evaluate(tokchron::sla::parse("p99(itl) < 1ms"));
   REQUIRE(v.verdicts.size() == 1);
   CHECK(v.verdicts[0].passed());
+}
+
+TEST_CASE("multi_profile_summarizer: after an add that ran out of memory, no summaries") {
+  std::vector<tokchron::trace_timeline> tls;
+  for (int i = 0; i < 4; ++i)
+    tls.push_back(timeline_of(R"({"send":1,"chunks":[[2,1],[2.5,3],[3,2]],"prompt_tokens":5})"));
+  const std::vector<const tokchron::profile*> ps{&tokchron::profiles::vllm,
+                                                 &tokchron::profiles::canonical};
+  // Out of memory at each allocation an add makes in turn (every profile's), until one add
+  // completes without reaching the failing allocation.
+  bool failed_once = false;
+  for (long k = 0;; ++k) {
+    tokchron::multi_profile_summarizer<tokchron::trace_timeline> m(ps);
+    m.add(tls[0]);
+    allocations_before_failure = k;
+    bool threw = false;
+    try {
+      m.add(tls[1]);
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    allocations_before_failure = -1;
+    if (!threw) {
+      m.add(tls[2]);
+      CHECK(m.take_summaries().at(1).requests == 3);
+      break;
+    }
+    failed_once = true;
+    CAPTURE(k);
+    m.add(tls[2]);  // the profiles may hold different requests now
+    CHECK_THROWS_AS((void)m.take_summaries(), std::logic_error);
+  }
+  CHECK(failed_once);
 }

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <limits>
 #include <string>
 
 #include "export/golden.hpp"
@@ -62,4 +63,16 @@ TEST_CASE("CSV: integers in full, other numbers in the shortest exact form") {
   }
   tokchron::detail::append_csv_number(out, std::nullopt);
   CHECK(out == "400,1000000,123456789012,0.25,1.5e-07,-3,");
+}
+
+TEST_CASE("CSV: integer_text writes integers below 2^53 in full, nothing else") {
+  CHECK(tokchron::integer_text(1e6) == "1000000");
+  CHECK(tokchron::integer_text(-0.0) == "0");
+  CHECK(tokchron::integer_text(9007199254740991.0) == "9007199254740991");
+  CHECK(tokchron::integer_text(-9007199254740991.0) == "-9007199254740991");
+  CHECK_FALSE(tokchron::integer_text(9007199254740992.0));  // 2^53: no longer every integer
+  CHECK_FALSE(tokchron::integer_text(1e300));
+  CHECK_FALSE(tokchron::integer_text(0.5));
+  CHECK_FALSE(tokchron::integer_text(std::numeric_limits<double>::infinity()));
+  CHECK_FALSE(tokchron::integer_text(std::numeric_limits<double>::quiet_NaN()));
 }

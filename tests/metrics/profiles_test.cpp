@@ -997,7 +997,7 @@ tc::run_summary run(const tc::profile& p, const std::vector<tc::trace_record>& r
   o.percentiles = {50};
   tc::run_summarizer<tc::trace_timeline> s(p, o);
   for (const auto& r : recs) s.add(tc::to_timeline(r));
-  if (benchmark_start) s.set_benchmark_start(tc::detail::trace_time(*benchmark_start));
+  if (benchmark_start) s.set_benchmark_start(tc::trace_time(*benchmark_start));
   return s.take_summary();
 }
 

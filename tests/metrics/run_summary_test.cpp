@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -194,6 +195,110 @@ TEST_CASE("run_summary: shared ITL streams diverge correctly") {
   }
   CHECK(together[1].itl.count == 4);  // vllm: 5 ms role gap, 20 ms; 20 ms; 5 ms
   CHECK(together[2].itl.count == 4);  // sglang_native: 20; 10, 10; 5
+}
+
+namespace {
+/// Requests of several shapes: an empty role chunk, multi-token chunks, a failure.
+std::vector<tl_t> mixed_requests() {
+  std::vector<tl_t> tls = two_requests();
+  tls.push_back(tc::testing::script()
+                    .send(20ms)
+                    .chunk(25ms, 0, tc::chunk_kind::empty)
+                    .chunk(40ms, 1)
+                    .chunk(70ms, 4)
+                    .chunk(75ms, 2)
+                    .finish()
+                    .prompt_tokens(30)
+                    .timeline());
+  tls.push_back(tc::testing::script()
+                    .send(50ms)
+                    .chunk(60ms, 1)
+                    .finish(900ms, tc::finish_reason::error)
+                    .timeline());
+  return tls;
+}
+void check_same(const tc::run_summary& a, const tc::run_summary& b) {
+  CHECK(a.profile == b.profile);
+  CHECK(a.requests == b.requests);
+  CHECK(a.completed == b.completed);
+  CHECK(a.inclusion == b.inclusion);
+  CHECK(a.output_tokens == b.output_tokens);
+  CHECK(a.duration == b.duration);
+  CHECK(a.request_throughput == b.request_throughput);
+  for (const auto m : {&tc::run_summary::ttft, &tc::run_summary::tpot, &tc::run_summary::itl,
+                       &tc::run_summary::e2e}) {
+    CHECK((a.*m).count == (b.*m).count);
+    CHECK((a.*m).mean == (b.*m).mean);
+    CHECK((a.*m).max == (b.*m).max);
+    CHECK((a.*m).at(99) == (b.*m).at(99));
+  }
+}
+}  // namespace
+
+TEST_CASE("multi_profile_summarizer: each profile as summarised alone, with its own options") {
+  const auto tls = mixed_requests();
+  const std::vector<const tc::profile*> ps{&tc::profiles::vllm, &tc::profiles::sglang_openai,
+                                           &tc::profiles::vllm_legacy, &tc::profiles::canonical};
+  std::vector<tc::summary_options> each(ps.size());
+  each[1].inclusion = tc::inclusion_policy::all;
+  each[3].inclusion = tc::inclusion_policy::scheduled;
+  each[2].percentiles = {50, 99.9};
+  tc::multi_profile_summarizer<tl_t> m(ps, each, {});
+  REQUIRE(m.size() == ps.size());
+  for (const auto& tl : tls) m.add(tl);
+  // Moving keeps the summarizers (and the samples they share) in place.
+  tc::multi_profile_summarizer<tl_t> moved(std::move(m));
+  moved.set_duration(2.5);
+  moved.set_benchmark_start(tl_t::time_point{} - 10ms);
+  const auto together = moved.take_summaries();
+  REQUIRE(together.size() == ps.size());
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    CAPTURE(ps[i]->name);
+    CHECK(&moved[i].profile_used() == ps[i]);
+    tc::run_summarizer<tl_t> alone(*ps[i], each[i]);
+    for (const auto& tl : tls) alone.add(tl);
+    alone.set_duration(2.5);
+    alone.set_benchmark_start(tl_t::time_point{} - 10ms);
+    check_same(together[i], alone.take_summary());
+    CHECK(*together[i].duration == 2.5);
+  }
+  CHECK(together[1].inclusion == tc::inclusion_policy::all);
+  CHECK(together[2].itl.percentiles.size() == 2);
+}
+
+TEST_CASE("multi_profile_summarizer: fed per profile from two threads, as add feeds it") {
+  const auto tls = mixed_requests();
+  std::vector<const tc::profile*> ps;
+  for (const tc::profile* p : tc::all_profiles()) ps.push_back(p);
+  tc::multi_profile_summarizer<tl_t> serial(ps);
+  for (const auto& tl : tls) serial.add(tl);
+  // The profiles that pool ITL samples (they may share them) on one thread, the others on
+  // another, each in index order.
+  tc::multi_profile_summarizer<tl_t> split(ps);
+  auto feed = [&](bool pooled) {
+    for (const auto& tl : tls)
+      for (std::size_t i = 0; i < split.size(); ++i)
+        if (tc::pools_samples(split[i].profile_used().itl) == pooled) split[i].add(tl);
+  };
+  std::thread other(feed, false);
+  feed(true);
+  other.join();
+  const auto a = serial.take_summaries(), b = split.take_summaries();
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    CAPTURE(ps[i]->name);
+    check_same(a[i], b[i]);
+  }
+}
+
+TEST_CASE("multi_profile_summarizer: bad options are refused") {
+  const std::vector<const tc::profile*> ps{&tc::profiles::vllm, &tc::profiles::canonical};
+  using multi = tc::multi_profile_summarizer<tl_t>;
+  CHECK_THROWS_AS(multi(ps, std::vector<tc::summary_options>(1), {}), std::invalid_argument);
+  CHECK_THROWS_AS(multi({&tc::profiles::vllm, nullptr}), std::invalid_argument);
+  tc::summary_options bad;
+  bad.percentiles = {101};
+  CHECK_THROWS_AS(multi(ps, bad), std::invalid_argument);
+  CHECK(multi(std::vector<const tc::profile*>{}).take_summaries().empty());
 }
 
 TEST_CASE("run_summary: keep_requests keeps every profiled request") {

@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 namespace plot {
-namespace detail {
+namespace internal {
 
 /// Shortest text that reads back as `v` (data files must carry the summary's exact values).
 std::string num(double v) {
@@ -136,5 +136,5 @@ std::vector<std::size_t> drawn_runs(const plot_input& in) {
 
 std::string legend_of(const run_series& r) { return r.legend.empty() ? r.label : r.legend; }
 
-}  // namespace detail
+}  // namespace internal
 }  // namespace plot

@@ -18,7 +18,7 @@
 #include "plot.hpp"
 
 namespace plot {
-namespace detail {
+namespace internal {
 
 namespace fs = std::filesystem;
 
@@ -101,7 +101,7 @@ inline constexpr const char* reasoning_color = "#8e44ad";
 [[nodiscard]] std::string index_html(const plot_input& in, const plot_result& res,
                                      const std::vector<double>& printed);
 
-}  // namespace detail
+}  // namespace internal
 }  // namespace plot
 
 #endif  // TOKCHRON_EXAMPLES_PLOT_COMMON_HPP

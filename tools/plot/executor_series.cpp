@@ -6,7 +6,7 @@
 #include "common.hpp"
 
 namespace plot {
-namespace detail {
+namespace internal {
 
 picture executor_picture(const plot_input& in, const plot_options& opt, const fs::path& dir) {
   picture pic;
@@ -60,7 +60,7 @@ picture executor_picture(const plot_input& in, const plot_options& opt, const fs
   return pic;
 }
 
-}  // namespace detail
+}  // namespace internal
 
 std::vector<executor_bin> bin_steps(const executor_series& s, std::size_t bins) {
   if (bins == 0) throw std::invalid_argument("plot: the number of bins must be positive");

@@ -26,7 +26,7 @@ std::string short_label(const tokchron::load_point& p) {
   return out;
 }
 
-namespace detail {
+namespace internal {
 namespace {
 
 /// One frontier panel's axis: the SLA's percentile objective on the metric (else P95).
@@ -186,5 +186,5 @@ picture frontier_picture(const plot_input& in, const fs::path& dir) {
   return pic;
 }
 
-}  // namespace detail
+}  // namespace internal
 }  // namespace plot

@@ -12,7 +12,7 @@
 namespace plot {
 namespace {
 
-using namespace detail;
+using namespace internal;
 
 /// One stacked-bar picture: `name`.dat holds rank, the three parts and the id, requests sorted
 /// by their sum (the client's latency).

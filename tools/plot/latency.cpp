@@ -7,7 +7,7 @@
 #include "common.hpp"
 
 namespace plot {
-namespace detail {
+namespace internal {
 namespace {
 
 /// Every percentile any run was summarised at, sorted.
@@ -214,7 +214,7 @@ picture spectrum_overview(const plot_input& in, const fs::path& dir) {
   return pic;
 }
 
-}  // namespace detail
+}  // namespace internal
 
 std::vector<double> spectrum_percentiles() {
   std::vector<double> p;
@@ -236,7 +236,7 @@ std::vector<double> plot_percentiles(const std::vector<double>& printed, const t
     if (o.statistic == tokchron::slo_statistic::percentile) p.push_back(o.percentile);
   for (double x : p)
     if (!(x >= 0 && x <= 100))
-      throw std::invalid_argument("plot: percentile " + detail::num(x) + " is not in [0, 100]");
+      throw std::invalid_argument("plot: percentile " + internal::num(x) + " is not in [0, 100]");
   std::sort(p.begin(), p.end());
   p.erase(std::unique(p.begin(), p.end()), p.end());
   return p;

@@ -5,7 +5,7 @@
 #include "common.hpp"
 
 namespace plot {
-namespace detail {
+namespace internal {
 namespace {
 
 std::string ms(const std::optional<double>& v) { return v ? human(*v * 1e3, 5) : "-"; }
@@ -140,5 +140,5 @@ std::string index_html(const plot_input& in, const plot_result& res,
   return h.str();
 }
 
-}  // namespace detail
+}  // namespace internal
 }  // namespace plot

@@ -26,7 +26,7 @@ namespace plot {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace detail;
+using namespace internal;
 
 /// The absolute path of `prog` (searched on PATH unless it contains a '/'), if executable.
 std::optional<std::string> find_program(const std::string& prog) {

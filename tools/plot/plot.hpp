@@ -86,7 +86,7 @@ struct sample_request {
 [[nodiscard]] std::vector<sample_request> pick_samples(
     const std::vector<tokchron::trace_record>& records);
 
-namespace detail {
+namespace internal {
 struct pick_candidate {
   std::size_t index;
   double e2e;
@@ -94,7 +94,7 @@ struct pick_candidate {
 };
 /// The picks (index, role) among the candidates, as `pick_samples` describes.
 [[nodiscard]] std::vector<std::pair<std::size_t, std::string>> pick(std::vector<pick_candidate> c);
-}  // namespace detail
+}  // namespace internal
 
 /// As above, over finished timelines that keep chunks (any clock): `id_of(i)` names the i-th;
 /// the picked ones become trace records with times in seconds since `zero`.
@@ -102,14 +102,14 @@ template <class Timeline, class IdOf>
 [[nodiscard]] std::vector<sample_request> pick_samples(const std::vector<Timeline>& tls,
                                                        IdOf&& id_of,
                                                        typename Timeline::time_point zero) {
-  std::vector<detail::pick_candidate> c;
+  std::vector<internal::pick_candidate> c;
   for (std::size_t i = 0; i < tls.size(); ++i) {
     const auto e = tokchron::e2e(tls[i]);
     if (!e || !tls[i].first_token_time()) continue;
     c.push_back({i, tokchron::to_seconds(*e), tls[i].preemptions()});
   }
   std::vector<sample_request> out;
-  for (auto& [i, role] : detail::pick(std::move(c)))
+  for (auto& [i, role] : internal::pick(std::move(c)))
     out.push_back({std::move(role), tokchron::to_trace_record(tls[i], zero, id_of(i))});
   return out;
 }

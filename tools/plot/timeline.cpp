@@ -5,7 +5,7 @@
 #include "common.hpp"
 
 namespace plot {
-namespace detail {
+namespace internal {
 
 picture timeline_picture(const plot_input& in, const fs::path& dir) {
   picture pic;
@@ -151,9 +151,9 @@ picture timeline_picture(const plot_input& in, const fs::path& dir) {
   return pic;
 }
 
-}  // namespace detail
+}  // namespace internal
 
-std::vector<std::pair<std::size_t, std::string>> detail::pick(std::vector<pick_candidate> c) {
+std::vector<std::pair<std::size_t, std::string>> internal::pick(std::vector<pick_candidate> c) {
   std::vector<std::pair<std::size_t, std::string>> picks;
   if (c.empty()) return picks;
   std::stable_sort(c.begin(), c.end(),

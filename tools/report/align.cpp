@@ -3,28 +3,10 @@
 
 #include <algorithm>
 #include <sstream>
-#include <type_traits>
 
 #include "options.hpp"
 
 namespace tokchron_report {
-
-void shift_times(tc::trace_record& r, double seconds) {
-  if (seconds == 0) return;
-  tc::detail::for_each_trace_field([&](const auto& fd, std::size_t) {
-    auto& v = r.*fd.member;
-    using T = std::decay_t<decltype(v)>;
-    if constexpr (std::is_same_v<T, double>) {
-      v += seconds;
-    } else if constexpr (std::is_same_v<T, std::optional<double>>) {
-      if (v) *v += seconds;
-    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-      for (double& t : v) t += seconds;
-    } else if constexpr (std::is_same_v<T, std::vector<tc::trace_chunk>>) {
-      for (tc::trace_chunk& c : v) c.time += seconds;
-    }
-  });
-}
 
 double clock_alignment::error() const noexcept {
   if (hosts.size() < 2) return 0;
@@ -101,7 +83,7 @@ std::optional<tc::trace_issue> aligner::place(tc::trace_record& r) {
   h.max_gap_ns = std::max(h.max_gap_ns, anchor->gap_ns);
   ++h.lines;
   if (shift != 0) {
-    shift_times(r, shift);
+    tc::shift_times(r, shift);
     if (auto issue = tc::validate(r)) {
       issue->message += " after the clock shift of " + std::to_string(shift) + " s";
       return issue;

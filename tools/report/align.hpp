@@ -54,10 +54,6 @@ struct clock_alignment {
   [[nodiscard]] std::string to_string() const;
 };
 
-/// Adds `seconds` to every time of `r`: every field of the trace field table that holds times
-/// (double, optional double, lists of times, the chunks' times). Counts and ids are unchanged.
-void shift_times(tc::trace_record& r, double seconds);
-
 /// Aligns the records of one read, file by file (`begin_file`, then `place` per record).
 class aligner {
  public:

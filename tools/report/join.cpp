@@ -395,7 +395,7 @@ int run_join_command(const arguments& args, std::ostream& out, std::ostream& err
   }
   read_options ro("trace");
   if (auto v = args.get("max-line-bytes")) {
-    const auto m = detail::integer_in(*v, 1, std::int64_t{1} << 40);
+    const auto m = integer_in(*v, 1, std::int64_t{1} << 40);
     if (!m) throw usage_error("--max-line-bytes must be an integer from 1 to 2^40");
     ro.max_line_bytes = static_cast<std::size_t>(*m);
   }

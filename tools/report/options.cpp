@@ -246,7 +246,6 @@ unsigned report_settings::default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-namespace detail {
 std::optional<long long> integer_in(const std::string& text, long long lo, long long hi) {
   char* end = nullptr;
   errno = 0;
@@ -254,7 +253,6 @@ std::optional<long long> integer_in(const std::string& text, long long lo, long 
   if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi) return std::nullopt;
   return v;
 }
-}  // namespace detail
 
 report_settings settings_from(const arguments& args) {
   report_settings s;
@@ -265,7 +263,7 @@ report_settings settings_from(const arguments& args) {
     if (!s.inclusion) throw usage_error("--inclusion must be completed, scheduled or all");
   }
   if (auto v = args.get("gpus")) {
-    const auto g = detail::integer_in(*v, 1, 1000000);
+    const auto g = integer_in(*v, 1, 1000000);
     if (!g) throw usage_error("--gpus must be a positive integer");
     s.gpus = static_cast<unsigned>(*g);
   }
@@ -277,12 +275,12 @@ report_settings settings_from(const arguments& args) {
     s.duration = d;
   }
   if (auto v = args.get("threads")) {
-    const auto t = detail::integer_in(*v, 1, 1024);
+    const auto t = integer_in(*v, 1, 1024);
     if (!t) throw usage_error("--threads must be an integer from 1 to 1024");
     s.threads = static_cast<unsigned>(*t);
   }
   if (auto v = args.get("max-line-bytes")) {
-    const auto m = detail::integer_in(*v, 1, std::int64_t{1} << 40);
+    const auto m = integer_in(*v, 1, std::int64_t{1} << 40);
     if (!m) throw usage_error("--max-line-bytes must be an integer from 1 to 2^40");
     s.max_line_bytes = static_cast<std::size_t>(*m);
   }

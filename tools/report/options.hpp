@@ -131,11 +131,9 @@ struct report_settings {
 /// Reads the summary options out of `args`. Throws usage_error.
 [[nodiscard]] report_settings settings_from(const arguments& args);
 
-namespace detail {
 /// `text` as a decimal integer in [lo, hi], or empty.
 [[nodiscard]] std::optional<long long> integer_in(const std::string& text, long long lo,
                                                   long long hi);
-}  // namespace detail
 
 }  // namespace tokchron_report
 

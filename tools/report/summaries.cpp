@@ -32,45 +32,32 @@ tc::task_executor thread_executor(unsigned threads) {
   };
 }
 
-using summarizer = tc::run_summarizer<tc::trace_timeline>;
+using summaries = tc::multi_profile_summarizer<tc::trace_timeline>;
 
-/// The summarizers of the selected profiles (durations from `s`).
-std::vector<summarizer> make_summarizers(const report_settings& s) {
+/// The summarizer of the selected profiles (durations from `s`).
+summaries make_summaries(const report_settings& s) {
   tc::summary_options o;
   o.percentiles = s.percentiles;
   o.gpus = s.gpus;
   o.duration = s.duration;
   o.keep_requests = s.keep_requests;
-  o.executor = thread_executor(s.threads);
-  std::vector<summarizer> sums;
-  sums.reserve(s.profiles.size());
+  std::vector<tc::summary_options> each;
+  each.reserve(s.profiles.size());
   for (const tc::profile* p : s.profiles) {
     o.inclusion = s.inclusion_for(*p);
-    sums.emplace_back(*p, o);
+    each.push_back(o);
   }
-  std::vector<const summarizer*> earlier;
-  for (auto& sum : sums) {  // profiles that pool the same ITL samples store them once
-    sum.share_itl_with(earlier);
-    earlier.push_back(&sum);
-  }
-  return sums;
+  return summaries(s.profiles, std::move(each), thread_executor(s.threads));
 }
 
-/// The summaries of `sums` (consumed); profiles agreeing on a metric's samples share one
-/// selection. A vLLM result file's duration applies unless --duration was given; the traces'
-/// earliest `benchmark_start` starts every profile's duration that measures from it.
-std::vector<tc::run_summary> finish_summaries(std::vector<summarizer>& sums,
-                                              const report_settings& s, const input_stats& stats) {
-  std::vector<tc::run_summary> out(sums.size());
-  std::vector<tc::detail::distribution_job> jobs;
-  for (std::size_t i = 0; i < sums.size(); ++i) {
-    if (!s.duration && stats.duration) sums[i].set_duration(*stats.duration);
-    if (stats.benchmark_start)
-      sums[i].set_benchmark_start(tc::detail::trace_time(*stats.benchmark_start));
-    sums[i].collect_summary(out[i], jobs);
-  }
-  tc::detail::run_distribution_jobs(jobs, thread_executor(s.threads));
-  return out;
+/// The summaries of `sums` (consumed). A vLLM result file's duration applies unless --duration
+/// was given; the traces' earliest `benchmark_start` starts every profile's duration that
+/// measures from it.
+std::vector<tc::run_summary> finish_summaries(summaries& sums, const report_settings& s,
+                                              const input_stats& stats) {
+  if (!s.duration && stats.duration) sums.set_duration(*stats.duration);
+  if (stats.benchmark_start) sums.set_benchmark_start(tc::trace_time(*stats.benchmark_start));
+  return sums.take_summaries();
 }
 
 }  // namespace
@@ -80,11 +67,9 @@ std::vector<tc::run_summary> summarize_files(const std::vector<std::string>& fil
                                              input_stats& stats) {
   read_options ro(kind);
   ro.max_line_bytes = s.max_line_bytes;
-  auto sums = make_summarizers(s);
+  auto sums = make_summaries(s);
   if (s.threads <= 1) {
-    stats = read_inputs(files, ro, [&](tc::trace_timeline&& tl) {
-      for (auto& sum : sums) sum.add(tl);
-    });
+    stats = read_inputs(files, ro, [&](tc::trace_timeline&& tl) { sums.add(tl); });
     return finish_summaries(sums, s, stats);
   }
   // Two threads: the reader also evaluates up to three of the profiles that keep one value per
@@ -92,10 +77,10 @@ std::vector<tc::run_summary> summarize_files(const std::vector<std::string>& fil
   // them (they share their samples, so they stay together). Three balances the two on the
   // 100k x 150 trace: each then waits for the other on fewer than a tenth of the batches.
   constexpr std::size_t reader_share = 3;
-  std::vector<summarizer*> on_reader, on_consumer;
-  for (auto& sum : sums) {
-    const bool cheap = !tc::pools_samples(sum.profile_used().itl);
-    (cheap && on_reader.size() < reader_share ? on_reader : on_consumer).push_back(&sum);
+  std::vector<summaries::summarizer*> on_reader, on_consumer;
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    const bool cheap = !tc::pools_samples(sums[i].profile_used().itl);
+    (cheap && on_reader.size() < reader_share ? on_reader : on_consumer).push_back(&sums[i]);
   }
   stats = read_inputs_pipelined(
       files, ro,
@@ -109,9 +94,8 @@ std::vector<tc::run_summary> summarize_files(const std::vector<std::string>& fil
 }
 
 std::vector<tc::run_summary> summarize_all(const loaded_inputs& in, const report_settings& s) {
-  auto sums = make_summarizers(s);
-  for (const auto& tl : in.timelines)
-    for (auto& sum : sums) sum.add(tl);
+  auto sums = make_summaries(s);
+  for (const auto& tl : in.timelines) sums.add(tl);
   return finish_summaries(sums, s, in);
 }
 

@@ -96,7 +96,7 @@ std::vector<row> rows_of(const std::vector<tc::run_summary>& all) {
 /// below 2^53 in full, with no exponent (`400`, not `4e+02`).
 std::string format_number(double v, int significant = 6) {
   char buf[64];
-  if (const auto i = tc::detail::integer_text(v)) return *i;
+  if (const auto i = tc::integer_text(v)) return *i;
   if (significant > 0) {
     std::snprintf(buf, sizeof buf, "%.*g", significant, v);
     return buf;

@@ -29,6 +29,14 @@
 
 TOKCHRON_BEGIN_NAMESPACE
 
+/// `v` written in full when it is an integer below 2^53 in magnitude (`1000000`, not `1e+06`;
+/// every such double is exactly that integer), else empty. The rule of every CSV and table
+/// tokchron writes (tokchron-report's too).
+[[nodiscard]] inline std::optional<std::string> integer_text(double v) {
+  if (!(v == std::floor(v) && std::fabs(v) < 9007199254740992.0)) return std::nullopt;
+  return std::to_string(static_cast<long long>(v));
+}
+
 namespace detail {
 inline void append_csv_text(std::string& out, std::string_view s) {
   if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
@@ -41,13 +49,6 @@ inline void append_csv_text(std::string& out, std::string_view s) {
     out += c;
   }
   out += '"';
-}
-/// `v` written in full when it is an integer below 2^53 in magnitude (`1000000`, not `1e+06`;
-/// every such double is exactly that integer), else empty. The rule of every CSV and table
-/// tokchron writes (tokchron-report's too).
-[[nodiscard]] inline std::optional<std::string> integer_text(double v) {
-  if (!(v == std::floor(v) && std::fabs(v) < 9007199254740992.0)) return std::nullopt;
-  return std::to_string(static_cast<long long>(v));
 }
 /// `v` as `integer_text` writes it, else in the shortest form that reads back exactly; nothing
 /// when empty.

@@ -219,10 +219,34 @@ namespace detail {
 /// What `validate` says of a time outside the range.
 inline constexpr const char* bad_trace_time =
     "must be a finite time in seconds within +-4.61e9 (2^62 ns)";
+}  // namespace detail
+
+/// The `trace_clock` time of a trace's time in seconds (rounded to the nanosecond; a time that
+/// `validate` refuses saturates as `from_seconds` says), e.g. a record's `benchmark_start` for
+/// `run_summarizer::set_benchmark_start`.
 [[nodiscard]] inline trace_clock::time_point trace_time(double seconds) noexcept {
   return trace_clock::time_point(from_seconds<trace_clock::duration>(seconds));
 }
-}  // namespace detail
+
+/// Adds `seconds` to every time of `r` (the fields in seconds: benchmark_start, clock_mono,
+/// arrival, send, queued, scheduled, preempted, chunk times, end), e.g. to bring a host's trace
+/// onto another host's clock. Counts, ids and flags are unchanged.
+inline void shift_times(trace_record& r, double seconds) noexcept {
+  if (seconds == 0) return;
+  detail::for_each_trace_field([&](const auto& fd, std::size_t) {
+    auto& v = r.*fd.member;
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, double>) {
+      v += seconds;
+    } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+      if (v) *v += seconds;
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+      for (double& t : v) t += seconds;
+    } else if constexpr (std::is_same_v<T, std::vector<trace_chunk>>) {
+      for (trace_chunk& c : v) c.time += seconds;
+    }
+  });
+}
 
 namespace detail {
 /// The longest gap accepted between an anchor's two monotonic reads (1 s): a slower read is
@@ -339,7 +363,7 @@ inline constexpr std::uint64_t max_clock_gap_ns = 1000000000;
                    ("tokchron: trace record: " + issue->field + " " + issue->message).c_str());
   trace_timeline tl;
   tl.store().reserve(r.chunks.size());
-  const auto at = detail::trace_time;
+  const auto at = trace_time;
   if (r.arrival) (void)tl.arrive(at(*r.arrival));
   (void)tl.send(at(r.send));
   if (r.queued) (void)tl.queued(at(*r.queued));

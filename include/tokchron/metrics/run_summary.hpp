@@ -319,6 +319,9 @@ struct run_summary {
   return std::string("p") + buf;
 }
 
+template <class Timeline>
+class multi_profile_summarizer;
+
 /// Accumulates timelines (with a full_store) and produces one profile's `run_summary`.
 ///
 /// \code
@@ -466,10 +469,41 @@ class run_summarizer {
     return s;
   }
 
+  /// Sets the run's duration in seconds (as `summary_options::duration`), e.g. once a result
+  /// file that states it has been read. Throws std::invalid_argument unless finite and > 0.
+  void set_duration(double seconds) {
+    if (!(std::isfinite(seconds) && seconds > 0))
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: the duration must be positive");
+    o_.duration = seconds;
+  }
+
+  /// Lets this summarizer store no pooled ITL samples of its own while they equal those of one
+  /// of `earlier` (summarizers of other profiles that are given every timeline before this
+  /// one): each request's samples are compared with theirs, and only on the first difference
+  /// are they copied and kept separately. Memory for n identical streams: one. Call before the
+  /// first `add`; profiles with per-request ITL grains ignore it.
+  void share_itl_with(const std::vector<const run_summarizer*>& earlier) {
+    if (requests_ != 0 || !pools_samples(p_->itl)) return;
+    for (const run_summarizer* e : earlier)
+      if (e && e != this && pools_samples(e->p_->itl)) candidates_.push_back(e);
+  }
+
+  /// Sets the time the benchmark started (before its first request was sent): the start of the
+  /// duration of every profile that measures from it (`profile::uses_benchmark_start`). Without
+  /// one the earliest intended arrival stands in (and `run_summary::quirks` says so). tokchron-
+  /// report takes it from the trace field `benchmark_start`.
+  void set_benchmark_start(time_point t) noexcept { benchmark_start_ = t; }
+
+  [[nodiscard]] const profile& profile_used() const noexcept { return *p_; }
+  [[nodiscard]] const summary_options& options() const noexcept { return o_; }
+
+ private:
+  template <class>
+  friend class multi_profile_summarizer;
+
   /// Fills the scalar fields of `s` and appends the jobs that compute its distributions (for
-  /// summarising several profiles with shared selections; see `summarize` over profiles). The jobs
-  /// point into `s` and this summarizer: run them with `detail::run_distribution_jobs` before
-  /// either moves.
+  /// several profiles with shared selections: `multi_profile_summarizer`). The jobs point into
+  /// `s` and this summarizer: run them before either moves.
   void collect_summary(run_summary& s, std::vector<detail::distribution_job>& jobs) {
     const profile& p = *p_;
     s.profile = std::string(p.name);
@@ -576,35 +610,6 @@ class run_summarizer {
     requests_detail_.clear();
   }
 
-  /// Sets the run's duration in seconds (as `summary_options::duration`), e.g. once a result
-  /// file that states it has been read. Throws std::invalid_argument unless finite and > 0.
-  void set_duration(double seconds) {
-    if (!(std::isfinite(seconds) && seconds > 0))
-      TOKCHRON_THROW(std::invalid_argument, "tokchron: the duration must be positive");
-    o_.duration = seconds;
-  }
-
-  /// Lets this summarizer store no pooled ITL samples of its own while they equal those of one
-  /// of `earlier` (summarizers of other profiles that are given every timeline before this
-  /// one): each request's samples are compared with theirs, and only on the first difference
-  /// are they copied and kept separately. Memory for n identical streams: one. Call before the
-  /// first `add`; profiles with per-request ITL grains ignore it.
-  void share_itl_with(const std::vector<const run_summarizer*>& earlier) {
-    if (requests_ != 0 || !pools_samples(p_->itl)) return;
-    for (const run_summarizer* e : earlier)
-      if (e && e != this && pools_samples(e->p_->itl)) candidates_.push_back(e);
-  }
-
-  /// Sets the time the benchmark started (before its first request was sent): the start of the
-  /// duration of every profile that measures from it (`profile::uses_benchmark_start`). Without
-  /// one the earliest intended arrival stands in (and `run_summary::quirks` says so). tokchron-
-  /// report takes it from the trace field `benchmark_start`.
-  void set_benchmark_start(time_point t) noexcept { benchmark_start_ = t; }
-
-  [[nodiscard]] const profile& profile_used() const noexcept { return *p_; }
-  [[nodiscard]] const summary_options& options() const noexcept { return o_; }
-
- private:
   /// The pooled ITL samples, wherever they are stored: single samples, and runs of equal
   /// samples (a k-token chunk's per-token samples), so memory is O(chunks).
   [[nodiscard]] const std::vector<double>& itl_view() const noexcept {
@@ -789,28 +794,119 @@ template <class It>
   return s.take_summary();
 }
 
+/// Summaries of one run under several profiles, from one streaming pass over its requests: each
+/// request is evaluated by every profile as it is added, then may be dropped. Profiles that pool
+/// the same ITL samples store them once (`run_summarizer::share_itl_with`), and profiles that
+/// agree on a metric's samples share its order statistics when the summaries are built.
+///
+/// \code
+///   tokchron::multi_profile_summarizer<tokchron::trace_timeline> m(
+///       {&tokchron::profiles::vllm, &tokchron::profiles::sglang});
+///   while (read_next(tl)) m.add(tl);
+///   std::vector<tokchron::run_summary> rs = m.take_summaries();  // one per profile, in order
+/// \endcode
+///
+/// Threads: `add` has one writer. A caller may instead feed the summarizers themselves
+/// (`operator[]`) from several threads, one writer each, as long as every summarizer gets every
+/// request in the same order and the summarizers whose profiles pool ITL samples
+/// (`pools_samples(profile.itl)`), which may read each other's samples, are fed by one thread in
+/// index order. Not copyable (the summarizers point at each other); movable.
+template <class Timeline>
+class multi_profile_summarizer {
+ public:
+  using summarizer = run_summarizer<Timeline>;
+  using time_point = typename Timeline::time_point;
+
+  /// One summarizer per profile, each with `o`; `o.executor` runs the computations of every
+  /// summary. Throws std::invalid_argument for a null profile, or as `run_summarizer`.
+  explicit multi_profile_summarizer(const std::vector<const profile*>& profiles,
+                                    const summary_options& o = {})
+      : multi_profile_summarizer(profiles, std::vector<summary_options>(profiles.size(), o),
+                                 o.executor) {}
+
+  /// One summarizer per profile, `options[i]` for `profiles[i]` (e.g. a different
+  /// `summary_options::inclusion` for each); `executor` runs the computations of every summary.
+  /// Throws std::invalid_argument when the two lists differ in size, for a null profile, or as
+  /// `run_summarizer`.
+  multi_profile_summarizer(const std::vector<const profile*>& profiles,
+                           std::vector<summary_options> options, task_executor executor)
+      : executor_(std::move(executor)) {
+    if (options.size() != profiles.size())
+      TOKCHRON_THROW(std::invalid_argument, "tokchron: one summary_options per profile is needed");
+    sums_.reserve(profiles.size());
+    for (std::size_t i = 0; i < profiles.size(); ++i) {
+      if (!profiles[i]) TOKCHRON_THROW(std::invalid_argument, "tokchron: a profile is null");
+      sums_.emplace_back(*profiles[i], std::move(options[i]));
+    }
+    std::vector<const summarizer*> earlier;
+    earlier.reserve(sums_.size());
+    for (auto& s : sums_) {
+      s.share_itl_with(earlier);
+      earlier.push_back(&s);
+    }
+  }
+
+  multi_profile_summarizer(const multi_profile_summarizer&) = delete;
+  multi_profile_summarizer& operator=(const multi_profile_summarizer&) = delete;
+  multi_profile_summarizer(multi_profile_summarizer&&) noexcept = default;
+  multi_profile_summarizer& operator=(multi_profile_summarizer&&) noexcept = default;
+  ~multi_profile_summarizer() = default;
+
+  /// Adds one request to every profile's summary. May throw std::bad_alloc; a profile may then
+  /// hold part of the request, so `take_summaries` refuses to build summaries afterwards.
+  void add(const Timeline& tl) {
+    const bool was_broken = broken_;
+    broken_ = true;  // until every profile has the request
+    for (auto& s : sums_) s.add(tl);
+    broken_ = was_broken;
+  }
+
+  /// The number of profiles.
+  [[nodiscard]] std::size_t size() const noexcept { return sums_.size(); }
+  /// The summarizer of the i-th profile (i < size()), to feed from several threads (see the
+  /// class's notes) or to read its profile and options.
+  [[nodiscard]] summarizer& operator[](std::size_t i) noexcept { return sums_[i]; }
+  [[nodiscard]] const summarizer& operator[](std::size_t i) const noexcept { return sums_[i]; }
+
+  /// Sets the run's duration in seconds for every profile (`run_summarizer::set_duration`).
+  void set_duration(double seconds) {
+    for (auto& s : sums_) s.set_duration(seconds);
+  }
+  /// Sets the benchmark's start for every profile (`run_summarizer::set_benchmark_start`).
+  void set_benchmark_start(time_point t) noexcept {
+    for (auto& s : sums_) s.set_benchmark_start(t);
+  }
+
+  /// The summaries, one per profile in the constructor's order, consuming the samples (the
+  /// summarizers are left empty of samples). Distributions with identical samples are computed
+  /// once, each distinct one a task of the executor. Throws std::logic_error after an `add` that
+  /// threw; std::bad_alloc.
+  [[nodiscard]] std::vector<run_summary> take_summaries() {
+    if (broken_)
+      TOKCHRON_THROW(std::logic_error,
+                     "tokchron: an add threw, so the profiles may hold different requests");
+    std::vector<run_summary> out(sums_.size());
+    std::vector<detail::distribution_job> jobs;
+    for (std::size_t i = 0; i < sums_.size(); ++i) sums_[i].collect_summary(out[i], jobs);
+    detail::run_distribution_jobs(jobs, executor_);
+    return out;
+  }
+
+ private:
+  std::vector<summarizer> sums_;
+  task_executor executor_;
+  bool broken_ = false;
+};
+
 /// Summarises a range of timelines under each of `profiles` (same options), in one pass over
-/// the timelines; profiles that agree on a metric's samples share its order statistics.
+/// the timelines (`multi_profile_summarizer`).
 template <class Range>
 [[nodiscard]] std::vector<run_summary> summarize(const Range& timelines,
                                                  const std::vector<const profile*>& profiles,
                                                  const summary_options& o = {}) {
-  using timeline = std::decay_t<decltype(*std::begin(timelines))>;
-  std::vector<run_summarizer<timeline>> sums;
-  sums.reserve(profiles.size());
-  for (const profile* p : profiles) sums.emplace_back(*p, o);
-  std::vector<const run_summarizer<timeline>*> earlier;
-  for (auto& s : sums) {
-    s.share_itl_with(earlier);
-    earlier.push_back(&s);
-  }
-  for (const auto& tl : timelines)
-    for (auto& s : sums) s.add(tl);
-  std::vector<run_summary> out(profiles.size());
-  std::vector<detail::distribution_job> jobs;
-  for (std::size_t i = 0; i < sums.size(); ++i) sums[i].collect_summary(out[i], jobs);
-  detail::run_distribution_jobs(jobs, o.executor);
-  return out;
+  multi_profile_summarizer<std::decay_t<decltype(*std::begin(timelines))>> m(profiles, o);
+  for (const auto& tl : timelines) m.add(tl);
+  return m.take_summaries();
 }
 
 /// Summarises a range of timelines (anything with begin/end) under `p`.
