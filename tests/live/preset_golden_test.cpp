@@ -62,4 +62,7 @@ TEST_CASE("live presets: every family of every preset, text and OpenMetrics") {
   check("tgi", tokchron::tgi_live_options(4095, 4096));
   check("llamacpp", tokchron::llamacpp_live_options());
   check("trtllm", tokchron::trtllm_live_options("llama-3-8b"));
+  check("dynamo", tokchron::dynamo_live_options("llama-3-8b"));
+  check("lmdeploy", tokchron::lmdeploy_live_options("llama-3-8b"));
+  check("otel", tokchron::otel_live_options("llama-3-8b", "tokchron"));
 }

@@ -7,8 +7,10 @@
 // docs/library/live-metrics.md.
 #include <doctest/doctest.h>
 
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "live/helpers.hpp"
 #include "tokchron/export/prometheus.hpp"
@@ -172,6 +174,123 @@ TEST_CASE("live presets: trtllm-serve's exposition of the scripted run") {
   CHECK(value(s, "trtllm_prompt_tokens") == 12 + 100 + 7 + 40);
   CHECK(value(s, "trtllm_generation_tokens") == 5 + 3 + 1 + 4);
   CHECK(value(s, "trtllm_num_requests_waiting") == 1);
+}
+
+TEST_CASE("live presets: NVIDIA Dynamo's frontend exposition of the scripted run") {
+  metrics m(tokchron::dynamo_live_options("Llama-3-8B"));
+  run(m);
+  live_test::check_golden("dynamo_scripted.prom", text(m));
+  const auto s = tokchron::scrape(m);
+  // metrics.rs lower-cases the model; endpoint and request_type are the preset's constants.
+  const std::vector<std::pair<std::string, std::string>> ok{{"model", "llama-3-8b"},
+                                                            {"endpoint", "chat_completions"},
+                                                            {"request_type", "stream"},
+                                                            {"status", "success"}};
+  CHECK(value(s, "dynamo_frontend_requests", ok) == 4);                     // a, b, c, g
+  CHECK(value(s, "dynamo_frontend_requests", {{"status", "error"}}) == 2);  // d aborted, e
+  CHECK(live_test::family(s, "dynamo_frontend_requests")->points.size() == 2);
+  CHECK(value(s, "dynamo_frontend_inflight_requests") == 1);  // f
+  CHECK(value(s, "dynamo_frontend_queued_requests") == 1);    // f: no token yet
+  const auto& disconnected = live_test::point(s, "dynamo_frontend_disconnected_clients");
+  CHECK(disconnected.value == 1);  // d
+  CHECK(disconnected.labels.empty());
+  // ITL: k samples of g / k per later response, none for a first response's extra tokens.
+  const auto& itl = hist(s, "dynamo_frontend_inter_token_latency_seconds");
+  CHECK(itl.count == 10);
+  CHECK(itl.sum == doctest::Approx(0.020 + 0.025 + 0.340 + 0.050 + 0.0014));
+  CHECK(hist(s, "dynamo_frontend_time_to_first_token_seconds").count == 5);
+  // The prompt length at the first token: e (rejected) and f (waiting) have none.
+  const auto& isl = hist(s, "dynamo_frontend_input_sequence_tokens");
+  CHECK(isl.count == 5);
+  CHECK(isl.sum == 12 + 100 + 7 + 2000 + 40);
+  // Every request as it ends: the rejected e too (its output length 0).
+  CHECK(hist(s, "dynamo_frontend_request_duration_seconds").count == 6);
+  CHECK(hist(s, "dynamo_frontend_output_sequence_tokens").count == 6);
+  CHECK(hist(s, "dynamo_frontend_output_sequence_tokens").sum == 5 + 3 + 1 + 2 + 4);
+  CHECK(hist(s, "dynamo_frontend_cached_tokens").count == 1);  // g reported 30
+  CHECK(hist(s, "dynamo_frontend_cached_tokens").sum == 30);
+  CHECK(value(s, "dynamo_frontend_output_tokens") == 5 + 3 + 1 + 2 + 4);
+  // generate_log_buckets with Dynamo's defaults (0, then log-spaced, two significant figures),
+  // as metrics.rs computes them.
+  CHECK(tokchron::dynamo_log_buckets(1.0, 256.0, 10) ==
+        std::vector<double>{0.0, 1.9, 3.4, 6.3, 12.0, 22.0, 40.0, 75.0, 140.0, 260.0});
+  CHECK(tokchron::dynamo_log_buckets(0.001, 480.0, 18) ==
+        std::vector<double>{0.0, 0.0022, 0.0047, 0.01, 0.022, 0.047, 0.1, 0.22, 0.47, 1.0, 2.2, 4.7,
+                            10.0, 22.0, 48.0, 100.0, 220.0, 480.0});
+  CHECK(tokchron::dynamo_log_buckets(0.001, 2.0, 13) ==
+        std::vector<double>{0.0, 0.0019, 0.0035, 0.0067, 0.013, 0.024, 0.045, 0.084, 0.16, 0.3,
+                            0.56, 1.1, 2.0});
+  CHECK(tokchron::dynamo_log_buckets(50.0, 128000.0, 12) ==
+        std::vector<double>{0.0, 100.0, 210.0, 430.0, 870.0, 1800.0, 3600.0, 7400.0, 15000.0,
+                            31000.0, 63000.0, 130000.0});
+  CHECK(tokchron::dynamo_log_buckets(50.0, 32000.0, 10) ==
+        std::vector<double>{0.0, 100.0, 210.0, 430.0, 880.0, 1800.0, 3700.0, 7600.0, 16000.0,
+                            32000.0});
+  CHECK(tokchron::dynamo_log_buckets(1.0, 2.0, 0).empty());
+  CHECK(tokchron::dynamo_log_buckets(1.0, 2.0, 1) == std::vector<double>{0.0});
+  CHECK_THROWS_AS((void)tokchron::dynamo_log_buckets(0.0, 2.0, 5), std::invalid_argument);
+  CHECK_THROWS_AS((void)tokchron::dynamo_log_buckets(1.0, 2.0, 513), std::invalid_argument);
+}
+
+TEST_CASE("live presets: LMDeploy's exposition of the scripted run") {
+  metrics m(tokchron::lmdeploy_live_options("llama-3-8b"));
+  run(m);
+  live_test::check_golden("lmdeploy_scripted.prom", text(m));
+  const auto s = tokchron::scrape(m);
+  // One TPOT sample per engine step after the first: a 2, b 1, d 1, g 1.
+  const auto& tpot = hist(s, "lmdeploy:time_per_output_token_seconds");
+  CHECK(tpot.count == 5);
+  CHECK(tpot.sum == doctest::Approx(0.020 + 0.025 + 0.340 + 0.050 + 0.0014));
+  CHECK(hist(s, "lmdeploy:time_to_first_token_seconds").count == 5);
+  // Every finished request that was scheduled (a, b, c, d, g).
+  CHECK(hist(s, "lmdeploy:e2e_request_latency_seconds").count == 5);
+  CHECK(hist(s, "lmdeploy:request_prompt_tokens").count == 5);
+  // max_model_len fixed at 4096 in loggers.py: 1-2-5 edges up to 2000.
+  CHECK(hist(s, "lmdeploy:request_prompt_tokens").buckets.back().upper_bound == 2000);
+  CHECK(value(s, "lmdeploy:prompt_tokens") == 12 + 100 + 7 + 2000 + 40);
+  CHECK(value(s, "lmdeploy:generation_tokens") == 5 + 3 + 1 + 2 + 4);
+  CHECK(value(s, "lmdeploy:num_requests_waiting") == 1);
+  CHECK(live_test::family(s, "lmdeploy:request_success") == nullptr);  // commented out there
+}
+
+TEST_CASE("live presets: OpenTelemetry's GenAI server metrics of the scripted run") {
+  metrics m(tokchron::otel_live_options("llama-3-8b", "tokchron"));
+  run(m);
+  live_test::check_golden("otel_scripted.prom", text(m));
+  const auto s = tokchron::scrape(m);
+  const std::vector<std::pair<std::string, std::string>> attrs{
+      {"gen_ai_operation_name", "chat"},
+      {"gen_ai_provider_name", "tokchron"},
+      {"gen_ai_request_model", "llama-3-8b"}};
+  // Successful responses only (a, b, c, g): not d (aborted), e (rejected), f (waiting).
+  const auto& ttft = hist(s, "gen_ai_server_time_to_first_token_seconds", attrs);
+  CHECK(ttft.count == 4);
+  CHECK(ttft.sum == doctest::Approx(0.040 + 0.080 + 0.025 + 0.0046));
+  // (duration - TTFT) / (tokens after the first), the duration ending at the last token;
+  // c (one token) has none.
+  const auto& tpot = hist(s, "gen_ai_server_time_per_output_token_seconds");
+  CHECK(tpot.count == 3);
+  CHECK(tpot.sum == doctest::Approx(0.045 / 4 + 0.340 / 2 + 0.0014 / 3));
+  const auto& duration = hist(s, "gen_ai_server_request_duration_seconds");
+  CHECK(duration.count == 4);
+  CHECK(duration.sum == doctest::Approx(0.085 + 0.420 + 0.025 + 0.006));
+  // The conventions' recommended boundaries.
+  CHECK(ttft.buckets.size() == 16);
+  CHECK(ttft.buckets.back().upper_bound == 10.0);
+  CHECK(tpot.buckets.back().upper_bound == 2.5);
+  CHECK(duration.buckets.back().upper_bound == 81.92);
+  // The stability transition: v1.36.0's attribute unless the opt-in names the latest.
+  CHECK(tokchron::otel_genai_semconv_from("") == tokchron::otel_genai_semconv::v1_36);
+  CHECK(tokchron::otel_genai_semconv_from("http, gen_ai_latest_experimental") ==
+        tokchron::otel_genai_semconv::latest);
+  CHECK(tokchron::otel_genai_semconv_from("gen_ai_latest_experimentalx") ==
+        tokchron::otel_genai_semconv::v1_36);
+  metrics old(tokchron::otel_live_options("llama-3-8b", "tokchron", "chat",
+                                          tokchron::otel_genai_semconv::v1_36));
+  run(old);
+  CHECK(hist(tokchron::scrape(old), "gen_ai_server_time_to_first_token_seconds",
+             {{"gen_ai_system", "tokchron"}})
+            .count == 4);
 }
 
 TEST_CASE("bad input L10: live presets: arguments no server preset can carry are refused") {

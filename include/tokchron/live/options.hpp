@@ -24,16 +24,18 @@ TOKCHRON_BEGIN_NAMESPACE
 
 /// What feeds a family of a preset: one of the quantities a `live_metrics` object records.
 enum class live_source : std::uint8_t {
-  histogram,          ///< the histogram `live_family::histogram`
-  requests,           ///< counter: finished requests by finish reason (label `label`)
-  finished,           ///< counter: finished requests whose reason is in `live_family::reasons`
-  arrived,            ///< counter: requests arrived (finished of every reason, running, waiting)
-  prompt_tokens,      ///< counter: prompt tokens (when: `live_rules`)
-  generation_tokens,  ///< counter: output tokens (when: `live_rules`)
-  preemptions,        ///< counter: preemptions, as they happen
-  running,            ///< gauge: scheduled and not finished or preempted
-  waiting,            ///< gauge: arrived (or preempted) and not yet scheduled
-  kv_cache_usage,     ///< gauge the server sets (`set_kv_cache_usage`); exported once set
+  histogram,           ///< the histogram `live_family::histogram`
+  requests,            ///< counter: finished requests by finish reason (label `label`)
+  finished,            ///< counter: finished requests whose reason is in `live_family::reasons`
+  arrived,             ///< counter: requests arrived (finished of every reason, running, waiting)
+  prompt_tokens,       ///< counter: prompt tokens (when: `live_rules`)
+  generation_tokens,   ///< counter: output tokens (when: `live_rules`)
+  preemptions,         ///< counter: preemptions, as they happen
+  running,             ///< gauge: scheduled and not finished or preempted
+  waiting,             ///< gauge: arrived (or preempted) and not yet scheduled
+  in_flight,           ///< gauge: arrived and not finished (running + waiting)
+  before_first_token,  ///< gauge: arrived, not finished, no output token yet
+  kv_cache_usage,      ///< gauge the server sets (`set_kv_cache_usage`); exported once set
   /// Counters the server feeds (`add_prefix_cache`), exported once fed.
   prefix_cache_queries,
   prefix_cache_hits,
@@ -79,6 +81,8 @@ enum class live_source : std::uint8_t {
     case live_source::histogram: return metric_kind::histogram;
     case live_source::running:
     case live_source::waiting:
+    case live_source::in_flight:
+    case live_source::before_first_token:
     case live_source::kv_cache_usage:
     case live_source::prompt_throughput:
     case live_source::generation_throughput: return metric_kind::gauge;
@@ -117,6 +121,12 @@ struct live_family {
   /// `prompt_tokens_by_source`: the values of the computed, cache-hit and transferred sources.
   std::vector<std::string> label_values;
   std::uint8_t reasons = 0;  ///< `finished`: the reasons counted (`live_reason_bit`)
+  /// Labels with fixed values on every point of this family, after the series' labels and
+  /// before `label` (Dynamo's `endpoint` and `request_type` on its requests counter).
+  label_set const_labels;
+  /// One point without the series' labels: the sum over every series (a server's family that
+  /// has no labels while its others do). Not for histograms or families with a `label`.
+  bool sum_series = false;
   /// False: the Prometheus text writes the counter without `_total` (TGI's exporter);
   /// OpenMetrics keeps it.
   bool total_suffix = true;

@@ -42,10 +42,13 @@ struct live_rules {
   bool ttft_at_finish = false;      ///< TTFT observed at the finish, not at the first token
   bool tokens_at_finish = false;    ///< prompt, cached and generation counters at the finish
   bool lengths_at_arrival = false;  ///< prompt-length and max_tokens histograms at `arrive`
-  bool queue_at_schedule = false;   ///< queue time observed when first scheduled
-  bool from_queued = false;         ///< TTFT and E2E from `queued` when known
-  bool e2e_to_last_token = false;   ///< E2E ends at the last token, not at the finish
-  bool positive_only = false;       ///< latencies of 0 not observed, queue time excepted
+  /// The prompt-length histogram at the first token (requests that never produced one are not
+  /// in it), not at the finish.
+  bool lengths_at_first_token = false;
+  bool queue_at_schedule = false;  ///< queue time observed when first scheduled
+  bool from_queued = false;        ///< TTFT and E2E from `queued` when known
+  bool e2e_to_last_token = false;  ///< E2E ends at the last token, not at the finish
+  bool positive_only = false;      ///< latencies of 0 not observed, queue time excepted
   /// llama.cpp's counters: prompt tokens computed (not cached) and prefill milliseconds at the
   /// first token; generation tokens and decode milliseconds when a request completes (stop,
   /// length); each time cut to whole milliseconds before it is added.
@@ -74,15 +77,18 @@ enum class live_histogram : std::uint8_t {
   generation_tokens,  ///< output length, tokens
   max_tokens,         ///< the request's max_tokens parameter, when the server gives it
   validation_time,    ///< arrival to queued (TGI's validation duration), s
+  /// prompt tokens served from a prefix cache, per request that reported them, tokens
+  /// (observed when the prompt tokens are counted)
+  cached_prompt_tokens,
 };
 /// The number of `live_histogram`s.
-inline constexpr std::size_t live_histogram_count = 12;
+inline constexpr std::size_t live_histogram_count = 13;
 
 namespace detail {
 /// True for the histograms of times (seconds); the others count tokens.
 [[nodiscard]] constexpr bool live_is_time(live_histogram h) noexcept {
   return h != live_histogram::prompt_tokens && h != live_histogram::generation_tokens &&
-         h != live_histogram::max_tokens;
+         h != live_histogram::max_tokens && h != live_histogram::cached_prompt_tokens;
 }
 }  // namespace detail
 

@@ -19,11 +19,13 @@
 ///   tokchron::live_metrics g(tokchron::tgi_live_options(4095, 4096));
 /// \endcode
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -558,6 +560,231 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
       live_source_family("trtllm_spec_decode_num_draft_tokens", src::spec_draft_tokens),
       live_source_family("trtllm_spec_decode_num_accepted_tokens", src::spec_accepted_tokens),
       live_source_family("tokchron_rejected_requests", src::rejected),
+  };
+  live_append(o.families, live_own_families());
+  return o;
+}
+
+/// NVIDIA Dynamo's `generate_log_buckets(min, max, count)` (lib/llm/src/http/service/metrics.rs):
+/// 0, then `count - 1` log-spaced values from `min` to `max`, each rounded to two significant
+/// figures (`round_to_sig_figs`: x * 10^(1 - floor(log10 x)), rounded half away from zero, and
+/// divided back), duplicates removed. Empty for `count` 0, {0} for 1. Throws
+/// std::invalid_argument unless 0 < min < max are finite and count <= 512 (Dynamo then falls
+/// back to its defaults).
+[[nodiscard]] inline std::vector<double> dynamo_log_buckets(double min, double max,
+                                                            std::size_t count) {
+  if (!(min > 0 && min < max && max - max == 0) || count > 512)
+    TOKCHRON_THROW(std::invalid_argument,
+                   "tokchron: dynamo_log_buckets needs 0 < min < max, finite, and count <= 512");
+  std::vector<double> b;
+  if (count == 0) return b;
+  b.push_back(0.0);
+  for (std::size_t i = 1; i < count; ++i) {
+    const double lo = std::log(min), hi = std::log(max);
+    const double v =
+        std::exp(lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(count - 1));
+    const double scale = std::pow(10.0, 2.0 - 1.0 - std::floor(std::log10(std::fabs(v))));
+    const double r = std::round(v * scale) / scale;
+    if (r != b.back()) b.push_back(r);
+  }
+  return b;
+}
+
+/// NVIDIA Dynamo's frontend `/metrics` (ai-dynamo/dynamo lib/llm/src/http/service/metrics.rs at
+/// 79a21ca4f5200e76a2bcc19580eb6176298c7e59, `Metrics::new`, `InflightGuard`,
+/// `HttpQueueGuard`, `ResponseMetricCollector`; the names in
+/// lib/runtime/src/metrics/prometheus_names.rs at 04070c75b52f33346a2d5723eed93a0093e77bad,
+/// `frontend_service`): label `model` (Dynamo writes it in lower case: so is the default
+/// value here); `dynamo_frontend_requests_total{model, endpoint, request_type, status}` when a
+/// request ends (`success` for stop and length, `error` otherwise; `endpoint` and
+/// `request_type` are constants of the preset, as tokchron records no endpoint per request);
+/// `dynamo_frontend_inflight_requests` (arrived, not finished), `_queued_requests` (arrived,
+/// no token yet, not finished), `_disconnected_clients` (no labels: aborted requests, a gauge
+/// that only rises); `_request_duration_seconds` for every request as it ends;
+/// `_input_sequence_tokens` at the first token; `_output_sequence_tokens` at the end;
+/// `_cached_tokens` per request that reported them; `_output_tokens_total` as tokens stream;
+/// `_time_to_first_token_seconds` from arrival; `_inter_token_latency_seconds` k samples of
+/// g / k per later response of k tokens (none for the first response's extra tokens). Buckets:
+/// `dynamo_log_buckets` with Dynamo's defaults. Inclusion `all`: Dynamo observes every request.
+[[nodiscard]] inline live_options dynamo_live_options(std::string model,
+                                                      std::string endpoint = "chat_completions",
+                                                      std::string request_type = "stream") {
+  for (char& c : model)  // metrics.rs: model.to_string().to_lowercase() (ASCII here)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  live_options o;
+  o.rules.itl = itl_grain::per_token_split;
+  o.rules.lengths_at_first_token = true;
+  o.inclusion = live_inclusion::all;
+  o.label_names = {"model"};
+  o.default_label_values = {std::move(model)};
+  using h = live_histogram;
+  using src = live_source;
+  const std::vector<double> isl = dynamo_log_buckets(50.0, 128000.0, 12);
+  live_family requests =
+      live_requests_family("dynamo_frontend_requests", "status",
+                           {"success", "success", "error", "error", "error", "error"});
+  requests.const_labels = {label{"endpoint", std::move(endpoint)},
+                           label{"request_type", std::move(request_type)}};
+  requests.help = "Total number of LLM requests processed";
+  live_family disconnected =
+      live_finished_family("dynamo_frontend_disconnected_clients",
+                           static_cast<std::uint8_t>(live_reason_bit(finish_reason::aborted)),
+                           "Number of disconnected clients");
+  disconnected.kind = metric_kind::gauge;
+  disconnected.sum_series = true;
+  live_family output_tokens =
+      live_source_family("dynamo_frontend_output_tokens", src::generation_tokens,
+                         "Total number of output tokens generated (updates in real-time)");
+  o.families = {
+      requests,
+      live_source_family("dynamo_frontend_inflight_requests", src::in_flight,
+                         "Number of inflight requests"),
+      disconnected,
+      live_source_family("dynamo_frontend_queued_requests", src::before_first_token,
+                         "Number of requests in HTTP processing queue"),
+      live_histogram_family("dynamo_frontend_request_duration_seconds", h::e2e,
+                            dynamo_log_buckets(1.0, 256.0, 10), "Duration of LLM requests"),
+      live_histogram_family("dynamo_frontend_input_sequence_tokens", h::prompt_tokens, isl,
+                            "Input sequence length in tokens"),
+      live_histogram_family("dynamo_frontend_output_sequence_tokens", h::generation_tokens,
+                            dynamo_log_buckets(50.0, 32000.0, 10),
+                            "Output sequence length in tokens"),
+      live_histogram_family("dynamo_frontend_cached_tokens", h::cached_prompt_tokens, isl,
+                            "Number of cached tokens (prefix cache hits) per request"),
+      output_tokens,
+      live_histogram_family("dynamo_frontend_time_to_first_token_seconds", h::ttft,
+                            dynamo_log_buckets(0.001, 480.0, 18), "Time to first token in seconds"),
+      live_histogram_family("dynamo_frontend_inter_token_latency_seconds", h::itl,
+                            dynamo_log_buckets(0.001, 2.0, 13), "Inter-token latency in seconds"),
+      live_source_family("tokchron_rejected_requests", src::rejected),
+  };
+  live_append(o.families, live_own_families());
+  return o;
+}
+
+/// LMDeploy's `/metrics` with `--enable-metrics` (InternLM/lmdeploy lmdeploy/metrics/loggers.py
+/// and stats.py at 0168eedaef9497414956cb20c2ad0f443de6c248, `PrometheusStatLogger`,
+/// `IterationStats`; adapted from vLLM's V1 logger): labels `model_name` and `engine` (the data
+/// parallel rank); the running and waiting gauges, `lmdeploy:gpu_cache_usage_perc` (server-fed),
+/// `lmdeploy:prompt_tokens_total` at the first token, `lmdeploy:generation_tokens_total` as
+/// tokens stream, `lmdeploy:time_to_first_token_seconds` from arrival,
+/// `lmdeploy:time_per_output_token_seconds` one sample per engine step after the first (the
+/// gap, as vLLM's ITL), and for every finished request E2E, queue, prefill, inference and
+/// decode times and the prompt and generation lengths (on `build_1_2_5_buckets(4096)`: LMDeploy
+/// fixes max_model_len at 4096). No request counter (LMDeploy's is commented out).
+[[nodiscard]] inline live_options lmdeploy_live_options(std::string model_name,
+                                                        std::string engine = "0") {
+  live_options o;
+  o.rules.itl = itl_grain::per_chunk;
+  o.label_names = {"model_name", "engine"};
+  o.default_label_values = {std::move(model_name), std::move(engine)};
+  using h = live_histogram;
+  using src = live_source;
+  const std::vector<double> len = one_two_five_buckets(4096);
+  const std::vector<double> latency = vllm_request_latency_buckets();
+  o.families = {
+      live_source_family("lmdeploy:num_requests_running", src::running,
+                         "Number of requests in model execution batches."),
+      live_source_family("lmdeploy:num_requests_waiting", src::waiting,
+                         "Number of requests waiting to be processed."),
+      live_source_family("lmdeploy:gpu_cache_usage_perc", src::kv_cache_usage,
+                         "GPU KV-cache usage. 1 means 100 percent usage."),
+      live_source_family("lmdeploy:prompt_tokens", src::prompt_tokens,
+                         "Number of prefill tokens processed."),
+      live_source_family("lmdeploy:generation_tokens", src::generation_tokens,
+                         "Number of generation tokens processed."),
+      live_histogram_family("lmdeploy:request_prompt_tokens", h::prompt_tokens, len,
+                            "Number of prefill tokens processed."),
+      live_histogram_family("lmdeploy:request_generation_tokens", h::generation_tokens, len,
+                            "Number of generation tokens processed."),
+      live_histogram_family("lmdeploy:time_to_first_token_seconds", h::ttft, vllm_ttft_buckets(),
+                            "Histogram of time to first token in seconds."),
+      live_histogram_family("lmdeploy:time_per_output_token_seconds", h::itl, vllm_itl_buckets(),
+                            "Histogram of time per output token in seconds."),
+      live_histogram_family("lmdeploy:e2e_request_latency_seconds", h::e2e, latency,
+                            "Histogram of e2e request latency in seconds."),
+      live_histogram_family("lmdeploy:request_queue_time_seconds", h::queue_time, latency,
+                            "Histogram of time spent in WAITING phase for request."),
+      live_histogram_family("lmdeploy:request_inference_time_seconds", h::inference_time, latency,
+                            "Histogram of time spent in RUNNING phase for request."),
+      live_histogram_family("lmdeploy:request_prefill_time_seconds", h::prefill_time, latency,
+                            "Histogram of time spent in PREFILL phase for request."),
+      live_histogram_family("lmdeploy:request_decode_time_seconds", h::decode_time, latency,
+                            "Histogram of time spent in DECODE phase for request."),
+      live_source_family("tokchron_rejected_requests", src::rejected),
+  };
+  live_append(o.families, live_own_families());
+  return o;
+}
+
+/// Which version of OpenTelemetry's GenAI conventions a preset emits: the stability transition
+/// of `open-telemetry/semantic-conventions/docs/gen-ai/README.md` (v1.37.0 and later). An
+/// instrumentation that emitted v1.36.0 or earlier keeps doing so by default and emits the
+/// latest experimental version only when `OTEL_SEMCONV_STABILITY_OPT_IN` lists
+/// `gen_ai_latest_experimental`.
+enum class otel_genai_semconv : std::uint8_t {
+  v1_36,   ///< the provider in `gen_ai.system` (v1.36.0)
+  latest,  ///< the provider in `gen_ai.provider.name` (semantic-conventions-genai, below)
+};
+
+/// `otel_genai_semconv::latest` when `opt_in` (the value of `OTEL_SEMCONV_STABILITY_OPT_IN`, a
+/// comma-separated list) names `gen_ai_latest_experimental`, else `v1_36`.
+[[nodiscard]] inline otel_genai_semconv otel_genai_semconv_from(std::string_view opt_in) noexcept {
+  while (!opt_in.empty()) {
+    const std::size_t comma = opt_in.find(',');
+    std::string_view item = opt_in.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == "gen_ai_latest_experimental") return otel_genai_semconv::latest;
+    if (comma == std::string_view::npos) break;
+    opt_in.remove_prefix(comma + 1);
+  }
+  return otel_genai_semconv::v1_36;
+}
+
+/// OpenTelemetry's GenAI model-server metrics
+/// (`open-telemetry/semantic-conventions-genai/docs/gen-ai/gen-ai-metrics.md` at
+/// 7269173edd774fb00a9fabc374955e0888714fa7, status
+/// Development; attributes of semantic-conventions v1.41.1) in the Prometheus exposition, named
+/// as OpenTelemetry's Prometheus exporters translate them (dots to underscores, the unit `s`
+/// as the suffix `_seconds`): `gen_ai_server_time_to_first_token_seconds`,
+/// `gen_ai_server_time_per_output_token_seconds` and `gen_ai_server_request_duration_seconds`,
+/// each on the conventions' recommended explicit buckets, for successful responses (stop,
+/// length: the conventions' "for successful responses"; the request duration too, so that no
+/// point needs the `error.type` a failed request's duration must carry); TTFT from arrival
+/// (queue and prefill), TPOT (duration - TTFT) / (tokens after the first) with the duration
+/// ending at the last token. Labels: `gen_ai_operation_name` (`operation`, e.g. `chat`,
+/// `text_completion`), the provider (`gen_ai_provider_name`, or `gen_ai_system` under
+/// `otel_genai_semconv::v1_36`), `gen_ai_request_model`.
+[[nodiscard]] inline live_options otel_live_options(
+    std::string model, std::string provider, std::string operation = "chat",
+    otel_genai_semconv version = otel_genai_semconv::latest) {
+  live_options o;
+  o.rules.itl = itl_grain::per_token_with_first;
+  o.rules.ttft_at_finish = true;  // successful responses only: known at the finish
+  o.rules.e2e_to_last_token = true;
+  o.rules.reasons = static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
+                                              live_reason_bit(finish_reason::length));
+  o.label_names = {"gen_ai_operation_name",
+                   version == otel_genai_semconv::latest ? "gen_ai_provider_name" : "gen_ai_system",
+                   "gen_ai_request_model"};
+  o.default_label_values = {std::move(operation), std::move(provider), std::move(model)};
+  using h = live_histogram;
+  o.families = {
+      live_histogram_family(
+          "gen_ai_server_request_duration_seconds", h::e2e,
+          {0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92},
+          "Generative AI server request duration such as time-to-last byte or "
+          "last output token."),
+      live_histogram_family(
+          "gen_ai_server_time_per_output_token_seconds", h::tpot,
+          {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5},
+          "Time per output token generated after the first token for "
+          "successful responses."),
+      live_histogram_family("gen_ai_server_time_to_first_token_seconds", h::ttft,
+                            {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+                             2.5, 5.0, 7.5, 10.0},
+                            "Time to generate first token for successful responses."),
   };
   live_append(o.families, live_own_families());
   return o;

@@ -415,6 +415,7 @@ class basic_live_metrics {
     if (c) {
       d.use(detail::lf_cached_prompt);
       d.count(s, detail::lc_prompt_cached, *c);
+      d.observe(s, live_histogram::cached_prompt_tokens, static_cast<double>(*c));
     }
     if (!p || (c && *c > *p)) return;  // no split without the prompt length
     const std::uint64_t cached = c.value_or(0);
@@ -469,6 +470,9 @@ class basic_live_metrics {
       if (const auto a = start_of(tl); a && first && *first >= *a)
         observe_latency(d, s, live_histogram::ttft, seconds(*first - *a));
     if (!hot_.rules.tokens_at_finish) count_prompt(d, s, tl);
+    if (hot_.rules.lengths_at_first_token)
+      if (const auto p = tl.prompt_tokens())
+        d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
     if (hot_.rules.whole_ms_counters)
       if (const auto sched = tl.first_scheduled(); sched && first && *first >= *sched)
         d.count(s, detail::lc_prefill_ms, whole_ms(*first - *sched));
@@ -551,8 +555,11 @@ class basic_live_metrics {
       observe_latency(d, s, live_histogram::tpot, seconds(*v));
     }
     if (!rules.lengths_at_arrival) {
-      if (const auto p = tl.prompt_tokens())
-        d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
+      // At the first token instead: observed there as the tokens streamed (first_token_series).
+      const bool at_first = rules.lengths_at_first_token;
+      if (!at_first || (inc == live_inclusion::completed && first))
+        if (const auto p = tl.prompt_tokens())
+          d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
       if (max_tokens > 0) d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
     }
     d.observe(s, live_histogram::generation_tokens, static_cast<double>(n));
@@ -588,6 +595,7 @@ record_status basic_live_metrics<Clock>::arrive(request_type& r, time_point t,
   r.phase_ = request_type::waiting;
   in_shard([&](detail::live_writer<>& d) noexcept {
     d.count(r.series_, detail::lc_waiting, 1);
+    d.count(r.series_, detail::lc_before_first, 1);
     if (r.series_ == hot_.overflow_index) d.count(r.series_, detail::lc_overflow_requests, 1);
     if (hot_.rules.lengths_at_arrival) {  // TGI: observed as the request is validated
       if (info.prompt_tokens)
@@ -711,6 +719,7 @@ record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, st
     if (prev) {
       observe_itl(d, s, seconds(t - *prev), tokens);
     } else {
+      d.count(s, detail::lc_before_first, ~std::uint64_t{0});
       if (hot_.rules.itl == itl_grain::per_token_with_first && tokens > 1)
         d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
       if (streaming) {
@@ -735,6 +744,7 @@ record_status basic_live_metrics<Clock>::finish(request_type& r, time_point t,
     const std::uint32_t s = r.series_;
     d.count(s, was == request_type::running ? detail::lc_running : detail::lc_waiting,
             ~std::uint64_t{0});
+    if (!r.tl_.first_token_time()) d.count(s, detail::lc_before_first, ~std::uint64_t{0});
     finished(d, s, r.tl_, r.max_tokens_, r.counted_prompt_);
   });
   return record_status::ok;

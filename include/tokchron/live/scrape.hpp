@@ -215,6 +215,7 @@ inline void live_series_labels(const live_state& st, live_scrape_data& d) {
     case live_source::preemptions: return lc_preemptions;
     case live_source::running: return lc_running;
     case live_source::waiting: return lc_waiting;
+    case live_source::before_first_token: return lc_before_first;
     case live_source::prefix_cache_queries: return lc_prefix_queries;
     case live_source::prefix_cache_hits: return lc_prefix_hits;
     case live_source::prompt_tokens_cached: return lc_prompt_cached;
@@ -227,6 +228,14 @@ inline void live_series_labels(const live_state& st, live_scrape_data& d) {
       return lc_requests + static_cast<std::uint32_t>(finish_reason::rejected);
     default: return lc_count;
   }
+}
+
+/// The labels of a point of family `f` in a series labelled `series`: those, then the
+/// family's constant labels.
+[[nodiscard]] inline label_set live_point_labels(const live_family& f, const label_set& series) {
+  label_set l = series;
+  l.insert(l.end(), f.const_labels.begin(), f.const_labels.end());
+  return l;
 }
 
 /// The points of a histogram family: cumulative buckets, count and sum per series.
@@ -244,7 +253,7 @@ inline void live_histogram_points(metric_family& out, const live_family& f, cons
     x.count = live_sat_add(
         cum, d.counter(s, lay.offset[h] + static_cast<std::uint32_t>(lay.bounds[h].size())));
     x.sum = d.present[s] ? d.sums[s][h] : 0.0;
-    out.add(std::move(x), labels);
+    out.add(std::move(x), live_point_labels(f, labels));
   }
 }
 
@@ -263,7 +272,7 @@ inline void live_requests_points(metric_family& out, const live_family& f,
       unsigned reasons = 0;
       for (std::uint32_t r = 0; r < finish_reason_count; ++r)
         if (f.label_values[r] == v) reasons |= 1u << r;
-      label_set l = labels;
+      label_set l = live_point_labels(f, labels);
       l.push_back(label{f.label, v});
       out.add(static_cast<double>(d.finished(s, reasons)), std::move(l));
     }
@@ -277,7 +286,7 @@ void live_labelled_points(metric_family& out, const live_family& f, const live_s
                           std::uint32_t values, ValueOf&& value_of, LabelOf&& label_of) {
   for (const auto& [s, labels] : d.series)
     for (std::uint32_t v = 0; v < values; ++v) {
-      label_set l = labels;
+      label_set l = live_point_labels(f, labels);
       l.push_back(label{f.label, label_of(v)});
       out.add(static_cast<double>(value_of(s, v)), std::move(l));
     }
@@ -295,8 +304,12 @@ void live_labelled_points(metric_family& out, const live_family& f, const live_s
       return static_cast<double>(live_sat_add(total, d.counter(s, lc_waiting)));
     }
     case live_source::running:
-    case live_source::waiting:  // two's complement sums of +1 and -1
+    case live_source::waiting:
+    case live_source::before_first_token:  // two's complement sums of +1 and -1
       return static_cast<double>(static_cast<std::int64_t>(d.counter(s, live_slot(f.source))));
+    case live_source::in_flight:
+      return static_cast<double>(
+          static_cast<std::int64_t>(d.counter(s, lc_running) + d.counter(s, lc_waiting)));
     case live_source::kv_cache_usage: return st.kv_cache_usage[s].load(std::memory_order_relaxed);
     case live_source::prefill_seconds:
       return static_cast<double>(d.counter(s, lc_prefill_ms)) / 1e3;
@@ -349,14 +362,23 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
     default: break;
   }
   if (live_is_own(f.source)) {
-    out.add(live_own_value(f.source, d));
+    out.add(live_own_value(f.source, d), f.const_labels);
+    return;
+  }
+  if (f.sum_series) {
+    double total = 0;
+    for (const auto& entry : d.series) {
+      const double v = live_series_value(f, st, d, entry.first);
+      if (f.source != live_source::kv_cache_usage || v != live_state::not_set()) total += v;
+    }
+    out.add(total, f.const_labels);
     return;
   }
   for (const auto& [s, labels] : d.series) {
     const double v = live_series_value(f, st, d, s);
     // A server-set gauge has a point once the server set it.
     if (f.source == live_source::kv_cache_usage && v == live_state::not_set()) continue;
-    out.add(v, labels);
+    out.add(v, live_point_labels(f, labels));
   }
 }
 
@@ -382,6 +404,9 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
     case live_source::preemptions: return "Preemptions, counted as they happen.";
     case live_source::running: return "Requests scheduled and not finished or preempted.";
     case live_source::waiting: return "Requests arrived or preempted and not yet scheduled.";
+    case live_source::in_flight: return "Requests arrived and not finished.";
+    case live_source::before_first_token:
+      return "Requests arrived and not finished that have no output token yet.";
     case live_source::kv_cache_usage:
       return "KV-cache usage as the server reports it; 1 means full.";
     case live_source::prefix_cache_queries:
@@ -460,6 +485,8 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
                                       : "The max_tokens parameter of finished requests.";
     case live_histogram::validation_time:
       return "Time from arrival to entering the engine's queue, seconds.";
+    case live_histogram::cached_prompt_tokens:
+      return "Prompt tokens served from a prefix cache, per request that reported them.";
   }
   return "";
 }

@@ -2,6 +2,7 @@
 #include "live_engine.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <iterator>
 #include <stdexcept>
@@ -40,6 +41,13 @@ tokchron::live_options metric_options(std::string_view names, const std::string&
     return tokchron::tgi_live_options(max_model_len > 1 ? max_model_len - 1 : 1, max_model_len);
   if (names == "llamacpp") return tokchron::llamacpp_live_options();
   if (names == "trtllm") return tokchron::trtllm_live_options(model);
+  if (names == "dynamo") return tokchron::dynamo_live_options(model);
+  if (names == "lmdeploy") return tokchron::lmdeploy_live_options(model);
+  if (names == "otel") {
+    const char* opt_in = std::getenv("OTEL_SEMCONV_STABILITY_OPT_IN");
+    return tokchron::otel_live_options(model, "tokchron", "chat",
+                                       tokchron::otel_genai_semconv_from(opt_in ? opt_in : ""));
+  }
   throw std::invalid_argument("--names '" + std::string(names) + "': expected " +
                               metric_names_list());
 }

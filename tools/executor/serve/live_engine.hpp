@@ -38,16 +38,19 @@ using live_metrics = tokchron::basic_live_metrics<std::chrono::steady_clock>;
 
 /// The values of `serve --names`: whose /metrics names and semantics the server exports
 /// (tokchron/live/presets.hpp; docs/library/live-metrics.md).
-inline constexpr std::string_view metric_names[] = {"vllm", "tokchron", "sglang",
-                                                    "tgi",  "llamacpp", "trtllm"};
-/// "vllm|tokchron|sglang|tgi|llamacpp|trtllm", for usage texts and errors.
+inline constexpr std::string_view metric_names[] = {"vllm",     "tokchron", "sglang", "tgi",
+                                                    "llamacpp", "trtllm",   "dynamo", "lmdeploy"};
+/// "vllm|tokchron|sglang|tgi|llamacpp|trtllm|dynamo|lmdeploy", for usage texts and errors.
 [[nodiscard]] std::string metric_names_list();
 /// Whether `names` is one of `metric_names`.
 [[nodiscard]] bool known_metric_names(std::string_view names) noexcept;
 /// The live options of preset `names` for a server of `model` whose requests hold at most
 /// `max_model_len` tokens: vLLM's and tokchron's with label `model_name`, SGLang's
 /// (`model_name`), TGI's (max input tokens `max_model_len - 1`, max total `max_model_len`,
-/// TGI's defaults' relation), llama.cpp's, trtllm-serve's (`model_name`, `engine_type`). Throws
+/// TGI's defaults' relation), llama.cpp's, trtllm-serve's (`model_name`, `engine_type`),
+/// Dynamo's frontend (`model`), LMDeploy's (`model_name`, `engine`), OpenTelemetry's GenAI
+/// server metrics (operation `chat`, provider `tokchron`, the model; the conventions' version
+/// from `OTEL_SEMCONV_STABILITY_OPT_IN`, as OpenTelemetry's transition says). Throws
 /// std::invalid_argument for an unknown name.
 [[nodiscard]] tokchron::live_options metric_options(std::string_view names,
                                                     const std::string& model,

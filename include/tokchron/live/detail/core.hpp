@@ -71,6 +71,7 @@ enum live_counter : std::uint32_t {
   lc_spec_accepted,      ///< draft tokens accepted
   lc_prefill_ms,         ///< prefill times cut to whole milliseconds (llama.cpp), ms
   lc_decode_ms,          ///< decode times of completed requests, whole milliseconds, ms
+  lc_before_first,       ///< gauge delta, two's complement: arrived, no token, not finished
   lc_count,
 };
 

@@ -111,7 +111,7 @@ class live_side {
   }
   /// `a += d` for slot `slot`: wrapping for the gauge deltas, saturating for the rest.
   static void add(std::uint64_t& a, std::uint64_t d, std::uint32_t slot) noexcept {
-    if (slot == lc_running || slot == lc_waiting)
+    if (slot == lc_running || slot == lc_waiting || slot == lc_before_first)
       a += d;
     else
       a = live_sat_add(a, d);
@@ -490,6 +490,16 @@ void live_check_families(const live_options& o) {
     for (const std::string& v : f.label_values)
       if (!live_valid_utf8(v)) fail("a label value is not valid UTF-8");
     if (f.reasons >= (1u << finish_reason_count)) fail("reasons: not a set of reasons");
+    for (std::size_t i = 0; i < f.const_labels.size(); ++i) {
+      const label& c = f.const_labels[i];
+      bool clash = c.name == "le" || c.name == f.label;
+      for (const std::string& n : o.label_names) clash = clash || n == c.name;
+      for (std::size_t j = 0; j < i; ++j) clash = clash || f.const_labels[j].name == c.name;
+      if (!live_label_name(c.name) || clash || !live_valid_utf8(c.value))
+        fail("a constant label is invalid, repeated, or a series label");
+    }
+    if (f.sum_series && (f.source == live_source::histogram || labelled))
+      fail("a sum over the series of a histogram or of a labelled family");
   }
 }
 
