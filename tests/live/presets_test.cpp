@@ -365,6 +365,20 @@ TEST_CASE("bad input L10: live presets: arguments no server preset can carry are
          f.label_values = {"a", "b"};
          o.families.push_back(f);
        }},
+      {"a constant label named like a series label",
+       [](tokchron::live_options& o) {
+         o.families[4].const_labels = {tokchron::label{"model_name", "x"}};
+       }},
+      {"a constant label twice",
+       [](tokchron::live_options& o) {
+         o.families[4].const_labels = {tokchron::label{"a", "x"}, tokchron::label{"a", "y"}};
+       }},
+      {"a constant label value not UTF-8",
+       [](tokchron::live_options& o) {
+         o.families[4].const_labels = {tokchron::label{"a", "\xff"}};
+       }},
+      {"a sum over the series of a histogram",
+       [](tokchron::live_options& o) { o.families[0].sum_series = true; }},
       {"a finished counter of reasons beyond the finish reasons",
        [](tokchron::live_options& o) {
          o.families.push_back(tokchron::live_finished_family("f", 0xC0, "h"));
