@@ -4,7 +4,8 @@
 # tests/export/otlp_node/otlp_check.js decodes both with the opentelemetry-proto messages that
 # @opentelemetry/otlp-transformer ships and checks every field, every bucket against
 # @opentelemetry/sdk-metrics' own index mapping and aggregation, and the sum within its derived
-# bound (docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code). The npm packages are
+# bound (docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code); then the GenAI
+# server metrics of a seeded run under otel_live_options the same way (genai_check.js). The npm packages are
 # pinned by package-lock.json and installed by `npm ci` once into the CI build tree, reused while
 # the lock file is unchanged.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || tc_need_pkgs nodejs npm
@@ -28,3 +29,10 @@ tc_build prometheus tokchron_otlp_dump
 echo "--- tokchron's OTLP export of known samples, decoded by OpenTelemetry's packages"
 "$dir/tests/tokchron_otlp_dump" "$work/request.json" "$work/known.json" "$work/request.pb"
 node "$npmdir/otlp_check.js" "$work/request.json" "$work/known.json" "$work/request.pb"
+
+echo "--- OpenTelemetry's GenAI server metrics (otel_live_options) exported as OTLP, decoded by"
+echo "    OpenTelemetry's packages: names, units, buckets and attributes as the conventions say"
+cp "$src/genai_check.js" "$npmdir/genai_check.js"
+"$dir/tests/tokchron_otlp_dump" --genai "$work/genai.json" "$work/genai_known.json" \
+  "$work/genai.pb"
+node "$npmdir/genai_check.js" "$work/genai.json" "$work/genai_known.json" "$work/genai.pb"

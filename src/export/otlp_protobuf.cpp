@@ -38,6 +38,16 @@ void set_buckets(metrics::ExponentialHistogramDataPoint::Buckets& b, std::int32_
 std::string otlp_metrics_protobuf(const std::vector<otlp_histogram>& histograms,
                                   const label_set& resource, std::uint64_t start_ns,
                                   std::uint64_t time_ns, otlp_temporality temporality) {
+  return otlp_metrics_protobuf(histograms, {}, resource, start_ns, time_ns, temporality);
+}
+
+std::string otlp_metrics_protobuf(const std::vector<otlp_histogram>& histograms,
+                                  const std::vector<otlp_explicit_histogram>& explicit_histograms,
+                                  const label_set& resource, std::uint64_t start_ns,
+                                  std::uint64_t time_ns, otlp_temporality temporality) {
+  const auto temporality_enum = temporality == otlp_temporality::delta
+                                    ? metrics::AGGREGATION_TEMPORALITY_DELTA
+                                    : metrics::AGGREGATION_TEMPORALITY_CUMULATIVE;
   opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest request;
   metrics::ResourceMetrics* rm = request.add_resource_metrics();
   add_attributes(*rm->mutable_resource()->mutable_attributes(), resource);
@@ -50,9 +60,7 @@ std::string otlp_metrics_protobuf(const std::vector<otlp_histogram>& histograms,
     m->set_description(h.description);
     m->set_unit(h.unit);
     metrics::ExponentialHistogram* eh = m->mutable_exponential_histogram();
-    eh->set_aggregation_temporality(temporality == otlp_temporality::delta
-                                        ? metrics::AGGREGATION_TEMPORALITY_DELTA
-                                        : metrics::AGGREGATION_TEMPORALITY_CUMULATIVE);
+    eh->set_aggregation_temporality(temporality_enum);
     metrics::ExponentialHistogramDataPoint* p = eh->add_data_points();
     const exponential_histogram_data& e = h.data;
     add_attributes(*p->mutable_attributes(), h.attributes);
@@ -69,6 +77,24 @@ std::string otlp_metrics_protobuf(const std::vector<otlp_histogram>& histograms,
     if (e.min) p->set_min(*e.min);
     if (e.max) p->set_max(*e.max);
     p->set_zero_threshold(e.zero_threshold);
+  }
+  for (const auto& h : explicit_histograms) {
+    metrics::Metric* m = sm->add_metrics();
+    m->set_name(h.name);
+    m->set_description(h.description);
+    m->set_unit(h.unit);
+    metrics::Histogram* hist = m->mutable_histogram();
+    hist->set_aggregation_temporality(temporality_enum);
+    metrics::HistogramDataPoint* p = hist->add_data_points();
+    add_attributes(*p->mutable_attributes(), h.attributes);
+    p->set_start_time_unix_nano(start_ns);
+    p->set_time_unix_nano(time_ns);
+    p->set_count(h.count);
+    if (h.count > 0) p->set_sum(h.sum);
+    p->mutable_bucket_counts()->Reserve(static_cast<int>(h.counts.size()));
+    for (const auto c : h.counts) p->add_bucket_counts(c);
+    p->mutable_explicit_bounds()->Reserve(static_cast<int>(h.bounds.size()));
+    for (const auto b : h.bounds) p->add_explicit_bounds(b);
   }
   std::string out;
   if (!request.SerializeToString(&out))

@@ -6,7 +6,8 @@
 // decodes the first and third files with OpenTelemetry's own JavaScript packages and checks them
 // against the second
 // (tests/export/otlp_node/otlp_check.js;
-// docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code).
+// docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code). With --genai first, the
+// GenAI server metrics of a seeded run instead (tests/export/otlp_node/genai_check.js).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,7 +20,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokchron/clock.hpp"
 #include "tokchron/export/otlp.hpp"
+#include "tokchron/live/presets.hpp"
+#include "tokchron/live/recorder.hpp"
+#include "tokchron/live/scrape.hpp"
+#include "tokchron/metrics/canonical.hpp"
 #ifdef TOKCHRON_OTLP_PROTOBUF
 #include "tokchron/export/otlp_protobuf.hpp"
 #endif
@@ -55,9 +61,95 @@ std::vector<double> samples_for(const case_spec& c, std::mt19937_64& rng) {
   return xs;
 }
 
+// --genai: OpenTelemetry's GenAI server metrics of a seeded run of requests (some failed or
+// cut) recorded under otel_live_options, scraped, exported as explicit-bucket histograms; the
+// known file holds, per metric, the samples tokchron observed (successful responses only) and
+// the attributes.
+int genai(int argc, char** argv) {
+  using clock = tokchron::manual_clock;
+  tokchron::basic_live_metrics<clock> m(
+      tokchron::otel_live_options("llama-3-8b", "tokchron", "chat"));
+  std::mt19937_64 rng(20261207);
+  std::lognormal_distribution<double> ttft_ms(std::log(150.0), 0.8), gap_ms(std::log(25.0), 0.5);
+  std::uniform_int_distribution<int> chunks(1, 40), tokens(1, 3), outcome(0, 19);
+  nlohmann::ordered_json samples = {
+      {"gen_ai.server.request.duration", nlohmann::ordered_json::array()},
+      {"gen_ai.server.time_per_output_token", nlohmann::ordered_json::array()},
+      {"gen_ai.server.time_to_first_token", nlohmann::ordered_json::array()}};
+  auto at = [](double ms) {
+    return clock::time_point(
+        std::chrono::duration_cast<clock::duration>(std::chrono::duration<double, std::milli>(ms)));
+  };
+  int failed = 0;
+  for (int i = 0; i < 300; ++i) {
+    tokchron::basic_live_request<clock> r;
+    const double t0 = 10.0 * i;
+    if (m.arrive(r, at(t0), {tokchron::live_series{}, 100, 0}) != tokchron::record_status::ok ||
+        m.scheduled(r, at(t0 + 1)) != tokchron::record_status::ok)
+      return 1;
+    double t = t0 + 1 + ttft_ms(rng);
+    const int n = chunks(rng);
+    for (int c = 0; c < n; ++c) {
+      if (m.chunk(r, at(t), static_cast<std::uint32_t>(tokens(rng))) != tokchron::record_status::ok)
+        return 1;
+      t += gap_ms(rng);
+    }
+    const int o = outcome(rng);
+    const auto why = o < 15   ? tokchron::finish_reason::stop
+                     : o < 17 ? tokchron::finish_reason::length
+                     : o < 19 ? tokchron::finish_reason::aborted
+                              : tokchron::finish_reason::error;
+    if (m.finish(r, at(t), why) != tokchron::record_status::ok) return 1;
+    if (!tokchron::is_success(why)) {  // "for successful responses": not observed
+      ++failed;
+      continue;
+    }
+    const auto& tl = r.timeline();
+    samples["gen_ai.server.request.duration"].push_back(
+        tokchron::to_seconds(*tl.last_token_time() - *tl.arrival()));
+    if (const auto v = tokchron::tpot(tl))
+      samples["gen_ai.server.time_per_output_token"].push_back(tokchron::to_seconds(*v));
+    samples["gen_ai.server.time_to_first_token"].push_back(
+        tokchron::to_seconds(*tl.first_token_time() - *tl.arrival()));
+  }
+  const auto hs = tokchron::otlp_genai_histograms(tokchron::scrape(m));
+  const std::uint64_t start_ns = 1764979200000000000ULL, time_ns = start_ns + 3'000'000'000ULL;
+  const tokchron::label_set resource = {{"service.name", "tokchron-serve"}};
+  nlohmann::ordered_json known;
+  known["failed"] = failed;
+  known["samples"] = samples;
+  known["attributes"] = {{"gen_ai.operation.name", "chat"},
+                         {"gen_ai.provider.name", "tokchron"},
+                         {"gen_ai.request.model", "llama-3-8b"}};
+  std::ofstream(argv[2]) << tokchron::otlp_metrics({}, hs, resource, start_ns, time_ns).dump()
+                         << "\n";
+  std::ofstream(argv[3]) << known.dump() << "\n";
+#ifdef TOKCHRON_OTLP_PROTOBUF
+  if (argc == 5)
+    std::ofstream(argv[4], std::ios::binary)
+        << tokchron::otlp_metrics_protobuf({}, hs, resource, start_ns, time_ns);
+#else
+  if (argc == 5) {
+    std::cerr << "tokchron_otlp_dump: built without protobuf (tokchron::otlp_protobuf)\n";
+    return 2;
+  }
+#endif
+  std::cout << "tokchron_otlp_dump --genai: " << hs.size() << " GenAI histograms, " << failed
+            << " failed requests left out, to " << argv[2] << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--genai") {
+    if (argc != 4 && argc != 5) {
+      std::cerr << "usage: tokchron_otlp_dump --genai OUT_OTLP_JSON OUT_KNOWN_JSON "
+                   "[OUT_OTLP_PROTOBUF]\n";
+      return 2;
+    }
+    return genai(argc, argv);
+  }
   if (argc != 3 && argc != 4) {
     std::cerr << "usage: tokchron_otlp_dump OUT_OTLP_JSON OUT_SAMPLES_JSON [OUT_OTLP_PROTOBUF]\n";
     return 2;

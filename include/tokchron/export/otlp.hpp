@@ -5,7 +5,9 @@
 
 /// \file
 /// OTLP JSON (OpenTelemetry protocol, JSON encoding) of `log_histogram`s as ExponentialHistogram
-/// data points, for an OTLP/HTTP collector (`POST /v1/metrics`, Content-Type application/json).
+/// data points, and of OpenTelemetry's GenAI server metrics (`otlp_genai_histograms`, from a
+/// scrape of `otel_live_options`) as explicit-bucket Histogram data points, for an OTLP/HTTP
+/// collector (`POST /v1/metrics`, Content-Type application/json).
 /// An adaptor: needs nlohmann-json (Debian nlohmann-json3-dev).
 ///
 /// Encoding (opentelemetry-proto `metrics.proto`, OTLP/JSON rules): lowerCamelCase field names;
@@ -27,6 +29,7 @@
 #include "tokchron/export/conversions.hpp"
 #include "tokchron/export/serving_metrics.hpp"
 #include "tokchron/exposition/snapshot_data.hpp"
+#include "tokchron/live/presets.hpp"
 #include "tokchron/metrics/metric.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/version.hpp"
@@ -104,11 +107,87 @@ struct otlp_histogram {
   return out;
 }
 
+/// One explicit-bucket Histogram metric with one data point (OpenTelemetry's histogram with
+/// `ExplicitBucketBoundaries`, as the GenAI conventions recommend them).
+struct otlp_explicit_histogram {
+  std::string name;  ///< e.g. "gen_ai.server.time_to_first_token"
+  std::string description;
+  std::string unit = "s";
+  std::vector<double> bounds;         ///< explicitBounds, strictly increasing
+  std::vector<std::uint64_t> counts;  ///< bucketCounts, not cumulative: bounds.size() + 1
+  std::uint64_t count = 0;
+  double sum = 0;
+  label_set attributes;
+};
+
+/// An OTLP attribute name for a Prometheus label name of the GenAI preset
+/// (`otel_live_options`): `gen_ai_operation_name` -> `gen_ai.operation.name`, ...; any other
+/// label keeps its name.
+[[nodiscard]] inline std::string otlp_genai_attribute(std::string_view label) {
+  for (const auto& a : otel_genai_attributes)
+    if (a.prometheus == label) return std::string(a.otel);
+  return std::string(label);
+}
+
+/// The GenAI metrics of a scrape of a `live_metrics` built on `otel_live_options`
+/// (live/presets.hpp): one `otlp_explicit_histogram` per series of each of
+/// `otel_genai_server_metrics`' families present, under the conventions' name, unit and
+/// description, its labels as the conventions' attributes, its buckets the family's.
+[[nodiscard]] inline std::vector<otlp_explicit_histogram> otlp_genai_histograms(
+    const metrics_snapshot& s) {
+  std::vector<otlp_explicit_histogram> out;
+  for (const auto& m : otel_genai_server_metrics)
+    for (const auto& f : s.families) {
+      if (f.name != m.prometheus || f.kind != metric_kind::histogram) continue;
+      for (const auto& p : f.points) {
+        otlp_explicit_histogram h;
+        h.name = std::string(m.otel);
+        h.description = std::string(m.description);
+        h.unit = std::string(m.unit);
+        std::uint64_t below = 0;
+        for (const auto& b : p.histogram.buckets) {
+          h.bounds.push_back(b.upper_bound);
+          h.counts.push_back(b.cumulative_count - below);
+          below = b.cumulative_count;
+        }
+        h.counts.push_back(p.histogram.count - below);
+        h.count = p.histogram.count;
+        h.sum = p.histogram.sum;
+        for (const auto& l : p.labels)
+          h.attributes.push_back({otlp_genai_attribute(l.name), l.value});
+        out.push_back(std::move(h));
+      }
+    }
+  return out;
+}
+
+/// One HistogramDataPoint of `h`.
+[[nodiscard]] inline nlohmann::ordered_json otlp_explicit_data_point(
+    const otlp_explicit_histogram& h, std::uint64_t start_ns, std::uint64_t time_ns) {
+  using nlohmann::ordered_json;
+  ordered_json p;
+  ordered_json attrs = ordered_json::array();
+  for (const auto& a : h.attributes)
+    attrs.push_back({{"key", a.name}, {"value", {{"stringValue", a.value}}}});
+  if (!attrs.empty()) p["attributes"] = std::move(attrs);
+  p["startTimeUnixNano"] = std::to_string(start_ns);
+  p["timeUnixNano"] = std::to_string(time_ns);
+  p["count"] = std::to_string(h.count);
+  if (h.count > 0) p["sum"] = h.sum;
+  ordered_json counts = ordered_json::array();
+  for (const auto c : h.counts) counts.push_back(std::to_string(c));
+  p["bucketCounts"] = std::move(counts);
+  p["explicitBounds"] = h.bounds;
+  return p;
+}
+
 /// A whole ExportMetricsServiceRequest: one resource (attributes `resource`, e.g.
 /// {"service.name", "my-server"}), one scope ("tokchron", its version), one ExponentialHistogram
-/// metric with one data point per entry of `histograms`.
+/// metric with one data point per entry of `histograms`, then one Histogram metric per entry of
+/// `explicit_histograms`.
 [[nodiscard]] inline nlohmann::ordered_json otlp_metrics(
-    const std::vector<otlp_histogram>& histograms, const label_set& resource,
+    const std::vector<otlp_histogram>& histograms,
+    const std::vector<otlp_explicit_histogram>& explicit_histograms, const label_set& resource,
     std::uint64_t start_ns, std::uint64_t time_ns,
     otlp_temporality temporality = otlp_temporality::cumulative) {
   using nlohmann::ordered_json;
@@ -124,6 +203,16 @@ struct otlp_histogram {
         {"aggregationTemporality", static_cast<int>(temporality)}};
     metrics.push_back(std::move(m));
   }
+  for (const auto& h : explicit_histograms) {
+    ordered_json m;
+    m["name"] = h.name;
+    m["description"] = h.description;
+    m["unit"] = h.unit;
+    m["histogram"] = {
+        {"dataPoints", ordered_json::array({otlp_explicit_data_point(h, start_ns, time_ns)})},
+        {"aggregationTemporality", static_cast<int>(temporality)}};
+    metrics.push_back(std::move(m));
+  }
   ordered_json res_attrs = ordered_json::array();
   for (const auto& a : resource)
     res_attrs.push_back({{"key", a.name}, {"value", {{"stringValue", a.value}}}});
@@ -132,6 +221,14 @@ struct otlp_histogram {
   return {{"resourceMetrics",
            ordered_json::array({{{"resource", {{"attributes", std::move(res_attrs)}}},
                                  {"scopeMetrics", ordered_json::array({std::move(scope)})}}})}};
+}
+
+/// `otlp_metrics` of exponential histograms only.
+[[nodiscard]] inline nlohmann::ordered_json otlp_metrics(
+    const std::vector<otlp_histogram>& histograms, const label_set& resource,
+    std::uint64_t start_ns, std::uint64_t time_ns,
+    otlp_temporality temporality = otlp_temporality::cumulative) {
+  return otlp_metrics(histograms, {}, resource, start_ns, time_ns, temporality);
 }
 
 TOKCHRON_END_NAMESPACE

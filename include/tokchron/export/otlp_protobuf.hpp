@@ -47,6 +47,15 @@ inline constexpr std::string_view otlp_protobuf_content_type = "application/x-pr
     std::uint64_t start_ns, std::uint64_t time_ns,
     otlp_temporality temporality = otlp_temporality::cumulative);
 
+/// The same with `otlp_metrics`' explicit-bucket Histogram metrics after the exponential ones
+/// (one data point each: attributes, times, count, sum when there are samples, bucket counts,
+/// explicit bounds).
+[[nodiscard]] std::string otlp_metrics_protobuf(
+    const std::vector<otlp_histogram>& histograms,
+    const std::vector<otlp_explicit_histogram>& explicit_histograms, const label_set& resource,
+    std::uint64_t start_ns, std::uint64_t time_ns,
+    otlp_temporality temporality = otlp_temporality::cumulative);
+
 TOKCHRON_END_NAMESPACE
 
 #endif  // TOKCHRON_EXPORT_OTLP_PROTOBUF_HPP

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -742,6 +743,59 @@ enum class otel_genai_semconv : std::uint8_t {
   return otel_genai_semconv::v1_36;
 }
 
+/// One of OpenTelemetry's GenAI model-server metrics
+/// (`open-telemetry/semantic-conventions-genai/docs/gen-ai/gen-ai-metrics.md` at
+/// 7269173edd774fb00a9fabc374955e0888714fa7): its name, the name OpenTelemetry's Prometheus
+/// exporters give it (dots to underscores, the unit `s` as `_seconds`), its UCUM unit, the
+/// conventions' description, the histogram that records it and its recommended explicit
+/// bucket boundaries.
+struct otel_genai_metric {
+  std::string_view otel;
+  std::string_view prometheus;
+  std::string_view unit;
+  std::string_view description;
+  live_histogram histogram;
+  const double* bounds;
+  std::size_t bound_count;
+};
+
+namespace detail {
+inline constexpr double otel_duration_bounds[] = {0.01, 0.02, 0.04, 0.08,  0.16,  0.32,  0.64,
+                                                  1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92};
+inline constexpr double otel_tpot_bounds[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+                                              0.3,  0.4,   0.5,  0.75,  1.0, 2.5};
+inline constexpr double otel_ttft_bounds[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
+                                              0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0};
+}  // namespace detail
+
+/// The three model-server metrics, the one table of their names, units, descriptions and
+/// buckets (`otel_live_options` and export/otlp.hpp's `otlp_genai_histograms` read it).
+inline constexpr otel_genai_metric otel_genai_server_metrics[] = {
+    {"gen_ai.server.request.duration", "gen_ai_server_request_duration_seconds", "s",
+     "Generative AI server request duration such as time-to-last byte or last output token.",
+     live_histogram::e2e, detail::otel_duration_bounds, std::size(detail::otel_duration_bounds)},
+    {"gen_ai.server.time_per_output_token", "gen_ai_server_time_per_output_token_seconds", "s",
+     "Time per output token generated after the first token for successful responses.",
+     live_histogram::tpot, detail::otel_tpot_bounds, std::size(detail::otel_tpot_bounds)},
+    {"gen_ai.server.time_to_first_token", "gen_ai_server_time_to_first_token_seconds", "s",
+     "Time to generate first token for successful responses.", live_histogram::ttft,
+     detail::otel_ttft_bounds, std::size(detail::otel_ttft_bounds)},
+};
+
+/// The attributes `otel_live_options` writes, by their OpenTelemetry name and their Prometheus
+/// label name.
+struct otel_genai_attribute {
+  std::string_view otel;
+  std::string_view prometheus;
+};
+/// See `otel_genai_attribute`.
+inline constexpr otel_genai_attribute otel_genai_attributes[] = {
+    {"gen_ai.operation.name", "gen_ai_operation_name"},
+    {"gen_ai.provider.name", "gen_ai_provider_name"},
+    {"gen_ai.system", "gen_ai_system"},
+    {"gen_ai.request.model", "gen_ai_request_model"},
+};
+
 /// OpenTelemetry's GenAI model-server metrics
 /// (`open-telemetry/semantic-conventions-genai/docs/gen-ai/gen-ai-metrics.md` at
 /// 7269173edd774fb00a9fabc374955e0888714fa7, status
@@ -769,23 +823,10 @@ enum class otel_genai_semconv : std::uint8_t {
                    version == otel_genai_semconv::latest ? "gen_ai_provider_name" : "gen_ai_system",
                    "gen_ai_request_model"};
   o.default_label_values = {std::move(operation), std::move(provider), std::move(model)};
-  using h = live_histogram;
-  o.families = {
-      live_histogram_family(
-          "gen_ai_server_request_duration_seconds", h::e2e,
-          {0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92},
-          "Generative AI server request duration such as time-to-last byte or "
-          "last output token."),
-      live_histogram_family(
-          "gen_ai_server_time_per_output_token_seconds", h::tpot,
-          {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5},
-          "Time per output token generated after the first token for "
-          "successful responses."),
-      live_histogram_family("gen_ai_server_time_to_first_token_seconds", h::ttft,
-                            {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
-                             2.5, 5.0, 7.5, 10.0},
-                            "Time to generate first token for successful responses."),
-  };
+  for (const auto& m : otel_genai_server_metrics)
+    o.families.push_back(live_histogram_family(
+        std::string(m.prometheus), m.histogram,
+        std::vector<double>(m.bounds, m.bounds + m.bound_count), std::string(m.description)));
   live_append(o.families, live_own_families());
   return o;
 }
