@@ -2,8 +2,10 @@
 // OTLP JSON of log_histogram (export/otlp.hpp, an nlohmann-json adaptor): its own binary.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -107,4 +109,39 @@ TEST_CASE("OTLP JSON of serving_metrics: one histogram per served metric, named 
   const auto& metrics = req.at("resourceMetrics").at(0).at("scopeMetrics").at(0).at("metrics");
   CHECK(metrics.size() == tokchron::serving_metric_count);
   CHECK(metrics.at(0).at("name") == "tokchron.ttft");
+}
+
+TEST_CASE("OTLP JSON of the GenAI server metrics: the conventions' names, buckets, attributes") {
+  // A scrape of otel_live_options built by hand: one series, TTFT buckets with 2 samples at or
+  // below 0.01 s and 1 above 10 s; the other two families absent.
+  tokchron::metrics_snapshot s;
+  tokchron::histogram_data h;
+  for (const double b : {0.001, 0.005, 0.01}) h.buckets.push_back({b, b < 0.005 ? 1u : 2u});
+  h.count = 3;
+  h.sum = 12.5;
+  s.family("gen_ai_server_time_to_first_token_seconds", "", tokchron::metric_kind::histogram)
+      .add(h, {{"gen_ai_operation_name", "chat"},
+               {"gen_ai_provider_name", "tokchron"},
+               {"gen_ai_request_model", "m"},
+               {"other", "x"}});
+  s.family("tokchron_misuse", "", tokchron::metric_kind::counter).add(0.0);
+  const auto hs = tokchron::otlp_genai_histograms(s);
+  REQUIRE(hs.size() == 1);
+  CHECK(hs[0].name == "gen_ai.server.time_to_first_token");
+  CHECK(hs[0].unit == "s");
+  CHECK(hs[0].description == "Time to generate first token for successful responses.");
+  CHECK(hs[0].bounds == std::vector<double>{0.001, 0.005, 0.01});
+  CHECK(hs[0].counts == std::vector<std::uint64_t>{1, 1, 0, 1});  // not cumulative; +Inf last
+  const auto j = tokchron::otlp_metrics({}, hs, {}, 1000, 2000);
+  const auto& m = j["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0];
+  CHECK(m["histogram"]["aggregationTemporality"] == 2);
+  const auto& p = m["histogram"]["dataPoints"][0];
+  CHECK(p["count"] == "3");
+  CHECK(p["bucketCounts"].dump() == R"(["1","1","0","1"])");
+  CHECK(p["explicitBounds"].dump() == "[0.001,0.005,0.01]");
+  CHECK(p["attributes"].dump() ==
+        R"([{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},)"
+        R"({"key":"gen_ai.provider.name","value":{"stringValue":"tokchron"}},)"
+        R"({"key":"gen_ai.request.model","value":{"stringValue":"m"}},)"
+        R"({"key":"other","value":{"stringValue":"x"}}])");
 }
