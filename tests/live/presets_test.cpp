@@ -293,6 +293,25 @@ TEST_CASE("live presets: OpenTelemetry's GenAI server metrics of the scripted ru
             .count == 4);
 }
 
+TEST_CASE("live presets: a server's own buckets on every family of a histogram") {
+  auto o = tokchron::vllm_live_options("llama-3-8b", 4096);
+  // vLLM's ITL histogram has two families (the deprecated alias too): both change.
+  const std::vector<double> edges{0.001, 0.005, 0.02, 0.1};
+  CHECK(tokchron::live_set_buckets(o.families, tokchron::live_histogram::itl, edges) == 2);
+  metrics m(o);
+  run(m);
+  const auto s = tokchron::scrape(m);
+  for (const char* f : {"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"}) {
+    const auto& h = hist(s, f);
+    REQUIRE(h.buckets.size() == 4);
+    CHECK(h.buckets[0].upper_bound == 0.001);
+    CHECK(h.buckets[3].upper_bound == 0.1);
+  }
+  // One family alone on other edges than its alias is refused.
+  o.families[1].buckets = {0.5};
+  CHECK_THROWS_AS(metrics{o}, std::invalid_argument);
+}
+
 TEST_CASE("bad input L10: live presets: arguments no server preset can carry are refused") {
   CHECK_THROWS_AS((void)tokchron::tgi_live_options(0, 4096), std::invalid_argument);
   using tokchron::live_source;

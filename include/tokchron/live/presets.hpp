@@ -67,6 +67,20 @@ TOKCHRON_BEGIN_NAMESPACE
   return f;
 }
 
+/// Gives every family of histogram `h` in `families` the upper bounds `edges` (a server's own
+/// buckets: families of one histogram carry the same edges, as an alias does); returns how many
+/// families changed. The constructor checks the edges.
+inline std::size_t live_set_buckets(std::vector<live_family>& families, live_histogram h,
+                                    const std::vector<double>& edges) {
+  std::size_t n = 0;
+  for (live_family& f : families)
+    if (f.source == live_source::histogram && f.histogram == h) {
+      f.buckets = edges;
+      ++n;
+    }
+  return n;
+}
+
 /// A family's base names in tokchron's scheme and in vLLM's (empty: that scheme has none), in
 /// the order the tokchron and vLLM presets export them. Histograms of `metric_table` metrics
 /// are not listed (they take the table's `prometheus_name` and `vllm_name`); the others are.
