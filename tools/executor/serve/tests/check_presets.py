@@ -501,6 +501,7 @@ def chunks_one_token(r):
         if ch[1] > 0:
             ch[1] = 1
     r.pop("usage_output_tokens", None)
+    r.pop("usage_source", None)  # a source without a count is refused
     return r
 
 
