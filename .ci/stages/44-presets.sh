@@ -1,19 +1,18 @@
-# The server presets of live_metrics (SGLang, TGI, llama.cpp, trtllm-serve, NVIDIA Dynamo's
-# frontend, LMDeploy, OpenTelemetry's GenAI server metrics;
+# The server presets of live_metrics (SGLang, TGI, llama.cpp, trtllm-serve;
 # docs/library/live-metrics.md) against a real Prometheus (Debian's prometheus): promtool over
 # each preset's golden exposition (tests/live/golden/), then for each preset
 # `batching-executor serve --names PRESET` (sim backend in real time) on 127.0.0.1, scraped every
 # 200 ms by a Prometheus with a temporary config and data dir, under a short tokchron-bench load
 # and one stream its client abandons; check_presets.py answers the queries of the server's own
-# Grafana dashboard (SGLang's, TGI's; the natural queries for the others, which publish none)
-# through the Prometheus HTTP API and compares them with tokchron-report on serve's trace of the
-# same run, quantiles within their bucket bound. Ends with a table of every compared
+# Grafana dashboard (SGLang's, TGI's; the natural queries for llama.cpp and trtllm-serve, which
+# publish none) through the Prometheus HTTP API and compares them with tokchron-report on serve's
+# trace of the same run, quantiles within their bucket bound. Ends with a table of every compared
 # quantile against its bound. Everything started here is stopped on exit, failure included.
 tc_need_pkgs prometheus curl python3
 tc_scratch  # $work, and $pids: stopped on exit
 
 echo "--- promtool check metrics on each preset's golden exposition"
-for p in sglang tgi llamacpp trtllm dynamo lmdeploy otel; do
+for p in sglang tgi llamacpp trtllm; do
   f=$TOKCHRON_ROOT/tests/live/golden/${p}_scripted.prom
   out=$(promtool check metrics <"$f" 2>&1 || true)
   # What the servers' own names draw (their outputs draw the same): ':' in SGLang's and
@@ -60,10 +59,6 @@ declare -A idle=(
   [tgi]='tgi_batch_current_size + tgi_queue_size'
   [llamacpp]='llamacpp:requests_processing + llamacpp:requests_deferred'
   [trtllm]='trtllm_num_requests_running + trtllm_num_requests_waiting'
-  [dynamo]='dynamo_frontend_inflight_requests'
-  [lmdeploy]='lmdeploy:num_requests_running + lmdeploy:num_requests_waiting'
-  # The GenAI conventions have no request gauge: the load has ended, every stream with it.
-  [otel]='tokchron_misuse_total * 0'
 )
 
 # run_preset PRESET SEED: serve, Prometheus, load, stop serve (its trace), check.
@@ -123,9 +118,6 @@ run_preset sglang 21
 run_preset tgi 22
 run_preset llamacpp 23
 run_preset trtllm 24
-run_preset dynamo 25
-run_preset lmdeploy 26
-run_preset otel 27
 
 echo "--- every compared quantile against its bound (preset, family, q, PromQL, tokchron-report,"
 echo "    bound low, bound high; the exact value lies within the edges of the buckets around its rank)"

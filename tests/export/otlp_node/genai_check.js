@@ -7,8 +7,8 @@
 //     decoded by the same messages to every field of the JSON one;
 //  2. the metrics exactly the conventions' three model-server metrics, each with the name, unit,
 //     instrument (an explicit-bucket Histogram, cumulative) and recommended bucket boundaries
-//     the conventions give (open-telemetry/semantic-conventions-genai,
-//     docs/gen-ai/gen-ai-metrics.md at 7269173edd774fb00a9fabc374955e0888714fa7, written out
+//     the conventions give (open-telemetry/semantic-conventions-genai/docs/gen-ai/gen-ai-metrics.md
+//     at 7269173edd774fb00a9fabc374955e0888714fa7, written out
 //     below from that document), and the required attributes (gen_ai.operation.name,
 //     gen_ai.provider.name) with gen_ai.request.model;
 //  3. every bucket count, the count and min-free sum against @opentelemetry/sdk-metrics' own

@@ -3,10 +3,9 @@
 """Checks what a real Prometheus scraped from `batching-executor serve --names PRESET` against
 tokchron-report on serve's trace of the same run, through the queries of the server's own
 Grafana dashboard where it publishes one (SGLang, TGI) and the natural PromQL over its families
-where it does not (llama.cpp, trtllm-serve, NVIDIA Dynamo's frontend, LMDeploy, OpenTelemetry's
-GenAI server metrics).
+where it does not (llama.cpp, trtllm-serve).
 
-  check_presets.py --preset sglang|tgi|llamacpp|trtllm|dynamo|lmdeploy|otel --prometheus HOST:PORT --job JOB
+  check_presets.py --preset sglang|tgi|llamacpp|trtllm --prometheus HOST:PORT --job JOB
                    --trace SERVE_TRACE.jsonl --report PATH/tokchron-report --model NAME
                    [--service NAME] [--summary FILE]
 
@@ -493,111 +492,8 @@ def check_trtllm(run):
     run.gauge_idle("trtllm_num_requests_waiting")
 
 
-def chunks_one_token(r):
-    """One ITL sample per chunk with tokens after the first (vLLM's and LMDeploy's engine steps):
-    with every token chunk cut to one token, canonical ITL is that."""
-    r = copy.deepcopy(r)
-    for ch in r["chunks"]:
-        if ch[1] > 0:
-            ch[1] = 1
-    r.pop("usage_output_tokens", None)
-    r.pop("usage_source", None)  # a source without a count is refused
-    return r
-
-
-def natural_histograms(run, wants):
-    print(f"--- natural queries, range {run.window_ms}ms")
-    for family, want in wants.items():
-        run.histogram(family, want, {q: NATURAL_Q.format(q=q, f=family) for q in (0.5, 0.9, 0.99)})
-        mean = run.prom.query(run.expand(NATURAL_MEAN.format(f=family)))
-        if want["count"]:
-            run.c.close(float(mean[0]["value"][1]), want["mean"], f"natural mean of {family}")
-
-
-def length_histogram(run, family, values):
-    """A token-length histogram: its count and sum exactly."""
-    run.c.equal(run.prom.scalar(f"sum({family}_count{{{run.tag}}})"), len(values),
-                f"{family}_count")
-    run.c.equal(run.prom.scalar(f"sum({family}_sum{{{run.tag}}})"), sum(values), f"{family}_sum")
-
-
-def check_dynamo(run):
-    recs = run.records
-    # Inclusion all: every request Dynamo's frontend saw, whatever its outcome.
-    canon = run.report(recs)
-    with_token = [r for r in recs if first_token(r) is not None]
-    natural_histograms(run, {
-        "dynamo_frontend_time_to_first_token_seconds": run.report(with_token)["metrics"]["ttft"],
-        # k samples of g / k per later response; none for the first response's extra tokens.
-        "dynamo_frontend_inter_token_latency_seconds":
-            run.report([first_chunk_one_token(r) for r in recs])["metrics"]["itl"],
-        "dynamo_frontend_request_duration_seconds": canon["metrics"]["e2e"],
-    })
-    # The prompt length at the first token; the output length as each request ends.
-    length_histogram(run, "dynamo_frontend_input_sequence_tokens",
-                     [r.get("prompt_tokens", 0) for r in with_token])
-    length_histogram(run, "dynamo_frontend_output_sequence_tokens", [output_tokens(r) for r in recs])
-    by = {x["metric"]["status"]: float(x["value"][1]) for x in run.prom.query(
-        f"sum by (status) (dynamo_frontend_requests_total{{{run.tag}}})")}
-    want = {"success": sum(1 for r in recs if reason(r) in ("stop", "length"))}
-    want["error"] = len(recs) - want["success"]
-    run.c.ok(by == {k: float(v) for k, v in want.items()},
-             f"dynamo_frontend_requests_total by status {by} (trace: {want})")
-    run.counter("dynamo_frontend_output_tokens_total", sum(output_tokens(r) for r in recs))
-    run.c.equal(run.prom.scalar(f"sum(dynamo_frontend_disconnected_clients{{{run.tag}}})"),
-                sum(1 for r in recs if reason(r) == "aborted"), "dynamo_frontend_disconnected_clients")
-    run.c.ok(run.gauge_idle("dynamo_frontend_inflight_requests") > 0, "requests ran")
-    run.gauge_idle("dynamo_frontend_queued_requests")
-
-
-def check_lmdeploy(run):
-    recs = run.records
-    sched = [r for r in recs if "scheduled" in r]  # inclusion scheduled
-    canon = run.report(sched)
-    inference = run.report([starting_at(r, r["scheduled"], True) for r in sched])["metrics"]["e2e"]
-    natural_histograms(run, {
-        "lmdeploy:time_to_first_token_seconds": canon["metrics"]["ttft"],
-        # One sample per engine step after the first (the step's gap).
-        "lmdeploy:time_per_output_token_seconds":
-            run.report([chunks_one_token(r) for r in sched])["metrics"]["itl"],
-        "lmdeploy:e2e_request_latency_seconds": canon["metrics"]["e2e"],
-        "lmdeploy:request_queue_time_seconds": canon["metrics"]["queue_time"],
-        "lmdeploy:request_prefill_time_seconds": canon["metrics"]["prefill_time"],
-        "lmdeploy:request_decode_time_seconds": canon["metrics"]["decode_time"],
-        "lmdeploy:request_inference_time_seconds": inference,
-    })
-    length_histogram(run, "lmdeploy:request_prompt_tokens", [r.get("prompt_tokens", 0) for r in sched])
-    length_histogram(run, "lmdeploy:request_generation_tokens", [output_tokens(r) for r in sched])
-    run.counter("lmdeploy:prompt_tokens_total",
-                sum(r.get("prompt_tokens", 0) for r in sched if first_token(r) is not None))
-    run.counter("lmdeploy:generation_tokens_total", sum(output_tokens(r) for r in recs))
-    run.c.ok(run.gauge_idle("lmdeploy:num_requests_running") > 0, "requests ran")
-    run.gauge_idle("lmdeploy:num_requests_waiting")
-
-
-def check_otel(run):
-    recs = run.records
-    # "for successful responses": stop and length.
-    succ = [r for r in recs if reason(r) in ("stop", "length")]
-    canon = run.report(succ)
-    to_last = run.report([starting_at(r, r.get("arrival", r["send"]), True) for r in succ])
-    natural_histograms(run, {
-        "gen_ai_server_time_to_first_token_seconds": canon["metrics"]["ttft"],
-        # (duration - TTFT) / (tokens after the first), the duration ending at the last token.
-        "gen_ai_server_time_per_output_token_seconds": canon["metrics"]["tpot"],
-        "gen_ai_server_request_duration_seconds": to_last["metrics"]["e2e"],
-    })
-    attrs = run.prom.query(f"gen_ai_server_time_to_first_token_seconds_count{{{run.tag}}}")
-    run.c.ok(len(attrs) == 1 and attrs[0]["metric"].get("gen_ai_operation_name") == "chat" and
-             attrs[0]["metric"].get("gen_ai_request_model") == run.args.model and
-             ("gen_ai_provider_name" in attrs[0]["metric"] or
-              "gen_ai_system" in attrs[0]["metric"]),
-             f"the required attributes as labels: {attrs[0]['metric'] if attrs else None}")
-
-
 CHECKS = {"sglang": check_sglang, "tgi": check_tgi, "llamacpp": check_llamacpp,
-          "trtllm": check_trtllm, "dynamo": check_dynamo, "lmdeploy": check_lmdeploy,
-          "otel": check_otel}
+          "trtllm": check_trtllm}
 
 
 def main():
