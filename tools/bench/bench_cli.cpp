@@ -19,6 +19,7 @@
 #include "report/inputs.hpp"
 #include "report/sla.hpp"
 #include "report/summaries.hpp"
+#include "scrape.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/sla/capacity.hpp"
@@ -73,6 +74,9 @@ const std::vector<own_option>& own_options() {
       {"trace_out", "FILE",
        "write the measured requests as a tokchron trace (JSON Lines); "
        "with --sweep, FILE gets .NAME=V before its extension"},
+      {"scrape", "URL",
+       "read the server's Prometheus metrics (e.g. http://HOST:PORT/metrics) before and after "
+       "each run and report what changed beside the client's numbers"},
       {"progress", "WHEN", "auto (default: on a terminal), always or never"},
       {"give_up", "SECONDS",
        "stop sending when no stream received a byte for this long while requests failed "
@@ -144,7 +148,7 @@ struct settings {
   receive_time rx_time = receive_time::kernel;
   std::string sweep_name;
   std::vector<std::string> sweep_values;
-  std::string trace_out, progress = "auto", id_prefix;
+  std::string trace_out, progress = "auto", id_prefix, scrape;
   clock::duration give_up = std::chrono::seconds(30);
   std::vector<std::string> report_args;
 };
@@ -244,6 +248,13 @@ settings parse(const std::vector<std::string>& argv) {
         throw usage_error(e.what());
       }
       s.id_prefix = value;
+    } else if (name == "scrape") {
+      try {
+        (void)parse_scrape_url(value);
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+      }
+      s.scrape = value;
     } else if (name == "trace_out") {
       s.trace_out = value;
     } else if (name == "progress") {
@@ -539,7 +550,21 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     }
     run_summary sum;
     std::optional<tc::clock_anchor> anchor;  // read at the first request's end (trace-format.md)
+    // The server's metrics before the run (a server that cannot be scraped stops it early).
+    std::optional<exposition> scraped_before;
+    const auto scrape_now = [&]() {
+      return parse_exposition(
+          fetch_exposition(parse_scrape_url(s.scrape), std::chrono::milliseconds(10000)));
+    };
+    if (!s.scrape.empty()) try {
+        scraped_before = scrape_now();
+      } catch (const std::exception& e) {
+        err << "tokchron-bench: --scrape: " << e.what() << '\n';
+        return 1;
+      }
+    client_counts client;  // every request sent, warm-up ones too, as the server counts them
     lo.on_end = [&](request_outcome&& o, clock::time_point zero) {
+      if (scraped_before) add_client(client, o, zero);
       if (!o.measured) return;
       if (!anchor) anchor = tc::read_clock_anchor<clock>(zero);
       sum.add(o);
@@ -553,6 +578,12 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       return 1;
     }
     if (show) err << '\n';
+    std::optional<scrape_change> scraped;
+    if (scraped_before) try {
+        scraped = difference(*scraped_before, scrape_now());
+      } catch (const std::exception& e) {  // the run's own report is still written
+        err << "tokchron-bench: --scrape after the run: " << e.what() << '\n';
+      }
     next_request_id += r.sent;
     trace_file.close();
     if (!trace_file) {
@@ -565,7 +596,28 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       for (std::size_t i = 0; i + 1 < args.size(); i += 2)
         if (args[i] == "--plot") args[i + 1] += "/" + s.sweep_name + "=" + v;
     args.push_back(path);
-    int rc_report = tokchron_report::run(args, out, err);
+    int rc_report = 0;
+    if (!scraped) {
+      rc_report = tokchron_report::run(args, out, err);
+    } else {
+      // The change sits beside the report: after the table or CSV, inside the JSON document.
+      bool json = false;
+      for (std::size_t i = 0; i + 1 < s.report_args.size(); i += 2)
+        json = json || (s.report_args[i] == "--format" && s.report_args[i + 1] == "json");
+      std::ostringstream report;
+      rc_report = tokchron_report::run(args, json ? report : out, err);
+      if (json) {
+        nlohmann::json doc = nlohmann::json::parse(report.str(), nullptr, false);
+        if (doc.is_object()) {
+          doc["server_metrics"] = change_json(s.scrape, *scraped);
+          out << doc.dump(2) << '\n';
+        } else {
+          out << report.str();
+        }
+      } else {
+        print_change(out, s.scrape, *scraped, client);
+      }
+    }
     if (rc_report == 0 && !r.gave_up.empty()) rc_report = exit_gave_up;
     if (rc_report == 0 && sum.failed > 0) rc_report = exit_failed_requests;
     worst = worse(worst, rc_report);
