@@ -29,6 +29,14 @@ tc_need_pkgs() {
   }
 }
 
+# tc_need_node: Node.js and npm, Debian's (nodejs npm) unless both are on PATH already. A machine
+# may carry another distribution's nodejs package with npm inside it, which Debian's npm package
+# conflicts with: asking apt for npm there would fail for nothing.
+tc_need_node() {
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && return 0
+  tc_need_pkgs nodejs npm
+}
+
 # The packages every build needs. protobuf is here, not only in the stages that scrape, so that
 # stage 10's compilers and stage 30's sanitizers build and run the protobuf exporters' tests.
 TOKCHRON_BASE_PKGS=(build-essential g++ clang cmake ninja-build pkg-config ccache

@@ -8,7 +8,7 @@
 # server metrics of a seeded run under otel_live_options the same way (genai_check.js). The npm packages are
 # pinned by package-lock.json and installed by `npm ci` once into the CI build tree, reused while
 # the lock file is unchanged.
-command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || tc_need_pkgs nodejs npm
+tc_need_node
 tc_need_pkgs nlohmann-json3-dev libprotobuf-dev protobuf-compiler
 tc_scratch  # $work: removed on exit
 

@@ -5,7 +5,7 @@
 # reasons must equal the server's own trace (tests/data/openai/stream_client.mjs). The server is
 # stopped with SIGINT (which writes the trace) and everything started here is stopped on exit,
 # failure included.
-command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || tc_need_pkgs nodejs npm
+tc_need_node
 tc_need_pkgs curl
 openai_version=5.23.2  # no dependencies; states Node 20+, runs on Debian 12's Node 18 (tested in CI)
 tc_scratch  # $work, and $pids: stopped on exit

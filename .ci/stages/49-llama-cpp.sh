@@ -8,7 +8,8 @@
 # llama.cpp returned; `tokchron-report join` of the client and server traces matches every
 # tokchron-bench request with no negative part; Prometheus' samples equal what curl read.
 # Everything started here is stopped on exit, failure included.
-tc_need_pkgs npm git prometheus curl python3 python3-numpy
+tc_need_node
+tc_need_pkgs git prometheus curl python3 python3-numpy
 tc_scratch  # $work, and $pids: stopped on exit
 
 t0=$(date +%s)

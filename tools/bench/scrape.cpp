@@ -303,7 +303,8 @@ scrape_change difference(const exposition& before, const exposition& after,
       c.gauges.push_back({key, {was, s.value}});
     }
   }
-  for (auto& [key, h] : hists) {
+  for (auto& entry : hists) {
+    auto& h = entry.second;  // not a structured binding: C++17 lambdas cannot capture one
     std::vector<std::size_t> order(h.bounds.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
