@@ -119,32 +119,144 @@ TEST_CASE("live presets: llama.cpp's exposition of the scripted run") {
   live_test::check_golden("llamacpp_scripted.prom", text(m));
   // The golden scrape opened the throughput window; this scrape's window is empty.
   const auto s0 = tokchron::scrape(m);
-  CHECK(value(s0, "llamacpp:prompt_tokens_seconds") == 0);
   CHECK(value(s0, "llamacpp:predicted_tokens_seconds") == 0);
-  // Prompt tokens evaluated (not cached) at the first token: a, b, c, d, g's 10.
+  // Prompt tokens computed (not cached) at the first token: a, b, c, d, g's 40 - 30.
   CHECK(value(s0, "llamacpp:prompt_tokens") == 12 + 100 + 7 + 2000 + 10);
-  // Prefill times cut to whole milliseconds: 37 + 70 + 24 + 693 + 2 (g's 2.9 ms).
-  CHECK(value(s0, "llamacpp:prompt_seconds") == doctest::Approx(0.826));
-  // Generated tokens and their times when a request completes (not d, aborted):
-  // a 45 ms, b 340 ms, c 0, g 1 ms (1.4 ms cut).
-  CHECK(value(s0, "llamacpp:tokens_predicted") == 5 + 3 + 1 + 4);
-  CHECK(value(s0, "llamacpp:tokens_predicted_seconds") == doctest::Approx(0.386));
+  CHECK(value(s0, "llamacpp:prompt_tokens_cached") == 30);
+  // Output tokens and decode times of every request with a token, at its finish, the aborted
+  // d included: a 45 ms, b 340 ms, c 1 us (one token: max(1 us, 0)), d 50 ms, g 1.4 ms.
+  CHECK(value(s0, "llamacpp:tokens_predicted") == 5 + 3 + 1 + 2 + 4);
+  const double decode_us = 45000 + 340000 + 1 + 50000 + 1400;
+  CHECK(value(s0, "llamacpp:tokens_predicted_seconds") == decode_us / 1e6);
   CHECK(value(s0, "llamacpp:requests_deferred") == 1);
   CHECK(value(s0, "llamacpp:requests_processing") == 0);
+  // llama.cpp counts no requests: tokchron's outcome counter is beside its families.
+  CHECK(value(s0, "tokchron_requests", {{"outcome", "stop"}}) == 3);  // a, c, g
+  CHECK(value(s0, "tokchron_requests", {{"outcome", "length"}}) == 1);
+  CHECK(value(s0, "tokchron_requests", {{"outcome", "aborted"}}) == 1);
+  CHECK(value(s0, "tokchron_requests", {{"outcome", "rejected"}}) == 1);
+  CHECK(value(s0, "tokchron_requests", {{"outcome", "error"}}) == 0);
+  // Not derivable from request events, so not exported (docs/library/live-metrics.md).
+  for (const char* name : {"llamacpp:prompt_seconds", "llamacpp:prompt_tokens_seconds",
+                           "llamacpp:n_decode", "llamacpp:n_tokens_max"}) {
+    bool found = false;
+    for (const auto& f : s0.families) found = found || f.name == name;
+    CHECK_MESSAGE(!found, name);
+  }
 
-  // A fresh object: the first scrape's window holds everything.
+  // A fresh object: the first scrape's window holds everything. The rate is decode steps
+  // (N - 1: a 4, b 2, c 0, d 1, g 3) over decode time, as llama.cpp's
+  // server_metrics::bucket::n_per_second computes it: steps / us * 1e6.
   metrics m2(tokchron::llamacpp_live_options());
   run(m2);
   const auto s = tokchron::scrape(m2);
-  CHECK(value(s, "llamacpp:prompt_tokens_seconds") == doctest::Approx(2129 / 0.826));
-  CHECK(value(s, "llamacpp:predicted_tokens_seconds") == doctest::Approx(13 / 0.386));
-  // A window with tokens and no whole millisecond divides by zero in llama.cpp: +Inf.
+  CHECK(value(s, "llamacpp:predicted_tokens_seconds") == 10.0 / decode_us * 1e6);
+  // The next window: one request of one token; its step count is 0, its time 1 us: rate 0.
   request h;
   REQUIRE(m2.arrive(h, ms(2000), {tokchron::live_series{}, 8, 0}) == record_status::ok);
   REQUIRE(m2.scheduled(h, ms(2000)) == record_status::ok);
   REQUIRE(m2.chunk(h, ms(2000.5), 1) == record_status::ok);
+  const auto s1 = tokchron::scrape(m2);
+  CHECK(value(s1, "llamacpp:tokens_predicted") == 15);  // not finished yet
+  REQUIRE(m2.finish(h, ms(2000.5), finish_reason::stop) == record_status::ok);
   const auto s2 = tokchron::scrape(m2);
-  CHECK(value(s2, "llamacpp:prompt_tokens_seconds") > 1e300);
+  CHECK(value(s2, "llamacpp:predicted_tokens_seconds") == 0);
+  CHECK(value(s2, "llamacpp:tokens_predicted") == 16);
+  CHECK(value(s2, "llamacpp:tokens_predicted_seconds") == (decode_us + 1) / 1e6);
+  // A request that failed after two tokens 250 us apart counts too (llama.cpp counts every
+  // released slot): 1 step over 250 us.
+  request k;
+  REQUIRE(m2.arrive(k, ms(3000), {tokchron::live_series{}, 8, 0}) == record_status::ok);
+  REQUIRE(m2.chunk(k, ms(3001), 1) == record_status::ok);
+  REQUIRE(m2.chunk(k, ms(3001.25), 1) == record_status::ok);
+  REQUIRE(m2.fail(k, ms(3002)) == record_status::ok);
+  const auto s3 = tokchron::scrape(m2);
+  CHECK(value(s3, "llamacpp:predicted_tokens_seconds") == 1.0 / 250.0 * 1e6);
+  CHECK(value(s3, "llamacpp:tokens_predicted") == 18);
+  CHECK(value(s3, "tokchron_requests", {{"outcome", "error"}}) == 1);
+}
+
+TEST_CASE("live presets: an n > 1 answer's shared prompt counts once") {
+  metrics m(tokchron::llamacpp_live_options());
+  const tokchron::live_series s{};
+  auto ok = [](record_status st) { REQUIRE(st == record_status::ok); };
+  // The parent computes 32 of a 40-token prompt (8 cached); two children copy its KV cache.
+  request parent, c1, c2;
+  ok(m.arrive(parent, ms(0), {s, 40, 16}));
+  ok(m.arrive(c1, ms(0), {s, 40, 16}));
+  ok(m.arrive(c2, ms(0), {s, 40, 16}));
+  ok(m.scheduled(parent, ms(1)));
+  ok(m.set_cached_prompt_tokens(parent, 8));
+  for (request* c : {&c1, &c2}) {
+    ok(m.scheduled(*c, ms(1)));  // the shared prompt's start
+    ok(m.set_shared_prompt(*c));
+    CHECK(c->timeline().cached_prompt_tokens() == 40u);
+  }
+  for (request* r : {&parent, &c1, &c2}) {
+    ok(m.chunk(*r, ms(5), 1));
+    ok(m.chunk(*r, ms(6), 1));
+    ok(m.finish(*r, ms(6), finish_reason::stop));
+  }
+  const auto snap = tokchron::scrape(m);
+  CHECK(value(snap, "llamacpp:prompt_tokens") == 32);
+  CHECK(value(snap, "llamacpp:prompt_tokens_cached") == 8);
+  CHECK(value(snap, "llamacpp:tokens_predicted") == 6);
+  CHECK(m.misuse() == 0);
+
+  // tokchron's own names: the prompt once, each answer's tokens and prompt length its own.
+  metrics t(tokchron::tokchron_live_options());
+  request p2, k2;
+  ok(t.arrive(p2, ms(0), {s, 40, 0}));
+  ok(t.arrive(k2, ms(0), {s, 40, 0}));
+  ok(t.scheduled(p2, ms(1)));
+  ok(t.scheduled(k2, ms(1)));
+  ok(t.set_shared_prompt(k2));
+  ok(t.chunk(p2, ms(5), 1));
+  ok(t.chunk(k2, ms(5), 1));
+  ok(t.finish(p2, ms(5), finish_reason::stop));
+  ok(t.finish(k2, ms(5), finish_reason::stop));
+  const auto ts = tokchron::scrape(t);
+  CHECK(value(ts, "tokchron_prompt_tokens") == 40);
+  CHECK(value(ts, "tokchron_output_tokens") == 2);
+  CHECK(hist(ts, "tokchron_request_prompt_tokens").count == 2);
+  CHECK(hist(ts, "tokchron_ttft_seconds").count == 2);
+
+  // Refused: no prompt length yet; after the first token; a request not started.
+  request u, v, w;
+  ok(m.arrive(u, ms(10)));
+  CHECK(m.set_shared_prompt(u) == record_status::invalid_count);
+  ok(m.arrive(v, ms(10), {s, 4, 0}));
+  ok(m.chunk(v, ms(11), 1));
+  CHECK(m.set_shared_prompt(v) == record_status::out_of_order);
+  CHECK(m.set_shared_prompt(w) == record_status::not_started);
+  CHECK(m.misuse() == 3);
+}
+
+TEST_CASE("live presets: outcome counters beside any preset") {
+  const auto has = [](const tokchron::live_options& o, const std::string& name) {
+    std::size_t n = 0;
+    for (const auto& f : o.families) n += f.name == name;
+    return n;
+  };
+  // A preset without a requests-by-reason family gains tokchron's, before the own counters.
+  const auto tgi = tokchron::live_with_outcomes(tokchron::tgi_live_options(4095, 4096));
+  REQUIRE(has(tgi, "tokchron_requests") == 1);
+  CHECK(tgi.families.size() == tokchron::tgi_live_options(4095, 4096).families.size() + 1);
+  CHECK(tgi.families[tgi.families.size() - 5].name == "tokchron_requests");
+  // vLLM's own counter is by its own reason strings; tokchron's spelling is added beside it.
+  CHECK(has(tokchron::live_with_outcomes(tokchron::vllm_live_options("m", 4096)),
+            "tokchron_requests") == 1);
+  // Those that have it already are left as they are.
+  for (const auto& o : {tokchron::tokchron_live_options(), tokchron::llamacpp_live_options()}) {
+    const auto w = tokchron::live_with_outcomes(o);
+    CHECK(w.families.size() == o.families.size());
+  }
+  metrics m(tokchron::live_with_outcomes(tokchron::sglang_live_options("m")));
+  run(m);
+  const auto s = tokchron::scrape(m);
+  CHECK(value(s, "tokchron_requests", {{"model_name", "m"}, {"outcome", "stop"}}) == 3);
+  CHECK(value(s, "tokchron_requests", {{"model_name", "m"}, {"outcome", "aborted"}}) == 1);
+  CHECK(value(s, "tokchron_requests", {{"model_name", "m"}, {"outcome", "rejected"}}) == 1);
 }
 
 TEST_CASE("live presets: trtllm-serve's exposition of the scripted run") {

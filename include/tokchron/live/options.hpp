@@ -56,17 +56,21 @@ enum class live_source : std::uint8_t {
   spec_draft_tokens,
   spec_accepted_tokens,
   spec_accepted_per_position,
-  /// Counter of the prefill times (first scheduled to first token) in seconds, each cut to
-  /// whole milliseconds before it is added, at the first token (llama.cpp).
-  prefill_seconds,
-  /// Counter of the decode times (first to last token) of completed requests (stop, length),
-  /// each cut to whole milliseconds, in seconds, at the finish (llama.cpp).
+  /// Counter of the prompt tokens computed: prompt - cached (as `set_cached_prompt_tokens`
+  /// reported them), counted with the prompt tokens (llama.cpp's `prompt_tokens_total`).
+  prompt_tokens_computed,
+  /// Counter of the output tokens of every request that produced one, counted when it
+  /// finishes, whatever the reason (llama.cpp counts a slot's tokens as it is released).
+  finished_output_tokens,
+  /// Counter of the decode times (first to last token, in whole microseconds, at least 1 us)
+  /// of every request that produced a token, in seconds, counted when it finishes, whatever
+  /// the reason (llama.cpp's `tokens_predicted_seconds_total`).
   decode_seconds,
-  /// Gauges of prompt and generation throughput since the previous scrape: the tokens counted
-  /// over the seconds added to `prefill_seconds` (`decode_seconds`) between the previous scrape
-  /// and this one, 0 when no time was added. Every scrape starts a new window (llama.cpp).
-  prompt_throughput,
-  generation_throughput,
+  /// Gauge of decode throughput since the previous scrape: the decode steps (N - 1 per request:
+  /// the first token comes with the prompt) of the requests `decode_seconds` counted between
+  /// the previous scrape and this one, over their decode seconds; 0 when none. Every scrape
+  /// starts a new window (llama.cpp's `predicted_tokens_seconds`).
+  decode_throughput,
   rejected,           ///< counter: requests rejected before scheduling
   misuse,             ///< counter: refused recording calls
   label_overflow,     ///< counter: requests recorded into the overflow series
@@ -84,8 +88,7 @@ enum class live_source : std::uint8_t {
     case live_source::in_flight:
     case live_source::before_first_token:
     case live_source::kv_cache_usage:
-    case live_source::prompt_throughput:
-    case live_source::generation_throughput: return metric_kind::gauge;
+    case live_source::decode_throughput: return metric_kind::gauge;
     default: return metric_kind::counter;
   }
 }

@@ -49,10 +49,6 @@ struct live_rules {
   bool from_queued = false;        ///< TTFT and E2E from `queued` when known
   bool e2e_to_last_token = false;  ///< E2E ends at the last token, not at the finish
   bool positive_only = false;      ///< latencies of 0 not observed, queue time excepted
-  /// llama.cpp's counters: prompt tokens computed (not cached) and prefill milliseconds at the
-  /// first token; generation tokens and decode milliseconds when a request completes (stop,
-  /// length); each time cut to whole milliseconds before it is added.
-  bool whole_ms_counters = false;
   /// Finish reasons (bit `live_reason_bit(r)`) whose requests enter the per-request series;
   /// 0: every reason the inclusion policy lets in.
   std::uint8_t reasons = 0;

@@ -161,6 +161,22 @@ inline constexpr std::string_view live_reason_label_vllm = "finished_reason";
   return live_family_names[0];  // unreachable for the sources listed above
 }
 
+/// tokchron's requests counter by outcome, `tokchron_requests_total{outcome="stop|length|
+/// aborted|error|timed_out|rejected"}` (`to_string(finish_reason)`), counted as each request
+/// finishes: the outcome counters a preset whose server has none can carry beside its own
+/// families (`live_with_outcomes`), as the llama.cpp preset does.
+[[nodiscard]] inline live_family live_outcome_family() {
+  const live_family_name& row = live_family_name_of(live_source::requests);
+  live_family f;
+  f.name = std::string(row.tokchron);
+  f.source = live_source::requests;
+  f.kind = live_kind_of(live_source::requests);
+  f.label = std::string(live_reason_label_tokchron);
+  for (std::size_t k = 0; k < finish_reason_count; ++k)
+    f.label_values.emplace_back(to_string(static_cast<finish_reason>(k)));
+  return f;
+}
+
 /// vLLM's `build_1_2_5_buckets(max_value)` (vllm/v1/metrics/loggers.py): 1, 2, 5, 10, 20,
 /// 50, ... while <= `max_value` (empty for 0). Used for its prompt- and generation-length
 /// histograms with `max_model_len`.
@@ -233,14 +249,15 @@ template <class EdgesOf>
     }
     live_family f = live_source_family(std::string(name), r.source);
     if (r.source == live_source::requests) {
-      f.label = std::string(vllm ? live_reason_label_vllm : live_reason_label_tokchron);
-      for (std::size_t k = 0; k < finish_reason_count; ++k)
-        f.label_values.emplace_back(to_string(static_cast<finish_reason>(k)));
-      if (vllm)  // vllm/v1/engine/__init__.py FINISH_REASON_STRINGS
+      f = live_outcome_family();
+      f.name = std::string(name);
+      if (vllm) {  // vllm/v1/engine/__init__.py FINISH_REASON_STRINGS
+        f.label = std::string(live_reason_label_vllm);
         f.label_values = {"stop",      "length", "abort", "error",
                           "abort",  // a server's timeout aborts the request
                           "",       // vLLM never counts a request it refused
                           "repetition"};
+      }
     } else if (r.source == live_source::prompt_tokens_by_source) {
       // vllm/v1/metrics/stats.py PromptTokenStats.ALL_SOURCES
       f.label = "source";
@@ -324,6 +341,20 @@ template <class EdgesOf>
 /// Appends `tail` to `fs`.
 inline void live_append(std::vector<live_family>& fs, std::vector<live_family> tail) {
   for (auto& f : tail) fs.push_back(std::move(f));
+}
+
+/// `o` with tokchron's outcome counter (`live_outcome_family`) before tokchron's own counters,
+/// unless `o` already has a family of that name (tokchron's and llama.cpp's presets): finished
+/// requests by outcome beside any preset, in one spelling whatever the server's own
+/// (`live_with_outcomes(tgi_live_options(4095, 4096))`).
+[[nodiscard]] inline live_options live_with_outcomes(live_options o) {
+  live_family f = live_outcome_family();
+  for (const live_family& g : o.families)
+    if (g.name == f.name) return o;
+  auto at = o.families.begin();
+  while (at != o.families.end() && !live_is_own(at->source)) ++at;
+  o.families.insert(at, std::move(f));
+  return o;
 }
 
 /// A `finished` family: requests finished for one of `reasons`, with its help.
@@ -485,31 +516,45 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
   return o;
 }
 
-/// The llama.cpp server's `/metrics` with `--metrics` (ggml-org/llama.cpp
-/// tools/server/server-context.cpp at 001d906a6d86e2490e394361e7cc6f478b100088:
-/// `server_metrics`, the metrics task, `update_slots`): no labels, no histograms;
-/// `llamacpp:prompt_tokens_total` (prompt tokens evaluated, the cached ones not) and
-/// `llamacpp:prompt_seconds_total` at a request's first token (`on_prompt_eval`);
-/// `llamacpp:tokens_predicted_total` and `llamacpp:tokens_predicted_seconds_total` when a slot
-/// completes (`on_prediction`, stop and length only), each request's time cut to whole
-/// milliseconds before it is added (a double added into a uint64_t); the gauges
-/// `llamacpp:prompt_tokens_seconds` and `llamacpp:predicted_tokens_seconds` over the window
-/// since the previous scrape (each `/metrics` call resets llama.cpp's bucket), and
-/// `llamacpp:requests_processing` (running), `llamacpp:requests_deferred` (waiting).
+/// The llama.cpp server's `/metrics` with `--metrics`, as the release in npm
+/// `node-llama-cpp@3.21.1` has it (llama.cpp tag v0.4.0 in its `llama/llama.cpp.info.json`;
+/// tools/server/server-task.cpp `server_task_result_metrics::to_metrics`, server-common.h
+/// `server_metrics` and `server_slot_stats`, server-context.cpp `metrics_on_prediction`): no
+/// labels, no histograms, llama.cpp's names, help texts and order;
+/// `llamacpp:prompt_tokens_total` (prompt tokens computed, the cached ones not) and
+/// `llamacpp:prompt_tokens_cached_total` at a request's first token (llama.cpp counts them as
+/// its batches run); `llamacpp:tokens_predicted_total` and
+/// `llamacpp:tokens_predicted_seconds_total` when a request that produced a token finishes,
+/// whatever the reason (llama.cpp: as its slot is released, aborted ones included), the
+/// decode time max(1 us, last token - first token) in whole microseconds; the gauge
+/// `llamacpp:predicted_tokens_seconds`, decode steps (N - 1 per request) over decode time for
+/// the requests finished since the previous scrape (each `/metrics` call restarts llama.cpp's
+/// window); `llamacpp:requests_processing` (running), `llamacpp:requests_deferred` (waiting).
+/// Left out, as no request event gives them: the prompt time and rate (timed per decode batch,
+/// once whatever the slots in it) and the engine's own counts (`n_decode_total`,
+/// `n_tokens_max`, `n_busy_slots_per_decode`, speculative decoding's). llama.cpp counts no
+/// requests: tokchron's `tokchron_requests_total{outcome}` (`live_outcome_family`) is added,
+/// with tokchron's own counters. An `n > 1` answer that copies its parent's prompt calls
+/// `set_shared_prompt`, so that the prompt counts once, as llama.cpp counts it.
 [[nodiscard]] inline live_options llamacpp_live_options() {
   live_options o;
   o.rules.itl = itl_grain::per_chunk;
-  o.rules.whole_ms_counters = true;
   using src = live_source;
   o.families = {
-      live_source_family("llamacpp:prompt_tokens", src::prompt_tokens),
-      live_source_family("llamacpp:tokens_predicted", src::generation_tokens),
-      live_source_family("llamacpp:requests_processing", src::running),
-      live_source_family("llamacpp:requests_deferred", src::waiting),
-      live_source_family("llamacpp:prompt_seconds", src::prefill_seconds),
-      live_source_family("llamacpp:tokens_predicted_seconds", src::decode_seconds),
-      live_source_family("llamacpp:prompt_tokens_seconds", src::prompt_throughput),
-      live_source_family("llamacpp:predicted_tokens_seconds", src::generation_throughput),
+      live_source_family("llamacpp:prompt_tokens", src::prompt_tokens_computed,
+                         "Number of prompt tokens processed, excluding cached tokens"),
+      live_source_family("llamacpp:prompt_tokens_cached", src::prompt_tokens_cached,
+                         "Number of prompt tokens reused from the cache"),
+      live_source_family("llamacpp:tokens_predicted", src::finished_output_tokens,
+                         "Number of generation tokens processed"),
+      live_source_family("llamacpp:tokens_predicted_seconds", src::decode_seconds,
+                         "Total time spent generating tokens"),
+      live_source_family("llamacpp:predicted_tokens_seconds", src::decode_throughput,
+                         "Average generation throughput in tokens/s"),
+      live_source_family("llamacpp:requests_processing", src::running,
+                         "Number of requests processing"),
+      live_source_family("llamacpp:requests_deferred", src::waiting, "Number of requests deferred"),
+      live_outcome_family(),
       live_source_family("tokchron_rejected_requests", src::rejected),
   };
   live_append(o.families, live_own_families());

@@ -110,6 +110,7 @@ class basic_live_request {
   std::uint32_t series_ = 0;
   phase_t phase_ = idle;
   bool counted_prompt_ = false;
+  bool shared_prompt_ = false;
 };
 
 /// Live server metrics: lock-free recording from any number of threads, labelled series with
@@ -210,6 +211,16 @@ class basic_live_metrics {
   /// the prompt tokens, in the cached-prompt counter and vLLM's prompt tokens by source. More
   /// than the prompt length is refused (`invalid_count`).
   record_status set_cached_prompt_tokens(request_type& r, std::uint64_t n) noexcept;
+  /// The request's prompt was computed by another request whose KV cache it copies (an engine
+  /// that computes a prompt once for the `n > 1` answers of one request: llama.cpp's child
+  /// tasks). Its prompt tokens are then all cached (the timeline says so, as
+  /// `set_cached_prompt_tokens(prompt)` would), and it counts in none of the prompt-token
+  /// counters (prompt, computed, cached, by source) nor in the cached-prompt histogram: the
+  /// prompt is counted once, by the request that computed it. Its prompt length is still
+  /// observed, and its TTFT and prefill run from its own `scheduled` (give it the time the
+  /// shared prompt started). Before the first token, once the prompt length is known (else
+  /// `invalid_count`).
+  record_status set_shared_prompt(request_type& r) noexcept;
   /// One speculative draft of the request in one engine step: `drafted` tokens proposed,
   /// `accepted` of them accepted (vllm/v1/spec_decode/metrics.py `observe_draft`). The counters
   /// move now; the request's timeline keeps the totals (`set_speculative`). Refused
@@ -304,8 +315,8 @@ class basic_live_metrics {
           }
         }
         if (streaming) {
-          first_token_series(d, s, tl);
-          if (!hot_.rules.tokens_at_finish && !hot_.rules.whole_ms_counters)
+          first_token_series(d, s, tl, false);
+          if (!hot_.rules.tokens_at_finish)
             count_generation(d, s, tl.output_tokens(), tl.reasoning_tokens());
           counted_prompt = true;
         }
@@ -325,7 +336,7 @@ class basic_live_metrics {
         d.count(s, detail::lc_spec_draft_tokens, *drafted);
         d.count(s, detail::lc_spec_accepted, tl.speculative_accepted_tokens().value_or(0));
       }
-      finished(d, s, tl, max_tokens, counted_prompt);
+      finished(d, s, tl, max_tokens, counted_prompt, false);
     });
     return record_status::ok;
   }
@@ -404,14 +415,14 @@ class basic_live_metrics {
   /// The prompt counters of a timeline's request: prompt tokens, and with cached ones vLLM's
   /// split by source (vllm/v1/metrics/stats.py `PromptTokenStats.update_from_output`: computed
   /// = prompt - cached; local_cache_hit = cached + recomputed, where one token is recomputed
-  /// when all but one were cached).
+  /// when all but one were cached). None for a prompt another request computed (`shared`).
   template <class Timeline>
-  void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl) const noexcept {
-    const bool computed_only = hot_.rules.whole_ms_counters;
+  void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
+                    bool shared) const noexcept {
+    if (shared) return;
     const std::optional<std::uint64_t> p = tl.prompt_tokens();
     const std::optional<std::uint64_t> c = tl.cached_prompt_tokens();
-    // llama.cpp counts the prompt tokens it evaluated: the cached ones are not.
-    if (p) d.count(s, detail::lc_prompt_tokens, computed_only && c && *c <= *p ? *p - *c : *p);
+    if (p) d.count(s, detail::lc_prompt_tokens, *p);
     if (c) {
       d.use(detail::lf_cached_prompt);
       d.count(s, detail::lc_prompt_cached, *c);
@@ -460,45 +471,38 @@ class basic_live_metrics {
   }
 
   /// The series a request's first token moves when they stream: TTFT (unless observed at the
-  /// finish), the prompt counters (unless counted at the finish) and llama.cpp's prefill
-  /// milliseconds.
+  /// finish) and the prompt counters (unless counted at the finish).
   template <class Timeline>
-  void first_token_series(detail::live_writer<>& d, std::uint32_t s,
-                          const Timeline& tl) const noexcept {
+  void first_token_series(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
+                          bool shared) const noexcept {
     const auto first = tl.first_token_time();
     if (!hot_.rules.ttft_at_finish)
       if (const auto a = start_of(tl); a && first && *first >= *a)
         observe_latency(d, s, live_histogram::ttft, seconds(*first - *a));
-    if (!hot_.rules.tokens_at_finish) count_prompt(d, s, tl);
+    if (!hot_.rules.tokens_at_finish) count_prompt(d, s, tl, shared);
     if (hot_.rules.lengths_at_first_token)
       if (const auto p = tl.prompt_tokens())
         d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
-    if (hot_.rules.whole_ms_counters)
-      if (const auto sched = tl.first_scheduled(); sched && first && *first >= *sched)
-        d.count(s, detail::lc_prefill_ms, whole_ms(*first - *sched));
-  }
-
-  /// `d` in whole milliseconds, rounded down (llama.cpp adds each request's milliseconds, a
-  /// double, into an integer total: tools/server `server_metrics::on_prompt_eval`).
-  template <class D>
-  static std::uint64_t whole_ms(D d) noexcept {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-    return ms > 0 ? static_cast<std::uint64_t>(ms) : 0;
   }
 
   /// The finish-time series of a finished timeline, as the inclusion policy and the
   /// preset's rules say.
   template <class Timeline>
   void finished(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
-                std::uint64_t max_tokens, bool counted_prompt) const noexcept {
+                std::uint64_t max_tokens, bool counted_prompt, bool shared) const noexcept {
     const finish_reason reason = *tl.reason();
     const live_rules& rules = hot_.rules;
     d.count(s, detail::lc_requests + static_cast<std::uint32_t>(reason), 1);
     const std::uint64_t n = tl.output_tokens();
-    // llama.cpp: generated tokens and generation time when a slot completes (stop, length).
-    if (rules.whole_ms_counters && is_success(reason) && tl.first_token_time()) {
-      count_generation(d, s, n, tl.reasoning_tokens());
-      if (const auto dec = decode_time(tl)) d.count(s, detail::lc_decode_ms, whole_ms(*dec));
+    // Every request that produced a token, whatever its reason (llama.cpp counts a slot's
+    // tokens, decode steps and decode time as it is released, tools/server/server-context.cpp
+    // `metrics_on_prediction`; the decode time max(1 us, last - first token),
+    // server-common.h `server_slot_stats::t_gen_us`).
+    if (const auto f = tl.first_token_time(), l = tl.last_token_time(); f && l && n > 0) {
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(*l - *f).count();
+      d.count(s, detail::lc_finished_tokens, n);
+      d.count(s, detail::lc_decode_steps, n - 1);
+      d.count(s, detail::lc_decode_us, us > 1 ? static_cast<std::uint64_t>(us) : 1);
     }
     const live_inclusion inc = hot_.inclusion;
     // The rule of metrics/inclusion.hpp, which run summaries (tokchron-report) apply too, then
@@ -515,13 +519,12 @@ class basic_live_metrics {
       if (start && first && *first >= *start)
         observe_latency(d, s, live_histogram::ttft, seconds(*first - *start));
     if (rules.tokens_at_finish) {
-      count_prompt(d, s, tl);
+      count_prompt(d, s, tl, shared);
       count_generation(d, s, n, tl.reasoning_tokens());
     } else {
-      if (inc == live_inclusion::completed && !rules.whole_ms_counters)
-        count_generation(d, s, n, tl.reasoning_tokens());
+      if (inc == live_inclusion::completed) count_generation(d, s, n, tl.reasoning_tokens());
       if (!counted_prompt && includes(inc, inclusion_family::prompt_tokens, tl))
-        count_prompt(d, s, tl);
+        count_prompt(d, s, tl, shared);
     }
     if (rules.e2e_to_last_token) {
       if (start && last && *last >= *start)
@@ -592,6 +595,7 @@ record_status basic_live_metrics<Clock>::arrive(request_type& r, time_point t,
   r.series_ = resolve(info.series);
   r.max_tokens_ = info.max_tokens;
   r.counted_prompt_ = false;
+  r.shared_prompt_ = false;
   r.phase_ = request_type::waiting;
   in_shard([&](detail::live_writer<>& d) noexcept {
     d.count(r.series_, detail::lc_waiting, 1);
@@ -629,6 +633,17 @@ record_status basic_live_metrics<Clock>::set_cached_prompt_tokens(request_type& 
   if (const auto p = r.tl_.prompt_tokens(); p && n > *p)
     return misuse(record_status::invalid_count);
   r.tl_.set_cached_prompt_tokens(n);
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::set_shared_prompt(request_type& r) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (r.counted_prompt_) return misuse(record_status::out_of_order);
+  const auto p = r.tl_.prompt_tokens();
+  if (!p) return misuse(record_status::invalid_count);
+  r.tl_.set_cached_prompt_tokens(*p);
+  r.shared_prompt_ = true;
   return record_status::ok;
 }
 
@@ -723,11 +738,11 @@ record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, st
       if (hot_.rules.itl == itl_grain::per_token_with_first && tokens > 1)
         d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
       if (streaming) {
-        first_token_series(d, s, r.tl_);
+        first_token_series(d, s, r.tl_, r.shared_prompt_);
         r.counted_prompt_ = true;
       }
     }
-    if (streaming && !hot_.rules.tokens_at_finish && !hot_.rules.whole_ms_counters)
+    if (streaming && !hot_.rules.tokens_at_finish)
       count_generation(d, s, tokens, kind == chunk_kind::reasoning ? tokens : 0);
   });
   return record_status::ok;
@@ -745,7 +760,7 @@ record_status basic_live_metrics<Clock>::finish(request_type& r, time_point t,
     d.count(s, was == request_type::running ? detail::lc_running : detail::lc_waiting,
             ~std::uint64_t{0});
     if (!r.tl_.first_token_time()) d.count(s, detail::lc_before_first, ~std::uint64_t{0});
-    finished(d, s, r.tl_, r.max_tokens_, r.counted_prompt_);
+    finished(d, s, r.tl_, r.max_tokens_, r.counted_prompt_, r.shared_prompt_);
   });
   return record_status::ok;
 }

@@ -180,6 +180,14 @@ class basic_request_recorder {
     if (keep_) tl_.set_cached_prompt_tokens(n);
     return s;
   }
+  /// The prompt was computed by another request whose KV cache this one copies
+  /// (`basic_live_metrics::set_shared_prompt`): every prompt token cached, none counted.
+  record_status set_shared_prompt() noexcept {
+    const record_status s = m_->set_shared_prompt(live_);
+    if (s != record_status::ok) return refused(s);
+    if (keep_) tl_.set_cached_prompt_tokens(live_.timeline().prompt_tokens().value_or(0));
+    return s;
+  }
   /// The request entered the engine's waiting queue.
   record_status queued(time_point t) noexcept {
     return both(m_->queued(live_, t), [&] { return tl_.queued(t); });

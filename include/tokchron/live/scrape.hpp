@@ -101,7 +101,7 @@ struct live_scrape_data {
   std::vector<bool> present;
   /// By series: prompt tokens, prefill ms, generation tokens, decode ms added since the
   /// previous scrape (the throughput gauges' window).
-  std::vector<std::array<std::uint64_t, 4>> window;
+  std::vector<std::array<std::uint64_t, 2>> window;
   std::uint64_t misuse = 0, dropped = 0, label_overflow = 0, long_label_values = 0;
   std::uint32_t features = 0;  ///< live_feature bits
   bool prefix_cache_used = false;
@@ -138,7 +138,7 @@ inline void live_take(live_state& st, live_scrape_data& d) {
   d.counts.resize(lay.series);
   d.sums.resize(lay.series);
   d.present.assign(lay.series, false);
-  d.window.assign(lay.series, std::array<std::uint64_t, 4>{});
+  d.window.assign(lay.series, std::array<std::uint64_t, 2>{});
   for (std::uint32_t s = 0; s < lay.series; ++s) {
     if (const live_block* b = st.total.find(s)) {
       d.counts[s].assign(b->n, b->n + lay.counts);
@@ -152,16 +152,14 @@ inline void live_take(live_state& st, live_scrape_data& d) {
   d.long_label_values = st.long_label_values.load(std::memory_order_relaxed);
   d.features = st.features.load(std::memory_order_relaxed);
   d.prefix_cache_used = st.prefix_cache_used.load(std::memory_order_relaxed);
-  // The throughput gauges' window: since the previous scrape (serialised by the lock).
-  if (live_exports(st.options, live_source::prompt_throughput) ||
-      live_exports(st.options, live_source::generation_throughput)) {
+  // The decode throughput gauge's window: since the previous scrape (serialised by the lock).
+  if (live_exports(st.options, live_source::decode_throughput)) {
     st.window.resize(lay.series);
     for (std::uint32_t s = 0; s < lay.series; ++s) {
       if (!d.present[s]) continue;
-      const std::array<std::uint64_t, 4> now{
-          d.counts[s][lc_prompt_tokens], d.counts[s][lc_prefill_ms],
-          d.counts[s][lc_generation_tokens], d.counts[s][lc_decode_ms]};
-      for (std::size_t i = 0; i < 4; ++i) d.window[s][i] = now[i] - st.window[s][i];
+      const std::array<std::uint64_t, 2> now{d.counts[s][lc_decode_steps],
+                                             d.counts[s][lc_decode_us]};
+      for (std::size_t i = 0; i < 2; ++i) d.window[s][i] = now[i] - st.window[s][i];
       st.window[s] = now;
     }
   }
@@ -220,6 +218,8 @@ inline void live_series_labels(const live_state& st, live_scrape_data& d) {
     case live_source::prefix_cache_hits: return lc_prefix_hits;
     case live_source::prompt_tokens_cached: return lc_prompt_cached;
     case live_source::prompt_tokens_recomputed: return lc_prompt_recomputed;
+    case live_source::prompt_tokens_computed: return lc_prompt_computed;
+    case live_source::finished_output_tokens: return lc_finished_tokens;
     case live_source::reasoning_tokens: return lc_reasoning_tokens;
     case live_source::spec_drafts: return lc_spec_drafts;
     case live_source::spec_draft_tokens: return lc_spec_draft_tokens;
@@ -311,15 +311,12 @@ void live_labelled_points(metric_family& out, const live_family& f, const live_s
       return static_cast<double>(
           static_cast<std::int64_t>(d.counter(s, lc_running) + d.counter(s, lc_waiting)));
     case live_source::kv_cache_usage: return st.kv_cache_usage[s].load(std::memory_order_relaxed);
-    case live_source::prefill_seconds:
-      return static_cast<double>(d.counter(s, lc_prefill_ms)) / 1e3;
-    case live_source::decode_seconds: return static_cast<double>(d.counter(s, lc_decode_ms)) / 1e3;
-    case live_source::prompt_throughput:
-    case live_source::generation_throughput: {
-      // tools/server: n ? 1e3 / t_ms * n : 0 (a window of tokens and 0 ms gives +Inf there).
+    case live_source::decode_seconds: return static_cast<double>(d.counter(s, lc_decode_us)) / 1e6;
+    case live_source::decode_throughput: {
+      // tools/server server_metrics::bucket::n_per_second: time > 0 ? steps / time * 1e6 : 0,
+      // the same operations in the same order, so that equal counts give the same double.
       const auto& w = d.window[s];
-      const std::size_t at = f.source == live_source::prompt_throughput ? 0 : 2;
-      return w[at] != 0 ? 1e3 / static_cast<double>(w[at + 1]) * static_cast<double>(w[at]) : 0.0;
+      return w[1] > 0 ? static_cast<double>(w[0]) / static_cast<double>(w[1]) * 1e6 : 0.0;
     }
     default: return static_cast<double>(d.counter(s, live_slot(f.source)));
   }
@@ -393,14 +390,11 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
     case live_source::finished: return "Finished requests.";
     case live_source::arrived: return "Requests arrived.";
     case live_source::prompt_tokens:
-      return rules.whole_ms_counters  ? "Prompt tokens evaluated (not cached), counted at the "
-                                        "first token."
-             : rules.tokens_at_finish ? "Prompt tokens, counted when the request finishes."
-                                      : "Prompt tokens of requests that reached their first token.";
+      return rules.tokens_at_finish ? "Prompt tokens, counted when the request finishes."
+                                    : "Prompt tokens of requests that reached their first token.";
     case live_source::generation_tokens:
-      return rules.whole_ms_counters  ? "Output tokens of completed requests."
-             : rules.tokens_at_finish ? "Output tokens, counted when the request finishes."
-                                      : "Output tokens, counted as they stream.";
+      return rules.tokens_at_finish ? "Output tokens, counted when the request finishes."
+                                    : "Output tokens, counted as they stream.";
     case live_source::preemptions: return "Preemptions, counted as they happen.";
     case live_source::running: return "Requests scheduled and not finished or preempted.";
     case live_source::waiting: return "Requests arrived or preempted and not yet scheduled.";
@@ -425,15 +419,16 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
     case live_source::spec_accepted_tokens: return "Speculative draft tokens accepted.";
     case live_source::spec_accepted_per_position:
       return "Accepted draft tokens per draft position.";
-    case live_source::prefill_seconds:
-      return "Prefill times (first scheduled to first token), each cut to whole milliseconds, "
-             "seconds.";
+    case live_source::prompt_tokens_computed:
+      return "Prompt tokens computed (not cached), counted with the prompt tokens.";
+    case live_source::finished_output_tokens:
+      return "Output tokens of every request that produced one, counted at its finish.";
     case live_source::decode_seconds:
-      return "Decode times of completed requests, each cut to whole milliseconds, seconds.";
-    case live_source::prompt_throughput:
-      return "Prompt tokens per second of prefill since the previous scrape.";
-    case live_source::generation_throughput:
-      return "Generated tokens per second of decode since the previous scrape.";
+      return "Decode times (first to last token, whole microseconds, at least 1 us) of every "
+             "request that produced a token, counted at its finish, seconds.";
+    case live_source::decode_throughput:
+      return "Decode steps (tokens after the first) per second of decode time, over the "
+             "requests finished since the previous scrape.";
     case live_source::rejected: return "Requests rejected before scheduling.";
     case live_source::misuse: return "Recording calls refused as misuse (nothing recorded).";
     case live_source::label_overflow:

@@ -69,8 +69,9 @@ enum live_counter : std::uint32_t {
   lc_spec_drafts,        ///< speculative drafts (one per request and engine step)
   lc_spec_draft_tokens,  ///< tokens drafted
   lc_spec_accepted,      ///< draft tokens accepted
-  lc_prefill_ms,         ///< prefill times cut to whole milliseconds (llama.cpp), ms
-  lc_decode_ms,          ///< decode times of completed requests, whole milliseconds, ms
+  lc_finished_tokens,    ///< output tokens of requests with a token, at their finish
+  lc_decode_us,          ///< their decode times, whole microseconds (at least 1 each), us
+  lc_decode_steps,       ///< their decode steps: N - 1 each
   lc_before_first,       ///< gauge delta, two's complement: arrived, no token, not finished
   lc_count,
 };

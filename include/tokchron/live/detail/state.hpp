@@ -289,10 +289,9 @@ struct live_state {
   // Scrape side: serialised by `scrape_lock` (a scrape spins; writers never take it).
   std::atomic_flag scrape_lock = ATOMIC_FLAG_INIT;
   live_side total;
-  /// The throughput gauges' window (live_names::prompt_throughput): by series, the prompt
-  /// tokens, prefill milliseconds, generation tokens and decode milliseconds as of the
-  /// previous scrape.
-  std::vector<std::array<std::uint64_t, 4>> window;
+  /// The decode throughput gauge's window (`live_source::decode_throughput`): by series, the
+  /// decode steps and decode microseconds as of the previous scrape.
+  std::vector<std::array<std::uint64_t, 2>> window;
 
   [[nodiscard]] std::uint32_t overflow_index() const noexcept { return layout.series - 1; }
 

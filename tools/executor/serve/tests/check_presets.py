@@ -28,10 +28,10 @@ checks, each printed with its figures:
     tokchron-report's exact percentile, inside the bucket bound (check_dashboard.py's
     `quantile_bound`: the exact quantile of classic buckets is only known to lie within the
     edges of the buckets around its rank);
-  * llama.cpp's whole-millisecond seconds counters within their truncation bound
-    (0 <= exact sum - counter < n ms), its throughput gauges equal to the counters' deltas
-    between consecutive scrapes (the pairs around a scrape Prometheus failed are skipped: it
-    restarted the gauges' window unseen).
+  * llama.cpp's decode seconds counter equal to the trace's microseconds, its decode
+    throughput gauge within the bounds the counters' deltas between consecutive scrapes give
+    (the pairs around a scrape Prometheus failed are skipped: it restarted the window unseen),
+    tokchron's outcome counter beside it equal to the trace's finish reasons.
 With --summary, one line per compared quantile is appended to FILE (preset, family, q,
 PromQL, tokchron-report, bound) for the stage's table. Exit 0 when every check passes, 1 when
 one fails, 2 on a usage or setup error.
@@ -375,76 +375,90 @@ def check_tgi(run):
     run.heatmap(answers, heat, "tgi_request_mean_time_per_token_duration")
 
 
+def decode_us(r):
+    """llama.cpp's decode time of a request with a token: max(1 us, last - first token) in
+    whole microseconds (server-common.h `server_slot_stats::t_gen_us`). The trace's times are
+    seconds printed to read back exactly from the server's nanoseconds, so the nanoseconds are
+    recovered exactly and cut to microseconds as the recorder cuts them."""
+    ns = round(last_token(r) * 1e9) - round(first_token(r) * 1e9)
+    return max(1, ns // 1000)
+
+
 def check_llamacpp(run):
     recs = run.records
     first = [r for r in recs if first_token(r) is not None]
-    done = [r for r in first if reason(r) in ("stop", "length")]
-    # Prompt tokens evaluated: the cached ones are not.
+    # Prompt tokens computed (the cached ones are not) and cached, at the first token.
     run.counter("llamacpp:prompt_tokens_total",
                 sum(r.get("prompt_tokens", 0) - r.get("cached_prompt_tokens", 0) for r in first))
-    run.counter("llamacpp:tokens_predicted_total", sum(output_tokens(r) for r in done))
-    # Seconds counters: each request's time cut to whole milliseconds (0 <= cut < 1 ms).
-    for family, sel, metric in [("llamacpp:prompt_seconds_total", first, "prefill_time"),
-                                ("llamacpp:tokens_predicted_seconds_total", done, "decode_time")]:
-        want = run.report(sel)["metrics"][metric]
-        exact = want["mean"] * want["count"]
-        got = run.prom.scalar(f"sum({family}{{{run.tag}}})")
-        n = want["count"]
-        run.c.ok(exact - n * 1e-3 - 1e-9 <= got <= exact + 1e-9,
-                 f"{family}: {got:.6f} s, tokchron-report's exact sum {exact:.6f} s over {n} "
-                 f"requests, truncation bound [{exact - n * 1e-3:.6f}, {exact:.6f}] "
-                 f"(cut {exact - got:.6f} s)")
-        run.c.close(run.prom.scalar(f"sum(rate({family}{{{run.tag}}}[{run.window_ms}ms]))") * run.w,
-                    got, f"rate({family}[w]) x w")
-    # The throughput gauges: at each scrape, the counters' deltas since the previous scrape.
-    # serve restarts the gauges' window at every /metrics answer, so a scrape Prometheus did
-    # not store (up == 0: it timed out, on a loaded machine) restarted it unseen: the pair of
-    # stored scrapes around one is skipped, and the pair after it (serve may answer the failed
-    # scrape only after the next one).
+    cached = [r for r in first if "cached_prompt_tokens" in r]
+    if cached:
+        run.counter("llamacpp:prompt_tokens_cached_total",
+                    sum(r["cached_prompt_tokens"] for r in cached))
+    # Output tokens and decode time of every request with a token, whatever its outcome
+    # (llama.cpp counts a slot's as it is released), in whole microseconds.
+    run.counter("llamacpp:tokens_predicted_total", sum(output_tokens(r) for r in first))
+    total_us = sum(decode_us(r) for r in first)
+    got = run.prom.scalar(f"sum(llamacpp:tokens_predicted_seconds_total{{{run.tag}}})")
+    run.c.ok(got == total_us / 1e6,
+             f"llamacpp:tokens_predicted_seconds_total: {got!r} s, the trace's "
+             f"{total_us} us over {len(first)} requests")
+    # The decode throughput gauge: at each scrape, decode steps (N - 1 per request) over decode
+    # time of the requests finished since the previous scrape. The steps are the tokens less one
+    # per request with a token, which the finished-requests counter bounds: between two stored
+    # scrapes, (dtokens - dfinished) / dseconds <= gauge <= dtokens / dseconds (equal when every
+    # finished request had a token). serve restarts the gauge's window at every /metrics
+    # answer, so a scrape Prometheus did not store (up == 0: it timed out, on a loaded machine)
+    # restarted it unseen: the pair of stored scrapes around one is skipped, and the pair after.
     up = run.prom.query(f"up{{{run.tag}}}[{run.window_ms}ms]")
     failed = [float(t) for t, v in (up[0]["values"] if len(up) == 1 else []) if v == "0"]
-    for gauge, tokens, secs in [
-            ("llamacpp:prompt_tokens_seconds", "llamacpp:prompt_tokens_total",
-             "llamacpp:prompt_seconds_total"),
-            ("llamacpp:predicted_tokens_seconds", "llamacpp:tokens_predicted_total",
-             "llamacpp:tokens_predicted_seconds_total")]:
-        series = {}
-        for f in (gauge, tokens, secs):
-            res = run.prom.query(f"{f}{{{run.tag}}}[{run.window_ms}ms]")
-            if len(res) != 1:
-                raise cd.Failure(f"{f}: {len(res)} series")
-            series[f] = {float(t): float(v) for t, v in res[0]["values"]}
-        stamps = sorted(series[gauge])
-        bad, windows, skipped = [], 0, 0
-        for i, (prev, t) in enumerate(zip(stamps, stamps[1:])):
-            if prev not in series[tokens] or t not in series[tokens]:
-                continue
-            if any((stamps[i - 1] if i else prev) < f < t for f in failed):
-                skipped += 1
-                continue
-            dn = series[tokens][t] - series[tokens][prev]
-            ds = series[secs][t] - series[secs][prev]
-            want = 0.0 if dn == 0 else (math.inf if ds <= 0 else dn / ds)
-            got = series[gauge][t]
-            windows += dn > 0
-            if not (got == want or abs(got - want) <= 1e-9 * abs(want)):
-                bad.append((t, got, want))
-        run.c.ok(windows > 0 and not bad,
-                 f"{gauge}: at {len(stamps)} scrapes the counters' deltas since the previous one "
-                 f"({windows} windows with tokens; {skipped} pairs around a failed scrape "
-                 f"skipped; differing: {bad[:3]})")
-    # Natural query: generation throughput per second of decode, within the truncation bound.
-    decode = run.report(done)["metrics"]["decode_time"]
-    exact_s = decode["mean"] * decode["count"]
+    gauge, tokens, secs = ("llamacpp:predicted_tokens_seconds", "llamacpp:tokens_predicted_total",
+                           "llamacpp:tokens_predicted_seconds_total")
+    series = {}
+    for f in (gauge, tokens, secs):
+        res = run.prom.query(f"{f}{{{run.tag}}}[{run.window_ms}ms]")
+        if len(res) != 1:
+            raise cd.Failure(f"{f}: {len(res)} series")
+        series[f] = {float(t): float(v) for t, v in res[0]["values"]}
+    series["finished"] = {}  # every outcome's samples, summed per scrape
+    for x in run.prom.query(f"tokchron_requests_total{{{run.tag}}}[{run.window_ms}ms]"):
+        for t, v in x["values"]:
+            series["finished"][float(t)] = series["finished"].get(float(t), 0.0) + float(v)
+    stamps = sorted(series[gauge])
+    bad, windows, skipped = [], 0, 0
+    for i, (prev, t) in enumerate(zip(stamps, stamps[1:])):
+        if any(t not in series[x] or prev not in series[x] for x in (tokens, secs, "finished")):
+            continue
+        if any((stamps[i - 1] if i else prev) < f < t for f in failed):
+            skipped += 1
+            continue
+        dn = series[tokens][t] - series[tokens][prev]
+        ds = series[secs][t] - series[secs][prev]
+        dr = series["finished"][t] - series["finished"][prev]
+        got = series[gauge][t]
+        if dn == 0:
+            ok = got == 0
+        else:
+            lo, hi = max(dn - dr, 0) / ds * (1 - 1e-9), dn / ds * (1 + 1e-9)
+            ok = lo <= got <= hi
+            windows += 1
+        if not ok:
+            bad.append((t, got, dn, dr, ds))
+    run.c.ok(windows > 0 and not bad,
+             f"{gauge}: at {len(stamps)} scrapes within (dtokens - dfinished, dtokens) over "
+             f"dseconds since the previous one ({windows} windows with tokens; {skipped} pairs "
+             f"around a failed scrape skipped; outside: {bad[:3]})")
+    # Natural query: output tokens per second of decode, from the two counters' rates.
     q = (f"sum(rate(llamacpp:tokens_predicted_total{{{run.tag}}}[{run.window_ms}ms])) / "
          f"sum(rate(llamacpp:tokens_predicted_seconds_total{{{run.tag}}}[{run.window_ms}ms]))")
     got = run.prom.scalar(q)
-    n_tok = sum(output_tokens(r) for r in done)
-    lo, hi = n_tok / exact_s, n_tok / max(exact_s - decode["count"] * 1e-3, 1e-12)
-    run.c.ok(lo - 1e-9 <= got <= hi * (1 + 1e-9),
-             f"tokens per decode second {got:.6g}: exact {lo:.6g}, truncation bound "
-             f"[{lo:.6g}, {hi:.6g}]")
-    run.compared.append(("llamacpp:tokens_predicted/seconds", None, got, lo, lo, hi))
+    exact = sum(output_tokens(r) for r in first) / (total_us / 1e6)
+    run.c.close(got, exact, "tokens per decode second, rate(tokens) / rate(seconds)")
+    run.compared.append(("llamacpp:tokens_predicted/seconds", None, got, exact, exact, exact))
+    # Outcome counters beside llama.cpp's families: every finished request, by reason.
+    for why in REASONS:
+        want = sum(1 for r in recs if reason(r) == why)
+        got = run.prom.scalar(f'sum(tokchron_requests_total{{{run.tag},outcome="{why}"}})')
+        run.c.equal(got, want, f'tokchron_requests_total{{outcome="{why}"}}')
     run.gauge_idle("llamacpp:requests_deferred")
     run.c.ok(run.gauge_idle("llamacpp:requests_processing") > 0, "requests ran")
 
