@@ -21,8 +21,8 @@ if [ ! -f "$npmdir/node_modules/@opentelemetry/sdk-metrics/package.json" ]; then
   cp "$src/package.json" "$src/package-lock.json" "$npmdir/"
   (cd "$npmdir" && npm ci --no-audit --no-fund --silent >/dev/null)
 fi
-# Node resolves require() next to the script: run a copy beside node_modules.
-cp "$src/otlp_check.js" "$npmdir/otlp_check.js"
+# Node resolves require() next to the script: run copies beside node_modules.
+cp "$src/otlp_common.js" "$src/otlp_check.js" "$src/genai_check.js" "$npmdir/"
 
 dir=$(tc_dir prometheus)
 tc_build prometheus tokchron_otlp_dump
@@ -32,7 +32,6 @@ node "$npmdir/otlp_check.js" "$work/request.json" "$work/known.json" "$work/requ
 
 echo "--- OpenTelemetry's GenAI server metrics (otel_live_options) exported as OTLP, decoded by"
 echo "    OpenTelemetry's packages: names, units, buckets and attributes as the conventions say"
-cp "$src/genai_check.js" "$npmdir/genai_check.js"
 "$dir/tests/tokchron_otlp_dump" --genai "$work/genai.json" "$work/genai_known.json" \
   "$work/genai.pb"
 node "$npmdir/genai_check.js" "$work/genai.json" "$work/genai_known.json" "$work/genai.pb"

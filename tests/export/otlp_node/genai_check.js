@@ -16,42 +16,12 @@
 //     samples are of successful responses only (the conventions' "for successful responses"),
 //     the dump's failed requests being left out.
 'use strict';
-const fs = require('fs');
 const path = require('path');
-const { opentelemetry } = require('@opentelemetry/otlp-transformer/build/src/generated/root');
+const { checker, loadRequest } = require('./otlp_common');
 const sdkDir = path.dirname(require.resolve('@opentelemetry/sdk-metrics/package.json'));
 const { HistogramAccumulation } = require(path.join(sdkDir, 'build/src/aggregator/Histogram'));
 
-const Request = opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
-const [otlpPath, knownPath, protobufPath] = process.argv.slice(2);
-if (!otlpPath || !knownPath) {
-  console.error('usage: node genai_check.js OTLP_JSON KNOWN_JSON [OTLP_PROTOBUF]');
-  process.exit(2);
-}
-const input = JSON.parse(fs.readFileSync(otlpPath, 'utf8'));
-const known = JSON.parse(fs.readFileSync(knownPath, 'utf8'));
-function fail(where, msg) {
-  console.error(`genai_check: FAIL ${where}: ${msg}`);
-  process.exit(1);
-}
-function same(where, got, want) {
-  const g = JSON.stringify(got), w = JSON.stringify(want);
-  if (g !== w) fail(where, `got ${g}, want ${w}`);
-}
-// The first path at which a and b differ (keys in any order, types and values), or null.
-function diff(a, b, at = '') {
-  if (typeof a !== typeof b || Array.isArray(a) !== Array.isArray(b) || (a === null) !== (b === null))
-    return `${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
-  if (a === null || typeof a !== 'object') return Object.is(a, b) ? null : `${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
-  const ka = Object.keys(a), kb = Object.keys(b);
-  for (const k of ka) if (!(k in b)) return `${at}.${k}: present in one only`;
-  for (const k of kb) if (!(k in a)) return `${at}.${k}: present in one only`;
-  for (const k of ka) {
-    const d = diff(a[k], b[k], `${at}.${k}`);
-    if (d) return d;
-  }
-  return null;
-}
+const { fail, same } = checker('genai_check');
 
 // The conventions (gen-ai-metrics.md at 7269173): name, unit, recommended boundaries.
 const CONVENTIONS = {
@@ -64,19 +34,8 @@ const CONVENTIONS = {
 };
 const REQUIRED = ['gen_ai.operation.name', 'gen_ai.provider.name'];
 
-// 1. Decode, write back, and the protobuf bytes to the same message.
-const toJson = { longs: String, enums: Number, json: true, defaults: false };
-const withDefaults = { longs: String, enums: Number, json: true, defaults: true };
-const message = Request.fromObject(input);
-const back = Request.toObject(message, toJson);
-const d1 = diff(input, back, 'request');
-if (d1) fail('JSON round trip through opentelemetry-proto', d1);
-if (protobufPath) {
-  const fromPb = Request.decode(fs.readFileSync(protobufPath));
-  const d0 = diff(Request.toObject(message, withDefaults), Request.toObject(fromPb, withDefaults), 'request');
-  if (d0) fail('OTLP/HTTP protobuf against the JSON request', d0);
-  console.log('genai_check: the protobuf request decodes to every field of the JSON request');
-}
+// 1. (otlp_common.js).
+const { known, back } = loadRequest('genai_check');
 
 // 2. and 3.
 const metrics = back.resourceMetrics[0].scopeMetrics[0].metrics;

@@ -21,75 +21,15 @@
 //  5. the sum within |s_export - s_naive| <= 2 n 2^-53 sum|x| (see below).
 // Prints one line per histogram; exits 1 on the first failure, naming the histogram and field.
 'use strict';
-const fs = require('fs');
 const path = require('path');
-const { opentelemetry } = require('@opentelemetry/otlp-transformer/build/src/generated/root');
+const { checker, diff, loadRequest } = require('./otlp_common');
 const sdkDir = path.dirname(require.resolve('@opentelemetry/sdk-metrics/package.json'));
 const { getMapping } = require(path.join(sdkDir, 'build/src/aggregator/exponential-histogram/mapping/getMapping'));
 const { ExponentialHistogramAccumulation } = require(path.join(sdkDir, 'build/src/aggregator/ExponentialHistogram'));
 
-const Request = opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
-const [otlpPath, knownPath, protobufPath] = process.argv.slice(2);
-if (!otlpPath || !knownPath) {
-  console.error('usage: node otlp_check.js OTLP_JSON KNOWN_JSON [OTLP_PROTOBUF]');
-  process.exit(2);
-}
-const input = JSON.parse(fs.readFileSync(otlpPath, 'utf8'));
-const known = JSON.parse(fs.readFileSync(knownPath, 'utf8'));
-
-function fail(where, msg) {
-  console.error(`otlp_check: FAIL ${where}: ${msg}`);
-  process.exit(1);
-}
-function same(where, got, want) {
-  const g = JSON.stringify(got), w = JSON.stringify(want);
-  if (g !== w) fail(where, `got ${g}, want ${w}`);
-}
-// The first path at which a and b differ (keys, types and values), or null.
-function diff(a, b, at = '') {
-  if (typeof a !== typeof b || Array.isArray(a) !== Array.isArray(b) || (a === null) !== (b === null))
-    return `${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
-  if (a === null || typeof a !== 'object') return Object.is(a, b) ? null : `${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
-  const ka = Object.keys(a), kb = Object.keys(b);
-  for (const k of ka) if (!(k in b)) return `${at}.${k}: present in one only (${JSON.stringify(a[k]).slice(0, 80)})`;
-  for (const k of kb) if (!(k in a)) return `${at}.${k}: present in one only (${JSON.stringify(b[k]).slice(0, 80)})`;
-  for (const k of ka) {
-    const d = diff(a[k], b[k], `${at}.${k}`);
-    if (d) return d;
-  }
-  return null;
-}
-
-// 1. Decode with the official messages and write back. OTLP/JSON: 64-bit integers as decimal
-// strings, enums as integers; no defaults added, so the key sets must match exactly.
-const toJson = { longs: String, enums: Number, json: true, defaults: false };
-const message = Request.fromObject(input);
-const back = Request.toObject(message, toJson);
-const d1 = diff(input, back, 'request');
-if (d1) fail('JSON round trip through opentelemetry-proto', d1);
-const wire = Request.encode(message).finish();
-const decoded = Request.decode(wire);
-const withDefaults = { longs: String, enums: Number, json: true, defaults: true };
-const d2 = diff(Request.toObject(message, withDefaults), Request.toObject(decoded, withDefaults), 'request');
-if (d2) fail('protobuf wire round trip', d2);
-console.log(`otlp_check: the request decodes and round-trips (JSON ${JSON.stringify(input).length} bytes, protobuf ${wire.length} bytes)`);
-
-// 0. tokchron's own protobuf encoding of the same request: decoded by the official messages,
-// every field equal to the JSON's. Defaults are written out on both sides (proto3 leaves a 0
-// scale or zero count off the wire, where the JSON spells it), and the optional fields (sum,
-// min, max) compare by presence too.
-if (protobufPath) {
-  const bytes = fs.readFileSync(protobufPath);
-  let fromPb;
-  try {
-    fromPb = Request.decode(bytes);
-  } catch (e) {
-    fail('OTLP/HTTP protobuf decode', e.message);
-  }
-  const d0 = diff(Request.toObject(message, withDefaults), Request.toObject(fromPb, withDefaults), 'request');
-  if (d0) fail('OTLP/HTTP protobuf against the JSON request', d0);
-  console.log(`otlp_check: tokchron's protobuf request (${bytes.length} bytes) decodes to every field of the JSON request`);
-}
+const { fail, same } = checker('otlp_check');
+// 0. and 1. (otlp_common.js).
+const { known, back } = loadRequest('otlp_check');
 
 // 2. Structure and metadata, read from the decoded message (as written back).
 const kv = (attrs) => Object.fromEntries((attrs || []).map((a) => [a.key, a.value.stringValue]));
