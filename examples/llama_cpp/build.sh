@@ -91,6 +91,11 @@ done
 if [ -z "$prefix" ]; then
   prefix=$work/tokchron
   say "installing tokchron from $root into $prefix"
+  # The cache may have been filled from another checkout: its build tree is that one's.
+  if [ -f "$work/tokchron-build/CMakeCache.txt" ] &&
+    ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$root" "$work/tokchron-build/CMakeCache.txt"; then
+    rm -rf "$work/tokchron-build"
+  fi
   cmake -S "$root" -B "$work/tokchron-build" -G Ninja -DTOKCHRON_BUILD_TESTS=OFF \
     -DTOKCHRON_BUILD_EXAMPLES=OFF -DTOKCHRON_BUILD_TOOLS=OFF -DTOKCHRON_BUILD_BENCHMARKS=OFF \
     >"$work/tokchron-build.log" 2>&1 || { cat "$work/tokchron-build.log" >&2; exit 1; }
