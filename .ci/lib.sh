@@ -38,10 +38,12 @@ tc_need_node() {
 }
 
 # The packages every build needs. protobuf is here, not only in the stages that scrape, so that
-# stage 10's compilers and stage 30's sanitizers build and run the protobuf exporters' tests.
+# stage 10's compilers and stage 30's sanitizers build and run the protobuf exporters' tests;
+# OpenSSL (libssl-dev) for tokchron-bench's https://, openssl and python3 for its TLS test.
 TOKCHRON_BASE_PKGS=(build-essential g++ clang cmake ninja-build pkg-config ccache
                     libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
-                    libopenblas-dev catch2 libprotobuf-dev protobuf-compiler)
+                    libopenblas-dev catch2 libprotobuf-dev protobuf-compiler libssl-dev openssl
+                    python3)
 
 # ccache for every CMake build the scripts configure (tc_tree, and scripts that call cmake
 # themselves): CMake (3.17 and later) reads the launcher from the environment.

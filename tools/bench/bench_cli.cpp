@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -20,6 +21,7 @@
 #include "report/sla.hpp"
 #include "report/summaries.hpp"
 #include "scrape.hpp"
+#include "tls.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/sla/capacity.hpp"
@@ -52,10 +54,16 @@ struct own_option {
 
 const std::vector<own_option>& own_options() {
   static const std::vector<own_option> o{
-      {"url", "URL", "the server: http://HOST[:PORT][/PREFIX] (default http://127.0.0.1:8000)"},
+      {"url", "URL", "the server: http[s]://HOST[:PORT][/PREFIX] (default http://127.0.0.1:8000)"},
       {"endpoint", "NAME", "completions (default) or chat"},
       {"model", "NAME", "the model name sent in each request (default: model)"},
       {"api_key", "KEY", "sent as Authorization: Bearer KEY"},
+      {"header", "'NAME: VALUE'",
+       "another request header (repeatable); headers the client owns are refused", false, true},
+      {"ca_cert", "FILE",
+       "https: trust the certificates in FILE (PEM) instead of the system's store"},
+      {"tls_verify", "on|off",
+       "https: check the server's certificate and name (default on; off: take any)"},
       {"connect_timeout", "SECONDS", "connecting may take this long (default 10; 0: no limit)"},
       {"request_timeout", "SECONDS", "a request may take this long in all (default 0: no limit)"},
       {"idle_timeout", "SECONDS", "the stream may be silent this long (default 60; 0: no limit)"},
@@ -150,6 +158,8 @@ struct settings {
   std::vector<std::string> sweep_values;
   std::string trace_out, progress = "auto", id_prefix, scrape;
   clock::duration give_up = std::chrono::seconds(30);
+  std::vector<std::pair<std::string, std::string>> headers;
+  tls_options tls;
   std::vector<std::string> report_args;
 };
 
@@ -202,6 +212,18 @@ settings parse(const std::vector<std::string>& argv) {
       s.model = value;
     } else if (name == "api_key") {
       s.api_key = value;
+    } else if (name == "header") {
+      try {
+        s.headers.push_back(parse_header(value));
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+      }
+    } else if (name == "ca_cert") {
+      s.tls.ca_file = value;
+    } else if (name == "tls_verify") {
+      if (value != "on" && value != "off")
+        throw usage_error("--tls-verify '" + value + "': expected on or off");
+      s.tls.verify = value == "on";
     } else if (name == "connect_timeout") {
       s.limits.connect = as_duration(seconds_of(name, value));
     } else if (name == "request_timeout") {
@@ -265,10 +287,24 @@ settings parse(const std::vector<std::string>& argv) {
   }
   if (!once.seen("profile")) s.report_args.insert(s.report_args.begin(), {"--profile", "all"});
   try {
-    (void)parse_target(s.url, s.endpoint, s.model);
+    const target t = parse_target(s.url, s.endpoint, s.model);
+    if (!t.tls && (once.seen("ca-cert") || once.seen("tls-verify")))
+      throw usage_error("--ca-cert and --tls-verify apply to an https:// --url");
+    if (!s.tls.verify && !s.tls.ca_file.empty())
+      throw usage_error(
+          "--ca-cert with --tls-verify off: a certificate that is not checked needs "
+          "no CA");
+    if (t.tls) tls_client probe(s.tls);  // a CA file that cannot be read is refused here
   } catch (const std::invalid_argument& e) {
     throw usage_error(e.what());
   }
+  if (!s.api_key.empty())
+    for (const auto& h : s.headers) {
+      std::string lower = h.first;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower == "authorization")
+        throw usage_error("--header " + h.first + " and --api-key both set Authorization");
+    }
   if (s.run.warmup_s >= s.run.load.duration_s)
     throw usage_error("--warmup must be shorter than --duration");
   return s;
@@ -351,6 +387,10 @@ struct run_summary {
   // requests whose last token came in the read of their [DONE].
   std::uint64_t events = 0, shared = 0, shared_requests = 0, gaps = 0, gaps_one_read = 0,
                 last_with_done = 0;
+  // Requests that opened a connection: the TCP connect's and the TLS handshake's times (ms),
+  // and the handshakes that resumed a session.
+  std::uint64_t new_connections = 0, handshakes = 0, resumed = 0;
+  tc::exact_quantiles<double> connects, handshake_ms;
 
   void add(const request_outcome& o) {
     ++measured;
@@ -388,6 +428,15 @@ struct run_summary {
     gaps += c.token_gaps;
     gaps_one_read += c.token_gaps_in_one_read;
     last_with_done += c.last_token_with_done ? 1 : 0;
+    if (o.new_connection) {
+      ++new_connections;
+      (void)connects.add(tc::to_seconds(o.connect_time) * 1e3);
+      if (o.handshake_time.count() > 0) {
+        ++handshakes;
+        resumed += o.tls_resumed ? 1 : 0;
+        (void)handshake_ms.add(tc::to_seconds(o.handshake_time) * 1e3);
+      }
+    }
   }
 
   void print(std::ostream& err, receive_time rx, const load_result& r) const {
@@ -409,6 +458,22 @@ struct run_summary {
       for (const auto& w : unknown_words)
         err << "tokchron-bench: finish reason '" << w
             << "' is not one tokchron-bench knows: those requests are taken as completed\n";
+    }
+    const auto ms = [](const tc::exact_quantiles<double>& q) {
+      std::ostringstream o;
+      o << std::fixed << std::setprecision(2) << "median "
+        << *q.quantile(0.5, tc::quantile_method::nearest_rank) << " ms, P99 "
+        << *q.quantile(0.99, tc::quantile_method::nearest_rank) << " ms";
+      return o.str();
+    };
+    if (new_connections > 0) {
+      err << "tokchron-bench: " << new_connections << " requests opened a connection: TCP connect "
+          << ms(connects);
+      if (handshakes > 0)
+        err << "; TLS handshake " << ms(handshake_ms) << ", " << resumed << " of " << handshakes
+            << " resumed a session";
+      err << " (inside TTFT from the send under every profile; a request on a kept-alive "
+             "connection has neither)\n";
     }
     if (rx == receive_time::kernel && stamped < reads)
       err << "tokchron-bench: " << reads - stamped << " of " << reads
@@ -499,6 +564,9 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       for (const auto& f : files) std::remove(f.c_str());
     }
   } cleanup{temporaries};
+  if (!s.tls.verify && s.url.rfind("https://", 0) == 0)
+    err << "tokchron-bench: --tls-verify off: the server's certificate and name are not "
+           "checked\n";
   std::uint64_t next_request_id = 0;  // request ids continue from one sweep point to the next
   for (const std::string& v : points) {
     batching::run_config rc = s.run;
@@ -509,6 +577,8 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     load_options lo;
     lo.tgt = parse_target(s.url, s.endpoint, s.model);
     lo.tgt.api_key = s.api_key;
+    lo.tgt.headers = s.headers;
+    lo.tls = s.tls;
     lo.work = rc.load;
     lo.warmup_s = rc.warmup_s;
     lo.limits = s.limits;

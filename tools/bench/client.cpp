@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -43,6 +44,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tls.hpp"
 #include "tokchron/io/clock_anchor.hpp"
 
 namespace tokchron_bench {
@@ -61,10 +63,15 @@ target parse_target(const std::string& url, const std::string& endpoint, const s
     throw std::invalid_argument("--url '" + url + "': " + why);
   };
   target t;
-  const std::string scheme = "http://";
-  if (url.rfind("https://", 0) == 0) bad("HTTPS is not supported (the client speaks plain HTTP)");
-  if (url.rfind(scheme, 0) != 0) bad("must start with http://");
-  std::string rest = url.substr(scheme.size());
+  std::string rest;
+  if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(7);
+  } else if (url.rfind("https://", 0) == 0) {
+    t.tls = true;
+    rest = url.substr(8);
+  } else {
+    bad("must start with http:// or https://");
+  }
   const auto slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   if (slash != std::string::npos) t.prefix = rest.substr(slash);
@@ -72,8 +79,13 @@ target parse_target(const std::string& url, const std::string& endpoint, const s
   if (t.prefix.size() >= 3 && t.prefix.compare(t.prefix.size() - 3, 3, "/v1") == 0)
     t.prefix.resize(t.prefix.size() - 3);  // http://host:8000/v1 names the same server
   if (authority.empty()) bad("no host");
-  const auto colon = authority.rfind(':');
-  if (colon != std::string::npos && authority.find(']') == std::string::npos) {
+  if (authority.find('@') != std::string::npos)
+    bad("user information in the URL is not sent; give --api-key or --header 'Authorization: ...'");
+  // An IPv6 address is bracketed ([::1]:8000): its colons are not the port's.
+  const auto close = authority[0] == '[' ? authority.find(']') : std::string::npos;
+  if (authority[0] == '[' && close == std::string::npos) bad("an IPv6 address without its ']'");
+  const auto colon = authority.find(':', close == std::string::npos ? 0 : close);
+  if (colon != std::string::npos) {
     t.port = authority.substr(colon + 1);
     authority.resize(colon);
     if (t.port.empty() || t.port.size() > 5 ||
@@ -81,8 +93,9 @@ target parse_target(const std::string& url, const std::string& endpoint, const s
         std::stoul(t.port) == 0 || std::stoul(t.port) > 65535)
       bad("the port must be a number in [1, 65535]");
   } else {
-    t.port = "80";
+    t.port = t.tls ? "443" : "80";
   }
+  if (close != std::string::npos) authority = authority.substr(1, close - 1);
   if (authority.empty()) bad("no host");
   t.host = authority;
   if (endpoint == "completions")
@@ -93,6 +106,46 @@ target parse_target(const std::string& url, const std::string& endpoint, const s
     throw std::invalid_argument("--endpoint '" + endpoint + "': must be completions or chat");
   t.model = model;
   return t;
+}
+
+std::pair<std::string, std::string> parse_header(const std::string& spec) {
+  const auto bad = [&](const std::string& why) {
+    throw std::invalid_argument("--header '" + quote_bytes(spec, 120) + "': " + why);
+  };
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos) bad("expected 'Name: value'");
+  const std::string name = spec.substr(0, colon);
+  if (name.empty()) bad("no name before the ':'");
+  // tchar (RFC 9110 section 5.6.2): letters, digits and !#$%&'*+-.^_`|~
+  for (const char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
+      bad("the name holds '" + quote_bytes(std::string(1, c), 8) +
+          "', which an HTTP field name cannot (letters, digits and !#$%&'*+-.^_`|~)");
+  std::string value = spec.substr(colon + 1);
+  const auto ows = [](char c) { return c == ' ' || c == '\t'; };
+  while (!value.empty() && ows(value.front())) value.erase(value.begin());
+  while (!value.empty() && ows(value.back())) value.pop_back();
+  for (const char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t') || u == 0x7f)
+      bad("the value holds a control character (" + quote_bytes(std::string(1, c), 8) +
+          "): a field value may not (RFC 9110 section 5.5)");
+  }
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const char* const owned[] = {"host",       "content-length",  "transfer-encoding",
+                                      "connection", "keep-alive",      "te",
+                                      "trailer",    "upgrade",         "proxy-connection",
+                                      "expect",     "content-type",    "content-encoding",
+                                      "accept",     "accept-encoding", "x-request-id"};
+  for (const char* o : owned)
+    if (lower == o)
+      bad(std::string("the client sets ") + name +
+          " itself (it frames the request, keeps or closes the connection, sends JSON and "
+          "reads an uncompressed event stream, and names each request; --id-prefix sets the "
+          "start of X-Request-Id)");
+  return {name, value};
 }
 
 void check_id_prefix(const std::string& prefix) {
@@ -300,10 +353,12 @@ void most_open_files() noexcept {
 constexpr std::size_t read_size = 16 * 1024;
 constexpr std::size_t max_unparsed = 64 * 1024;
 
-// With keep-alive, the open connections of one I/O thread that no request uses now. Used only
-// on that thread; it never holds more connections than were in flight at once.
+// With keep-alive, the open connections of one I/O thread that no request uses now (plain, or
+// TLS streams with their session). Used only on that thread; it never holds more connections
+// than were in flight at once.
 struct connection_pool {
   std::vector<tcp::socket> idle;
+  std::vector<std::unique_ptr<tls_stream>> idle_tls;
 };
 
 // The connection one request runs on: a new one, or with keep-alive an open one from its I/O
@@ -311,23 +366,47 @@ struct connection_pool {
 // decides the one retry: a kept-alive connection the server closed while it was idle fails
 // before any byte of the answer, and the request is then sent again once, on a new connection
 // (as HTTP clients retry an idempotent send on a stale pooled connection).
+//
+// With TLS (`tls` not null) the TCP connection becomes a `tls_stream` once connected (`start_tls`);
+// its reads go through `timed_socket`, so each decrypted byte has the time of the socket read
+// that completed its record.
 class request_connection {
  public:
-  request_connection(net::io_context& ioc, const tcp::endpoint& ep, connection_pool* pool)
-      : ioc_(ioc), ep_(ep), pool_(pool) {}
+  request_connection(net::io_context& ioc, const tcp::endpoint& ep, connection_pool* pool,
+                     tls_client* tls)
+      : ioc_(ioc), ep_(ep), pool_(pool), tls_client_(tls) {}
 
   // Takes an open connection from the pool; false when there is none (or no pool).
   bool take_pooled() {
-    if (!pool_ || pool_->idle.empty()) return false;
-    stream_.emplace(std::move(pool_->idle.back()));
-    pool_->idle.pop_back();
+    if (!pool_) return false;
+    if (tls_client_) {
+      if (pool_->idle_tls.empty()) return false;
+      tls_ = std::move(pool_->idle_tls.back());
+      pool_->idle_tls.pop_back();
+    } else {
+      if (pool_->idle.empty()) return false;
+      stream_.emplace(std::move(pool_->idle.back()));
+      pool_->idle.pop_back();
+    }
     reused_ = true;
     return true;
   }
 
+  [[nodiscard]] bool is_tls() const { return tls_client_ != nullptr; }
+  // The connected TCP socket becomes a TLS stream for `host`, its reads timed by the kernel
+  // (`kernel_time`) or the read. False when OpenSSL refused the host name or the session.
+  bool start_tls(const std::string& host, bool kernel_time) {
+    tls_ = std::make_unique<tls_stream>(timed_socket(stream_->release_socket(), kernel_time),
+                                        tls_client_->context());
+    stream_.reset();
+    return tls_client_->prepare(tls_->native_handle(), host);
+  }
+  [[nodiscard]] tls_stream& tls() { return *tls_; }
+
   // Opens a new connection (within `limit`, zero: none); `handler(ec)` when done.
   template <class Handler>
   void connect(clock::duration limit, Handler&& handler) {
+    tls_.reset();
     stream_.emplace(ioc_);
     arm(limit);
     stream_->async_connect(ep_, std::forward<Handler>(handler));
@@ -342,7 +421,10 @@ class request_connection {
   }
 
   [[nodiscard]] beast::tcp_stream& stream() { return *stream_; }
-  [[nodiscard]] int native_handle() { return stream_->socket().native_handle(); }
+  [[nodiscard]] tcp::socket& socket() {
+    return tls_ ? tls_->next_layer().socket() : stream_->socket();
+  }
+  [[nodiscard]] int native_handle() { return socket().native_handle(); }
   // Whether the connection was taken from the pool (its socket options are already set).
   [[nodiscard]] bool reused() const { return reused_; }
   // A byte of the answer arrived: from now on a failure is the server's, never a stale
@@ -361,20 +443,24 @@ class request_connection {
 
   // Closes the socket: its pending operation ends with an error.
   void abort() {
-    if (!stream_) return;
+    if (!stream_ && !tls_) return;
     beast::error_code ignored;
-    stream_->socket().close(ignored);
+    socket().close(ignored);
   }
 
-  // The request ended: back to the pool when `keep` (and there is one), else shut and closed.
+  // The request ended: back to the pool when `keep` (and there is one), else shut and closed
+  // (a TLS connection without close_notify: the client is done with it either way).
   void release(bool keep) {
-    if (!stream_) return;
+    if (!stream_ && !tls_) return;
     if (keep && pool_) {
-      pool_->idle.push_back(stream_->release_socket());
+      if (tls_)
+        pool_->idle_tls.push_back(std::move(tls_));
+      else
+        pool_->idle.push_back(stream_->release_socket());
     } else {
       beast::error_code ignored;
-      stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
-      stream_->socket().close(ignored);
+      socket().shutdown(tcp::socket::shutdown_both, ignored);
+      socket().close(ignored);
     }
   }
 
@@ -383,8 +469,10 @@ class request_connection {
  private:
   net::io_context& ioc_;
   tcp::endpoint ep_;
-  connection_pool* pool_;  // null without keep-alive
-  std::optional<beast::tcp_stream> stream_;
+  connection_pool* pool_;                    // null without keep-alive
+  tls_client* tls_client_;                   // null for plain HTTP
+  std::optional<beast::tcp_stream> stream_;  // the TCP stream until TLS takes its socket
+  std::unique_ptr<tls_stream> tls_;
   bool reused_ = false, answered_ = false;
 };
 
@@ -396,9 +484,10 @@ class session : public std::enable_shared_from_this<session> {
  public:
   session(net::io_context& ioc, const tcp::endpoint& ep, const target& tgt, const timeouts& lim,
           receive_time rx, request_outcome& out, std::string body, connection_pool* pool,
-          std::atomic<clock::rep>* progress, std::function<void()> done)
+          tls_client* tls, std::atomic<clock::rep>* progress, std::function<void()> done)
       : ioc_(ioc),
-        conn_(ioc, ep, pool),
+        conn_(ioc, ep, pool, tls),
+        host_(tgt.host),
         deadline_(ioc),
         idle_(ioc),
         lim_(lim),
@@ -407,11 +496,15 @@ class session : public std::enable_shared_from_this<session> {
         sse_(tgt.endpoint, out.tl),
         done_(std::move(done)),
         progress_(progress) {
-    req_ = "POST " + tgt.path() + " HTTP/1.1\r\nHost: " + tgt.host + ":" + tgt.port +
+    // Host: an IPv6 address in brackets (RFC 9110 section 7.2).
+    const std::string host =
+        tgt.host.find(':') != std::string::npos ? "[" + tgt.host + "]" : tgt.host;
+    req_ = "POST " + tgt.path() + " HTTP/1.1\r\nHost: " + host + ":" + tgt.port +
            "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n" +
            (pool ? "Connection: keep-alive" : "Connection: close") +
            "\r\nX-Request-Id: " + out.request_id + "\r\n";
     if (!tgt.api_key.empty()) req_ += "Authorization: Bearer " + tgt.api_key + "\r\n";
+    for (const auto& [name, value] : tgt.headers) req_ += name + ": " + value + "\r\n";
     req_ += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     new_parser();
   }
@@ -434,14 +527,15 @@ class session : public std::enable_shared_from_this<session> {
  private:
   // Where the request stands. Each phase is entered by `enter`, which starts its operation.
   enum class phase : std::uint8_t {
-    created,     // not started
-    connecting,  // opening a new connection
-    writing,     // sending the request (on a new or a pooled connection)
-    reading,     // reading the answer; the idle limit is the session's own timer
-    ended,       // finished (its outcome recorded); later handlers do nothing
+    created,      // not started
+    connecting,   // opening a new connection
+    handshaking,  // TLS: the handshake on the new connection
+    writing,      // sending the request (on a new or a pooled connection)
+    reading,      // reading the answer; the idle limit is the session's own timer
+    ended,        // finished (its outcome recorded); later handlers do nothing
   };
   // Why the session closed its own connection: the pending operation's error is then a timeout.
-  enum class expiry : std::uint8_t { none, request, idle };
+  enum class expiry : std::uint8_t { none, request, idle, handshake };
 
   // The one transition function: every phase change goes through it, and each phase's
   // operation starts here. `ended` needs `end` (which records the outcome first).
@@ -450,32 +544,62 @@ class session : public std::enable_shared_from_this<session> {
     switch (next) {
       case phase::created: return;
       case phase::connecting:
-        return conn_.connect(lim_.connect,
-                             [self = shared_from_this()](const beast::error_code& ec) {
-                               if (self->phase_ != phase::connecting) return;
-                               if (ec) return self->io_failure(ec, "connect");
-                               self->enter(phase::writing);
-                             });
-      case phase::writing:
+        phase_start_ = clock::now();
+        return conn_.connect(
+            lim_.connect, [self = shared_from_this()](const beast::error_code& ec) {
+              if (self->phase_ != phase::connecting) return;
+              if (ec) return self->io_failure(ec, "connect");
+              self->out_.new_connection = true;
+              self->out_.connect_time = clock::now() - self->phase_start_;
+              self->enter(self->conn_.is_tls() ? phase::handshaking : phase::writing);
+            });
+      case phase::handshaking: {
+        // The stamps are asked for before the handshake's first read.
+        if (rx_ == receive_time::kernel) (void)ask_receive_timestamps(conn_.native_handle());
+        if (!conn_.start_tls(host_, rx_ == receive_time::kernel))
+          return fail(clock::now(), tc::finish_reason::error, failure_kind::tls,
+                      "TLS: OpenSSL refused the host name '" + quote_bytes(host_, 80) + "'");
+        conn_.tls().next_layer().floor(last_t_);
+        phase_start_ = last_io_ = clock::now();
+        watch(phase::handshaking, lim_.connect);
+        return conn_.tls().async_handshake(
+            net::ssl::stream_base::client,
+            [self = shared_from_this()](const beast::error_code& ec) {
+              if (self->phase_ != phase::handshaking) return;
+              if (ec) return self->tls_failure(ec);
+              self->out_.handshake_time = clock::now() - self->phase_start_;
+              self->out_.tls_resumed = SSL_session_reused(self->conn_.tls().native_handle()) == 1;
+              self->enter(phase::writing);
+            });
+      }
+      case phase::writing: {
+        const auto written = [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
+          if (self->phase_ != phase::writing) return;
+          if (ec) {
+            if (self->retry(ec)) return;
+            return self->io_failure(ec, "write");
+          }
+          self->enter(phase::reading);
+        };
+        if (conn_.is_tls()) {
+          last_io_ = clock::now();
+          watch(phase::writing, lim_.idle);
+          return net::async_write(conn_.tls(), net::buffer(req_), written);
+        }
         // A kernel that refuses the stamps leaves the reads timed by the read (each one
         // counted). A pooled connection asked when it was opened.
         if (!conn_.reused() && rx_ == receive_time::kernel)
           (void)ask_receive_timestamps(conn_.native_handle());
         conn_.arm(lim_.idle);
-        return net::async_write(
-            conn_.stream(), net::buffer(req_),
-            [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
-              if (self->phase_ != phase::writing) return;
-              if (ec) {
-                if (self->retry(ec)) return;
-                return self->io_failure(ec, "write");
-              }
-              self->enter(phase::reading);
-            });
+        return net::async_write(conn_.stream(), net::buffer(req_), written);
+      }
       case phase::reading:
         // From here the idle limit is the session's own timer: the reads wait on the socket,
         // outside the tcp_stream's operations.
-        conn_.stream().expires_never();
+        if (conn_.is_tls())
+          tls_reads_ = conn_.tls().next_layer().last().count;
+        else
+          conn_.stream().expires_never();
         last_io_ = clock::now();
         watch_idle();
         return read();
@@ -496,22 +620,79 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   // The idle limit: one timer a session, due at the last read (or the write) + the limit. It
-  // is not moved on each read; when it fires early it waits again for what is left.
-  void watch_idle() {
-    if (lim_.idle.count() <= 0) return;
-    idle_.expires_at(last_io_ + lim_.idle);
-    idle_.async_wait([self = shared_from_this()](const beast::error_code& ec) {
-      if (ec || self->phase_ != phase::reading) return;
-      if (clock::now() < self->last_io_ + self->lim_.idle) return self->watch_idle();
-      self->expired_ = expiry::idle;
+  // is not moved on each read; when it fires early it waits again for what is left. With TLS
+  // it bounds the handshake (by the connect limit) and the write too.
+  void watch(phase p, clock::duration limit) {
+    if (limit.count() <= 0) return;
+    idle_.expires_at(last_io_ + limit);
+    idle_.async_wait([self = shared_from_this(), p, limit](const beast::error_code& ec) {
+      if (ec || self->phase_ != p) return;
+      if (clock::now() < self->last_io_ + limit) return self->watch(p, limit);
+      self->expired_ = p == phase::handshaking ? expiry::handshake : expiry::idle;
       self->conn_.abort();  // the pending wait ends with an error
     });
   }
+  void watch_idle() { watch(phase::reading, lim_.idle); }
 
   void read() {
-    conn_.stream().socket().async_wait(
+    if (conn_.is_tls()) return read_tls();
+    conn_.socket().async_wait(
         tcp::socket::wait_read,
         [self = shared_from_this()](const beast::error_code& ec) { self->on_readable(ec); });
+  }
+
+  // A TLS read: the stream decrypts what the timed socket read; the bytes get the time of the
+  // socket read that completed their record (held between the stream's previous time and the
+  // read's time, as a plain read's stamp).
+  void read_tls() {
+    if (unparsed_overflow()) return;
+    conn_.tls().async_read_some(
+        buf_.prepare(read_size), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          if (self->phase_ != phase::reading) return;
+          const timed_socket::read_info& li = self->conn_.tls().next_layer().last();
+          clock::time_point t = clock::now();
+          if (n > 0) {
+            if (li.count > self->tls_reads_) {
+              const auto more = static_cast<std::uint32_t>(li.count - self->tls_reads_);
+              self->out_.reads += more;
+              if (li.stamped) {
+                self->out_.kernel_timed_reads += more;
+                self->out_.longest_read_wait =
+                    std::max(self->out_.longest_read_wait, li.read_at - li.time);
+              }
+              self->tls_reads_ = li.count;
+            }
+            t = std::max(li.time, self->last_t_);
+            self->last_t_ = t;
+            self->last_io_ = li.read_at;
+          }
+          // A server that closes without TLS's close_notify ends the stream as a close does.
+          if (ec == net::ssl::error::stream_truncated) ec = net::error::eof;
+          net::post(self->ioc_, [self, ec, n, t] { self->on_read_at(ec, n, t); });
+        });
+  }
+
+  // Fails the request when the buffer holds `max_unparsed` bytes the parser could not use.
+  bool unparsed_overflow() {
+    if (buf_.size() < max_unparsed) return false;
+    fail(last_t_, tc::finish_reason::error, failure_kind::http_framing,
+         "HTTP: " + std::to_string(buf_.size()) +
+             " bytes of the response do not parse (a header or chunk-size line that does not "
+             "end)");
+    return true;
+  }
+
+  // A failed handshake: its timeout, or TLS's reason (a certificate refused names why).
+  void tls_failure(const beast::error_code& ec) {
+    if (expired_ == expiry::handshake)
+      return fail(clock::now(), tc::finish_reason::timed_out, failure_kind::timeout,
+                  "TLS handshake timeout (" + seconds(lim_.connect) + ")");
+    if (expired_ != expiry::none) return io_failure(ec, "TLS handshake");
+    std::string why = tls_client::handshake_error(conn_.tls().native_handle(), ec);
+    if (why.find("certificate verify failed") != std::string::npos)
+      why += " (trust its issuer with --ca-cert FILE, or give --tls-verify off)";
+    fail(clock::now(), tc::finish_reason::error, failure_kind::tls,
+         "TLS handshake: " + quote_bytes(why, 300));
   }
 
   // The socket has bytes: one read, timed at once, then the parsing is posted behind the
@@ -521,11 +702,7 @@ class session : public std::enable_shared_from_this<session> {
   void on_readable(const beast::error_code& wait_ec) {
     if (phase_ != phase::reading) return;
     if (wait_ec) return on_read_at(wait_ec, 0, clock::now());
-    if (buf_.size() >= max_unparsed)
-      return fail(last_t_, tc::finish_reason::error, failure_kind::http_framing,
-                  "HTTP: " + std::to_string(buf_.size()) +
-                      " bytes of the response do not parse (a header or chunk-size line that "
-                      "does not end)");
+    if (unparsed_overflow()) return;
     const auto space = buf_.prepare(read_size);
     const timed_read r = read_timed(conn_.native_handle(), space.data(), space.size());
     if (r.bytes < 0 && (r.error == EAGAIN || r.error == EWOULDBLOCK)) return read();  // no bytes
@@ -731,6 +908,9 @@ class session : public std::enable_shared_from_this<session> {
 
   net::io_context& ioc_;
   request_connection conn_;
+  std::string host_;  // the URL's host: TLS's server name and the certificate's expected name
+  clock::time_point phase_start_;  // the connect's or the handshake's start
+  std::uint64_t tls_reads_ = 0;    // the TLS socket's reads counted so far
   net::steady_timer deadline_;
   net::steady_timer idle_;
   timeouts lim_;
@@ -778,6 +958,10 @@ load_result run_load(const load_options& opt) {
     ep = *r.begin();
   }
 
+  // With https://, one TLS context for the run (made before the pools, so it outlives their
+  // connections).
+  std::optional<tls_client> tls;
+  if (opt.tgt.tls) tls.emplace(opt.tls);
   std::vector<std::unique_ptr<net::io_context>> iocs;
   std::vector<net::executor_work_guard<net::io_context::executor_type>> guards;
   std::vector<std::thread> threads;
@@ -933,16 +1117,17 @@ load_result run_load(const load_options& opt) {
         (void)o.tl.arrive(at(r->arrival));
         ++in_flight;
         ++sent;
-        auto s = std::make_shared<session>(
-            *iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o,
-            request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
-            pools.empty() ? nullptr : &pools[next_thread], &progress_at, [&m, &cv, &ended, key] {
-              {
-                std::lock_guard<std::mutex> lock(m);
-                ended.push_back(key);
-              }
-              cv.notify_one();
-            });
+        auto s =
+            std::make_shared<session>(*iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o,
+                                      request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
+                                      pools.empty() ? nullptr : &pools[next_thread],
+                                      tls ? &*tls : nullptr, &progress_at, [&m, &cv, &ended, key] {
+                                        {
+                                          std::lock_guard<std::mutex> lock(m);
+                                          ended.push_back(key);
+                                        }
+                                        cv.notify_one();
+                                      });
         net::post(*iocs[next_thread], [s] { s->start(); });
         next_thread = (next_thread + 1) % iocs.size();
       }

@@ -51,18 +51,32 @@ struct target {
   std::string host = "127.0.0.1";
   std::string port = "8000";
   std::string prefix;  ///< the URL's path before /v1/... (usually empty)
+  bool tls = false;    ///< an https:// URL
   endpoint_kind endpoint = endpoint_kind::completions;
   std::string model;
   std::string api_key;  ///< sent as `Authorization: Bearer KEY` when not empty
+  /// More request headers (`--header`), each checked by `parse_header`, sent in this order.
+  std::vector<std::pair<std::string, std::string>> headers;
 
   /// The request path: PREFIX/v1/completions or PREFIX/v1/chat/completions.
   [[nodiscard]] std::string path() const;
 };
 
-/// Reads `http://HOST[:PORT][/PREFIX]` (HTTPS is refused: the client speaks plain HTTP) and an
-/// endpoint name, `completions` or `chat`. Throws `std::invalid_argument` naming the bad part.
+/// Reads `http://HOST[:PORT][/PREFIX]` or `https://HOST[:PORT][/PREFIX]` (default ports 80 and
+/// 443) and an endpoint name, `completions` or `chat`. Throws `std::invalid_argument` naming the
+/// bad part.
 [[nodiscard]] target parse_target(const std::string& url, const std::string& endpoint,
                                   const std::string& model);
+
+/// Reads a `--header` value, `Name: value`: the name an HTTP token (RFC 9110 section 5.1), the
+/// value without CR, LF, NUL or another control character but tab (section 5.5), whitespace
+/// around it dropped. Refuses, naming the reason, a header the client must own: the message's
+/// framing and connection (`Host`, `Content-Length`, `Transfer-Encoding`, `Connection`,
+/// `Keep-Alive`, `TE`, `Trailer`, `Upgrade`, `Proxy-Connection`, `Expect`), what the body and
+/// the stream are (`Content-Type`, `Content-Encoding`, `Accept`, `Accept-Encoding`: the client
+/// sends JSON and reads an uncompressed event stream), and `X-Request-Id` (the client's id of
+/// each request; `--id-prefix` sets its start). Throws `std::invalid_argument`.
+[[nodiscard]] std::pair<std::string, std::string> parse_header(const std::string& spec);
 
 /// The longest `load_options::id_prefix`: with the 20 digits of the largest number the id stays
 /// within the 128 characters a server keeps of an X-Request-Id (as `batching-executor serve`).
@@ -134,6 +148,16 @@ class receive_timestamps_holder {
   bool stamping_ = false;
 };
 
+/// How the client checks an https:// server's certificate (`tls.hpp`).
+struct tls_options {
+  /// Verify the chain and the host name (default). Off (`--tls-verify off`): any certificate
+  /// is taken, and the run says so.
+  bool verify = true;
+  /// A PEM file of certificates to trust instead of the system's store (`--ca-cert`; Debian's
+  /// ca-certificates through OpenSSL's default paths otherwise).
+  std::string ca_file;
+};
+
 /// How long the client waits (zero: no limit). Each expiry fails the request with the reason.
 struct timeouts {
   clock::duration connect = std::chrono::seconds(10);  ///< until the TCP connection is open
@@ -169,6 +193,11 @@ struct request_outcome {
   /// The closed loop held this request's user back this long before its next request, after a
   /// fast failure (see `backoff`).
   clock::duration backoff{};
+  /// The request opened a connection (not a kept-alive one): how long the TCP connect took,
+  /// and with TLS the handshake after it (both inside TTFT from the send), and whether the
+  /// handshake resumed an earlier session.
+  bool new_connection = false, tls_resumed = false;
+  clock::duration connect_time{}, handshake_time{};
 };
 
 /// Whether a Content-Type value names `text/event-stream`: the media type compared
@@ -213,6 +242,8 @@ struct load_options {
   bool busy_poll = false;
   /// Which time a read's events get (see `receive_time`).
   receive_time rx_time = receive_time::kernel;
+  /// With an https:// target: how its certificate is checked.
+  tls_options tls;
   /// The X-Request-Id (and trace id) of the run's first request; the others follow it. A sweep
   /// gives each point its own range, so one server trace holds every point without a clash.
   std::uint64_t first_request_id = 0;

@@ -16,6 +16,7 @@ const char* failure_name(failure_kind k) noexcept {
   switch (k) {
     case failure_kind::none: return "none";
     case failure_kind::connect: return "connect";
+    case failure_kind::tls: return "tls";
     case failure_kind::timeout: return "timeout";
     case failure_kind::connection: return "connection";
     case failure_kind::http_status: return "http_status";

@@ -39,6 +39,7 @@ inline constexpr std::uint64_t max_stream_events = std::uint64_t{1} << 20;
 enum class failure_kind : std::uint8_t {
   none,           ///< the request did not fail
   connect,        ///< the connection could not be opened
+  tls,            ///< the TLS handshake failed (a certificate refused, no common protocol)
   timeout,        ///< the connect, idle or request timeout
   connection,     ///< a read or write error (a reset connection)
   http_status,    ///< an HTTP status other than 200 (after any 1xx interim responses)

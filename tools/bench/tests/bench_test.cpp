@@ -178,7 +178,20 @@ TEST_CASE("parse_target: URLs and endpoints") {
   CHECK(t.port == "9000");
   CHECK(t.path() == "/v1/chat/completions");
   CHECK(tb::parse_target("http://h/api", "completions", "m").path() == "/api/v1/completions");
-  CHECK_THROWS_AS((void)tb::parse_target("https://h", "chat", "m"), std::invalid_argument);
+  CHECK_FALSE(t.tls);
+  // https: TLS, port 443 unless given; an IPv6 address in brackets, its port after them.
+  const auto s = tb::parse_target("https://api.example.com/v1", "chat", "m");
+  CHECK(s.tls);
+  CHECK(s.port == "443");
+  CHECK(s.host == "api.example.com");
+  CHECK(tb::parse_target("https://h:8443", "chat", "m").port == "8443");
+  const auto v6 = tb::parse_target("http://[::1]:9000", "chat", "m");
+  CHECK(v6.host == "::1");
+  CHECK(v6.port == "9000");
+  CHECK(tb::parse_target("https://[::1]", "chat", "m").port == "443");
+  CHECK_THROWS_AS((void)tb::parse_target("ftp://h", "chat", "m"), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::parse_target("https://user:pw@h", "chat", "m"), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::parse_target("http://[::1:80", "chat", "m"), std::invalid_argument);
   CHECK_THROWS_AS((void)tb::parse_target("http://h:0", "chat", "m"), std::invalid_argument);
   CHECK_THROWS_AS((void)tb::parse_target("http://h:99999", "chat", "m"), std::invalid_argument);
   CHECK_THROWS_AS((void)tb::parse_target("http://h", "embeddings", "m"), std::invalid_argument);
@@ -1357,4 +1370,55 @@ TEST_CASE("bad input C18: a dead, refusing or fast-failing server: backoff, boun
   CHECK(err.str().find("by kind: http_status ") != std::string::npos);
   // 50 ms, 100 ms, 200 ms, ... (at most 2 s) between a user's attempts: a few each in 0.5 s.
   CHECK(srv.requests() <= 2 * 8);
+}
+
+TEST_CASE("--header: Name: value, refused when malformed or owned by the client") {
+  CHECK(tb::parse_header("X-Tenant: blue") ==
+        std::make_pair(std::string("X-Tenant"), std::string("blue")));
+  CHECK(tb::parse_header("OpenAI-Organization:org-1") ==
+        std::make_pair(std::string("OpenAI-Organization"), std::string("org-1")));
+  CHECK(tb::parse_header("X-Empty:   ").second.empty());
+  CHECK(tb::parse_header("X-Tab: \ta b\t").second == "a b");
+  CHECK(tb::parse_header("Authorization: Basic dXNlcjpwdw==").first == "Authorization");
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"no colon", "expected 'Name: value'"},
+      {": v", "no name before the ':'"},
+      {"Bad Name: v", "which an HTTP field name cannot"},
+      {"X(y): v", "which an HTTP field name cannot"},
+      {"X-Split: a\r\nInjected: 1", "control character"},
+      {std::string("X-Nul: a\0b", 11), "control character"},
+      {"Host: other", "the client sets Host itself"},
+      {"content-length: 5", "the client sets content-length itself"},
+      {"Transfer-Encoding: chunked", "itself"},
+      {"Connection: close", "itself"},
+      {"Content-Type: text/plain", "itself"},
+      {"Accept-Encoding: gzip", "itself"},
+      {"X-Request-Id: mine", "itself"},
+      {"Expect: 100-continue", "itself"},
+  };
+  for (const auto& b : bad) {
+    const std::string& spec = b.first;
+    const std::string& why = b.second;
+    CAPTURE(spec);
+    try {
+      (void)tb::parse_header(spec);
+      FAIL("accepted");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()).find(why) != std::string::npos);
+      CHECK(std::string(e.what()).find('\r') == std::string::npos);
+    }
+  }
+  // The command line: a refused header exits 2; TLS options without https, or contradicting
+  // each other, and a CA file that cannot be read, too.
+  std::ostringstream o, e;
+  CHECK(tb::run_cli({"--header", "Host: x"}, o, e) == 2);
+  CHECK(tb::run_cli({"--header", "X-A: 1", "--header", "X-B: 2", "--rate", "0"}, o, e) == 2);
+  CHECK(e.str().find("--header is given twice") == std::string::npos);  // repeatable
+  CHECK(tb::run_cli({"--ca-cert", "/nonexistent.pem"}, o, e) == 2);
+  CHECK(tb::run_cli({"--url", "https://h", "--ca-cert", "/nonexistent.pem"}, o, e) == 2);
+  CHECK(e.str().find("--ca-cert '/nonexistent.pem': cannot be loaded") != std::string::npos);
+  CHECK(tb::run_cli({"--url", "https://h", "--tls-verify", "maybe"}, o, e) == 2);
+  CHECK(tb::run_cli({"--url", "https://h", "--tls-verify", "off", "--ca-cert", "x.pem"}, o, e) ==
+        2);
+  CHECK(tb::run_cli({"--api-key", "k", "--header", "authorization: Bearer j"}, o, e) == 2);
 }
