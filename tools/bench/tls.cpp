@@ -15,6 +15,15 @@ namespace tokchron_bench {
 
 namespace net = boost::asio;
 
+namespace {
+// The slot of an SSL_CTX's extra data that points to its tls_client (Asio keeps its own
+// verification callback in the context's app data, so that one is not ours to use).
+int client_slot() {
+  static const int slot = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+}  // namespace
+
 tls_client::tls_client(const tls_options& o)
     : ctx_(net::ssl::context::tls_client), verify_(o.verify) {
   SSL_CTX* c = ctx_.native_handle();
@@ -36,7 +45,7 @@ tls_client::tls_client(const tls_options& o)
   // Resumption: the client keeps the server's latest session (a TLS 1.3 ticket comes after
   // the handshake, so it is taken from the callback, not from a finished handshake).
   SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-  SSL_CTX_set_app_data(c, this);
+  SSL_CTX_set_ex_data(c, client_slot(), this);
   SSL_CTX_sess_set_new_cb(c, &tls_client::on_new_session);
 }
 
@@ -45,7 +54,7 @@ tls_client::~tls_client() {
 }
 
 int tls_client::on_new_session(SSL* ssl, SSL_SESSION* session) {
-  auto* self = static_cast<tls_client*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+  auto* self = static_cast<tls_client*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), client_slot()));
   if (!self) return 0;
   std::lock_guard<std::mutex> lock(self->m_);
   if (self->latest_) SSL_SESSION_free(self->latest_);
