@@ -872,6 +872,13 @@ class session : public std::enable_shared_from_this<session> {
                              : "idle timeout (no bytes for " + seconds(lim_.idle) + ") during " +
                                    what + after);
     }
+    // An error of the TLS layer (an alert from the peer, a record that does not decrypt, bytes
+    // that are not TLS) is TLS's, wherever in the request it came.
+    if (ec.category() == net::error::get_ssl_category() ||
+        ec.category() == net::ssl::error::get_stream_category())
+      return fail(
+          t, tc::finish_reason::error, failure_kind::tls,
+          std::string("TLS, during ") + what + ": " + quote_bytes(describe(ec), 200) + after);
     fail(t, tc::finish_reason::error,
          std::string_view(what) == "connect" ? failure_kind::connect : failure_kind::connection,
          std::string(what) + ": " + quote_bytes(describe(ec), 200) + after);

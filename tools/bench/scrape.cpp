@@ -216,6 +216,10 @@ exposition parse_exposition(std::string_view text) {
 scrape_target parse_scrape_url(const std::string& url) {
   // The host and port as the client's own target parser reads them; the rest is the path.
   const target t = parse_target(url, "completions", "model");
+  if (t.tls)
+    throw std::invalid_argument("--scrape '" + url +
+                                "': the scrape speaks plain HTTP only (https:// is not supported "
+                                "for --scrape)");
   scrape_target s{t.host, t.port, t.prefix.empty() ? "/metrics" : t.prefix};
   if (s.path.find_first_of(" \r\n") != std::string::npos)
     throw std::invalid_argument("--scrape '" + url + "': the path has a space or line break");

@@ -18,8 +18,10 @@
 #include <utility>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/bind_handler.hpp>
 
 #include "client.hpp"  // clock, tls_options
 
@@ -82,10 +84,21 @@ class timed_socket {
     return socket_.async_write_some(buffers, std::forward<WriteHandler>(handler));
   }
 
+  /// A read of an empty buffer completes at once, posted, with no error and no byte, as a
+  /// socket's does: the SSL stream issues one to run its handler "as if posted" when a read is
+  /// served from records it has already decrypted, and it must neither wait for the socket
+  /// nor read it (a read of 0 bytes would look like the peer's close).
   template <class MutableBufferSequence, class ReadHandler>
   auto async_read_some(const MutableBufferSequence& buffers, ReadHandler&& handler) {
     return boost::asio::async_initiate<ReadHandler, void(boost::system::error_code, std::size_t)>(
-        [this](auto h, const MutableBufferSequence& b) { this->wait_then_read(std::move(h), b); },
+        [this](auto h, const MutableBufferSequence& b) {
+          if (boost::asio::buffer_size(b) == 0)
+            return boost::asio::post(
+                socket_.get_executor(),
+                boost::beast::bind_front_handler(std::move(h), boost::system::error_code{},
+                                                 std::size_t{0}));
+          this->wait_then_read(std::move(h), b);
+        },
         handler, buffers);
   }
 

@@ -6,7 +6,11 @@
 # counted and some resume a session; without --ca-cert the certificate is refused with its
 # reason; --tls-verify off takes it; a certificate for another name is refused (hostname
 # mismatch), by name and by IP address; --header reaches the server; keep-alive reuses the TLS
-# connection (one handshake per user). Skips (77) without openssl or python3.
+# connection (one handshake per user). Hostile peers: plaintext HTTP on the TLS port, a peer that
+# never answers the handshake, a fatal alert, a record that does not decrypt and a clean TLS
+# close mid-stream: each request fails with its reason and kind, counted, within the limits
+# (no hang). A run whose requests all failed exits 5 (exit_failed_requests: the report was
+# written). Skips (77) without openssl or python3.
 # Usage: tls_check.sh TOKCHRON_BENCH DIR
 set -u
 bench=$1 dir=$2
@@ -21,24 +25,21 @@ cert() {  # cert NAME SUBJECT_ALT_NAMES
 }
 cert localhost DNS:localhost,IP:127.0.0.1
 cert other.example DNS:other.example
-pid=
-serve() {  # serve CERT_NAME: starts the server, sets port
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -f "$dir/port"
-  python3 "$here/tls_sse_server.py" "$dir/$1.pem" "$dir/$1.key" "$dir/port" "$dir/headers.log" &
-  pid=$!
-  i=0
-  while [ ! -s "$dir/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-  port=$(cat "$dir/port" 2>/dev/null) || { echo "the TLS server did not start"; exit 1; }
-}
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null' EXIT
-fail=0
-run() {  # run NAME EXPECTED_EXIT URL ARGS...: runs 2 users, 6 requests of 3 tokens
+python3 "$here/tls_sse_server.py" "$dir" "$dir/ports" "$dir/headers.log" &
+pid=$!
+trap 'kill "$pid" 2>/dev/null' EXIT
+i=0
+while [ ! -s "$dir/ports" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$dir/ports" ] || { echo "the TLS servers did not start"; exit 1; }
+port_of() { sed -n "s/^$1 //p" "$dir/ports"; }
+fail=0 connect_timeout=5
+run() {  # run NAME EXPECTED_EXIT URL ARGS...: runs 2 users, 6 requests of 3 tokens (the connect
+  # and handshake limit: $connect_timeout s)
   name=$1 want=$2 url=$3
   shift 3
   "$bench" --url "$url" --users 2 --max-requests 6 --output-len fixed:3 --prompt-len fixed:2 \
     --duration 30 --give-up 0 --profile canonical --format csv --progress never \
-    --connect-timeout 5 --idle-timeout 10 "$@" >"$dir/$name.out" 2>"$dir/$name.err"
+    --connect-timeout "$connect_timeout" --idle-timeout 10 "$@" >"$dir/$name.out" 2>"$dir/$name.err"
   rc=$?
   if [ "$rc" != "$want" ]; then
     echo "$name: exit $rc, expected $want"
@@ -50,7 +51,7 @@ expect() {  # expect NAME TEXT: the run's standard error holds TEXT
   grep -qF -- "$2" "$dir/$1.err" || { echo "$1: standard error lacks '$2'"; cat "$dir/$1.err"; fail=1; }
 }
 
-serve localhost
+port=$(port_of ok)
 run trusted 0 "https://localhost:$port" --ca-cert "$dir/localhost.pem" --header 'X-Tenant: blue'
 expect trusted "6 requests: 6 completed, 0 failed"
 expect trusted "TLS handshake median"
@@ -58,17 +59,36 @@ grep -q "resumed a session" "$dir/trusted.err" && ! grep -q " 0 of 6 resumed" "$
   { echo "trusted: no handshake resumed a session"; cat "$dir/trusted.err"; fail=1; }
 grep -qx 'X-Tenant: blue' "$dir/headers.log" || { echo "--header did not reach the server"; fail=1; }
 run by_ip 0 "https://127.0.0.1:$port" --ca-cert "$dir/localhost.pem"
-run refused 1 "https://localhost:$port"
+run refused 5 "https://localhost:$port"
 expect refused "TLS handshake: certificate verify failed: self-signed certificate (trust its issuer with --ca-cert FILE, or give --tls-verify off)"
 expect refused "by kind: tls 6"
 run unchecked 0 "https://localhost:$port" --tls-verify off
 expect unchecked "--tls-verify off: the server's certificate and name are not checked"
 run kept 0 "https://localhost:$port" --ca-cert "$dir/localhost.pem" --keep-alive on
 expect kept "2 requests opened a connection"
-serve other.example
-run wrong_name 1 "https://localhost:$port" --ca-cert "$dir/other.example.pem"
+port=$(port_of other)
+run wrong_name 5 "https://localhost:$port" --ca-cert "$dir/other.example.pem"
 expect wrong_name "certificate verify failed: hostname mismatch"
-run wrong_ip 1 "https://127.0.0.1:$port" --ca-cert "$dir/other.example.pem"
+run wrong_ip 5 "https://127.0.0.1:$port" --ca-cert "$dir/other.example.pem"
 expect wrong_ip "certificate verify failed: IP address mismatch"
+# Hostile peers: every request fails with its reason, counted by kind; none hangs (the run's
+# limits: --connect-timeout 5 bounds the handshake, --idle-timeout 10 the stream).
+run plain 5 "https://localhost:$(port_of plain)" --ca-cert "$dir/localhost.pem"
+expect plain "TLS handshake: wrong version number"
+expect plain "by kind: tls 6"
+connect_timeout=1
+run silent 5 "https://localhost:$(port_of silent)" --ca-cert "$dir/localhost.pem"
+connect_timeout=5
+expect silent "TLS handshake timeout (1 s)"
+expect silent "by kind: timeout 6"
+for mode in alert garbage close_notify; do
+  run $mode 5 "https://localhost:$(port_of $mode)" --ca-cert "$dir/localhost.pem"
+  expect $mode "6 requests: 0 completed, 6 failed"
+done
+expect alert "TLS, during read:"
+expect alert "by kind: tls 6"
+expect garbage "TLS, during read:"
+expect garbage "by kind: tls 6"
+expect close_notify "the connection closed before [DONE]"
 [ "$fail" = 0 ] && echo "tokchron-bench over TLS: all checks passed"
 exit "$fail"
