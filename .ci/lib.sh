@@ -127,14 +127,16 @@ tc_enter_root() {
 # directory, configuration and objects. The trees live in $TOKCHRON_CI_BUILD/NAME (build/ci/NAME
 # when unset). docs/testing.md lists which stage uses which tree.
 #   g++-c++17      g++ -std=c++17 -O2 (assertions on): tests, examples, tools, benchmarks, the
-#                  header-alone check and the CUDA backend where nvcc is (stages 10, 45, 50)
+#                  header-alone check and the CUDA backend where nvcc is (stage 10); configured
+#                  again by the later stages, it finds the packages they installed (prometheus-cpp,
+#                  cpp-httplib) and builds what needs them (40-45), and the tools that stages
+#                  44-50 run (tc_release_tools)
 #   clang++-c++20  clang++ -std=c++20 -O0, no benchmarks (stage 10)
 #   g++-c++20      g++ -std=c++20 -O0, no benchmarks (stage 10)
 #   asan-ubsan     clang++ -std=c++17 -O1, ASan + UBSan, every finding fatal (stage 30)
 #   tsan           clang++ -O1, ThreadSanitizer, every finding fatal (stages 30, 32)
-#   prometheus     Release, no benchmarks, configured after prometheus-cpp is installed (40, 45)
-#   release        Release without tests, benchmarks or CUDA: the tools as users run them
-#                  (main.sh, stages 46, 47, docs/regenerate-images.sh)
+#   release        Release without tests, benchmarks or CUDA: the main job's executor
+#                  (main.sh, docs/regenerate-images.sh)
 #   install        the README's pure install: the library alone, default warnings (stage 20)
 # Every tree but install turns warnings into errors.
 # tc_tree_args NAME: prints the CMake arguments of tree NAME, one a line.
@@ -156,8 +158,6 @@ tc_tree_args() {
     tsan) printf '%s\n' -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "${lean[@]}" \
       "-DCMAKE_CXX_FLAGS=-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
       "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" ;;
-    prometheus) printf '%s\n' -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_BENCHMARKS=OFF \
-      -DTOKCHRON_CUDA=OFF ;;
     release) printf '%s\n' -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_TESTS=OFF "${lean[@]}" ;;
     install) printf '%s\n' -DTOKCHRON_BUILD_TESTS=OFF -DTOKCHRON_BUILD_EXAMPLES=OFF \
       -DTOKCHRON_BUILD_TOOLS=OFF -DTOKCHRON_BUILD_BENCHMARKS=OFF ;;
@@ -196,14 +196,15 @@ tc_build() {
 # tc_dir NAME: the directory of tree NAME (configured or not).
 tc_dir() { echo "${TOKCHRON_CI_BUILD:-$TOKCHRON_ROOT/build/ci}/$1"; }
 
-# tc_release_tools [TARGET...]: builds batching-executor and tokchron-bench (and TARGET...) in
-# the release tree, the tools as users run them, and sets `bx`, `bench` and `report` to
-# batching-executor, tokchron-bench and tokchron-report there (the stages that run serve under
-# load share this one build).
+# tc_release_tools [TARGET...]: builds batching-executor and tokchron-bench (and TARGET...)
+# optimised, in stage 10's g++-c++17 tree (-O2 as a release build compiles them, with assertions
+# on: a broken invariant under load stops the run), and sets `bx`, `bench` and `report` to
+# batching-executor, tokchron-bench and tokchron-report there. After stage 10 this builds
+# nothing: the stages that run the tools under load share stage 10's build.
 tc_release_tools() {
   local dir
-  dir=$(tc_dir release)
-  tc_build release batching-executor tokchron-bench "$@" || return 1
+  dir=$(tc_dir g++-c++17)
+  tc_build g++-c++17 batching-executor tokchron-bench "$@" || return 1
   bx=$dir/tools/executor/batching-executor
   bench=$dir/tools/bench/tokchron-bench
   report=$dir/tools/report/tokchron-report

@@ -7,10 +7,11 @@
 tc_need_pkgs prometheus prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libprotobuf-dev \
   protobuf-compiler
 tc_scratch  # $work, and $pids: stopped on exit
-dir=$(tc_dir prometheus)
-# Stage 10 ran the exporter tests and checked the golden files; this stage builds only what
-# needs the packages installed above (stage 10 may have run before they were).
-tc_build prometheus tokchron_prometheus_cpp_test fleet_replica fleet_check
+dir=$(tc_dir g++-c++17)
+# Stage 10 ran the exporter tests and checked the golden files; this stage builds, in stage 10's
+# optimised tree, only what needs the packages installed above (configuring the tree again finds
+# them when stage 10 ran before they were installed).
+tc_build g++-c++17 tokchron_prometheus_cpp_test fleet_replica fleet_check
 golden=$TOKCHRON_ROOT/tests/data/golden/export
 
 echo "--- the prometheus-cpp adaptor test (a real Exposer on 127.0.0.1)"

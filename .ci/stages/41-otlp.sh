@@ -24,8 +24,8 @@ fi
 # Node resolves require() next to the script: run copies beside node_modules.
 cp "$src/otlp_common.js" "$src/otlp_check.js" "$src/genai_check.js" "$npmdir/"
 
-dir=$(tc_dir prometheus)
-tc_build prometheus tokchron_otlp_dump
+dir=$(tc_dir g++-c++17)
+tc_build g++-c++17 tokchron_otlp_dump
 echo "--- tokchron's OTLP export of known samples, decoded by OpenTelemetry's packages"
 "$dir/tests/tokchron_otlp_dump" "$work/request.json" "$work/known.json" "$work/request.pb"
 node "$npmdir/otlp_check.js" "$work/request.json" "$work/known.json" "$work/request.pb"

@@ -13,8 +13,8 @@
 tc_need_pkgs prometheus prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libprotobuf-dev \
   protobuf-compiler
 tc_scratch  # $work, and $pids: stopped on exit
-dir=$(tc_dir prometheus)
-tc_build prometheus fleet_replica fleet_check
+dir=$(tc_dir g++-c++17)
+tc_build g++-c++17 fleet_replica fleet_check
 source "$TOKCHRON_ROOT/examples/fleet/fleet.sh"
 ex=$dir/examples/fleet
 

@@ -27,7 +27,7 @@ for p in sglang tgi llamacpp trtllm; do
   echo "ok $(basename "$f") ($lines lint lines, all on the server names)"
 done
 
-# The release tree stage 47 uses too (one build of serve, the load generator and the report).
+# Stage 10's build of serve, the load generator and the report (tc_release_tools).
 tc_release_tools tokchron-report
 checker=$TOKCHRON_ROOT/tools/executor/serve/tests/check_presets.py
 summary=$work/quantiles.tsv

@@ -16,18 +16,12 @@ ex=$TOKCHRON_ROOT/examples/server_integration
 echo "--- docs/library/server-integration.md quotes the example's code"
 python3 "$ex/check_doc_quotes.py" --root "$TOKCHRON_ROOT" docs/library/server-integration.md
 
-# server-integration in stage 40's build directory (same flags: Release, no benchmarks; it has
-# found prometheus-cpp). tokchron-report where stage 10's optimised build has it already (an
-# up-to-date check there), else here too.
-dir=$(tc_dir prometheus)
+# server-integration and tokchron-report in stage 10's optimised tree (configured again, it finds
+# the prometheus-cpp that stage 40 installed; tokchron-report is an up-to-date check there).
+dir=$(tc_dir g++-c++17)
+tc_build g++-c++17 server-integration tokchron-report
 server=$dir/examples/server_integration/server-integration
-report=$(tc_dir g++-c++17)/tools/report/tokchron-report
-if [ -f "$(tc_dir g++-c++17)/build.ninja" ] && tc_build g++-c++17 tokchron-report; then
-  tc_build prometheus server-integration
-else
-  tc_build prometheus server-integration tokchron-report
-  report=$dir/tools/report/tokchron-report
-fi
+report=$dir/tools/report/tokchron-report
 
 # run_case NAMES INCLUSION THREADS ARGS...: the server (--names NAMES, --inclusion INCLUSION
 # unless it is "default", THREADS workers of 16 requests, ARGS), a Prometheus scraping it, then
