@@ -144,18 +144,23 @@ tc_tree_args() {
   [ "$1" = install ] || echo -DTOKCHRON_WERROR=ON
   local strict=(-DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF)
   local lean=(-DTOKCHRON_BUILD_BENCHMARKS=OFF -DTOKCHRON_HEADER_ALONE=OFF -DTOKCHRON_CUDA=OFF)
+  # The C++20 and sanitizer trees compile each target's sources in batches of eight, one
+  # translation unit a batch (CMake's unity build): the headers every test and tool includes are
+  # parsed once a batch instead of once a file. g++-c++17 (one file a unit, and the header-alone
+  # check) is the tree that proves each file and header includes what it uses.
+  local unity=-DCMAKE_UNITY_BUILD=ON
   case $1 in
     g++-c++17) printf '%s\n' -DCMAKE_CXX_COMPILER=g++ -DCMAKE_CXX_STANDARD=17 "${strict[@]}" \
       -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O2 -DTOKCHRON_BUILD_BENCHMARKS=ON \
       -DTOKCHRON_HEADER_ALONE=ON -DTOKCHRON_CUDA=ON ;;
     clang++-c++20|g++-c++20) printf '%s\n' -DCMAKE_CXX_COMPILER="${1%%-c++20}" \
       -DCMAKE_CXX_STANDARD=20 "${strict[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
-      "${lean[@]}" ;;
+      "${lean[@]}" "$unity" ;;
     asan-ubsan) printf '%s\n' -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_STANDARD=17 "${strict[@]}" \
-      -DCMAKE_BUILD_TYPE=Debug "${lean[@]}" \
+      -DCMAKE_BUILD_TYPE=Debug "${lean[@]}" "$unity" \
       "-DCMAKE_CXX_FLAGS=-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
       "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" ;;
-    tsan) printf '%s\n' -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "${lean[@]}" \
+    tsan) printf '%s\n' -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "${lean[@]}" "$unity" \
       "-DCMAKE_CXX_FLAGS=-O1 -g -fsanitize=thread -fno-sanitize-recover=all" \
       "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" ;;
     release) printf '%s\n' -DCMAKE_BUILD_TYPE=Release -DTOKCHRON_BUILD_TESTS=OFF "${lean[@]}" ;;

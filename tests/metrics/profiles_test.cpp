@@ -865,8 +865,8 @@ void check_guidellm(const std::vector<tc::trace_record>& rs, const tc::run_summa
   CHECK(rel(*s.request_throughput, static_cast<double>(rs.size()) / (hi - lo)) < 1e-9);
   CHECK(rel(*s.output_throughput, tokens / (last_event - first_event)) < 1e-9);
   const std::pair<const tc::distribution*, const std::vector<std::pair<double, double>>*>
-      metrics[] = {{&s.ttft, &ttft}, {&s.tpot, &tpot}, {&s.itl, &itl}, {&s.e2e, &e2e}};
-  for (const auto& [d, xw] : metrics) {
+      compared[] = {{&s.ttft, &ttft}, {&s.tpot, &tpot}, {&s.itl, &itl}, {&s.e2e, &e2e}};
+  for (const auto& [d, xw] : compared) {
     const auto w = from_values(*xw, qs);
     CHECK(d->count == static_cast<std::uint64_t>(std::llround(w.count)));
     CHECK(rel(*d->mean, w.mean) < 1e-9);
@@ -885,10 +885,10 @@ void check_against(const tc::run_summary& s, const tool_result& t, const tc::pro
   CHECK(rel(*s.duration, t.duration) < 1e-9);
   CHECK(rel(*s.output_throughput, t.output_throughput.value_or(t.output_tokens / t.duration)) <
         1e-9);
-  const std::pair<const tc::distribution*, const std::vector<double>*> metrics[] = {
+  const std::pair<const tc::distribution*, const std::vector<double>*> compared[] = {
       {&s.ttft, &t.ttft}, {&s.tpot, &t.tpot}, {&s.itl, &t.itl}, {&s.e2e, &t.e2el}};
   for (std::size_t m = 0; m < 4; ++m) {
-    const auto& [d, x] = metrics[m];
+    const auto& [d, x] = compared[m];
     CAPTURE(m);
     REQUIRE(d->count == x->size());
     if (x->empty()) continue;

@@ -21,9 +21,9 @@
 #include "tokchron/timeline/replay.hpp"
 
 namespace tc = tokchron;
-using K = tc::chunk_kind;
 
 namespace {
+using K = tc::chunk_kind;
 /// A record with its id, send time and chunks; the rest as trace_record's defaults.
 tc::trace_record record(const char* id, double send, std::vector<tc::trace_chunk> chunks) {
   tc::trace_record r;

@@ -23,8 +23,8 @@ using tl_t = tc::testing::scripted_timeline;
 
 namespace {
 /// A request sent at `send` with one-token and `second`-token chunks at `c1` and `c2`.
-tl_t request(std::chrono::milliseconds send, std::chrono::milliseconds c1,
-             std::chrono::milliseconds c2, std::uint32_t second, std::uint64_t prompt) {
+tl_t finished_request(std::chrono::milliseconds send, std::chrono::milliseconds c1,
+                      std::chrono::milliseconds c2, std::uint32_t second, std::uint64_t prompt) {
   return tc::testing::script()
       .send(send)
       .chunk(c1, 1)
@@ -35,8 +35,8 @@ tl_t request(std::chrono::milliseconds send, std::chrono::milliseconds c1,
 }
 std::vector<tl_t> two_requests() {
   std::vector<tl_t> tls;
-  tls.push_back(request(0ms, 100ms, 200ms, 1, 10));
-  tls.push_back(request(100ms, 300ms, 400ms, 3, 20));
+  tls.push_back(finished_request(0ms, 100ms, 200ms, 1, 10));
+  tls.push_back(finished_request(100ms, 300ms, 400ms, 3, 20));
   return tls;
 }
 }  // namespace
@@ -87,8 +87,8 @@ TEST_CASE("run_summary: failed requests count for duration and in-flight time on
 }
 
 TEST_CASE("run_summary: no requests gives counts of 0 and empty values") {
-  const std::vector<tl_t> none;
-  const auto s = tc::summarize(none, tc::profiles::vllm);
+  const std::vector<tl_t> no_timelines;
+  const auto s = tc::summarize(no_timelines, tc::profiles::vllm);
   CHECK(s.requests == 0);
   CHECK_FALSE(s.duration);
   CHECK_FALSE(s.request_throughput);

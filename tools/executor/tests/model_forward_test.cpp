@@ -28,7 +28,7 @@ namespace {
 constexpr double fp32_tol = 1e-4;
 
 // The test model: 2 layers, d 64, 4 heads of 16, ffn 128, vocab 256, seed 7.
-model_config tiny() { return cross_check::small_model(64, 128, 256, 7); }
+model_config tiny_model() { return cross_check::small_model(64, 128, 256, 7); }
 
 std::vector<std::int32_t> prompt(std::uint64_t id, std::uint32_t n, const model_config& c) {
   std::vector<std::int32_t> t(n);
@@ -103,7 +103,7 @@ TEST_CASE("fp16 conversion: exact round trip and round-to-nearest-even") {
 }
 
 TEST_CASE("weights: seeded, reproducible, fp16-representable") {
-  const model_config c = tiny();
+  const model_config c = tiny_model();
   const auto a = model_weights::random(c), b = model_weights::random(c);
   CHECK(a.layers[1].w_up == b.layers[1].w_up);
   CHECK(a.lm_head == b.lm_head);
@@ -122,7 +122,7 @@ TEST_CASE("weights: seeded, reproducible, fp16-representable") {
 }
 
 TEST_CASE("batched BLAS forward equals the naive reference: prefill then decode") {
-  const model_config c = tiny();
+  const model_config c = tiny_model();
   const auto w = model_weights::random(c);
   const std::uint32_t bs = 4;
   paged_kv_cache kv(c, 64, bs);
@@ -163,7 +163,7 @@ TEST_CASE("batched BLAS forward equals the naive reference: prefill then decode"
 }
 
 TEST_CASE("chunked prefill equals one-shot prefill and the reference at every chunk end") {
-  const model_config c = tiny();
+  const model_config c = tiny_model();
   const auto w = model_weights::random(c);
   paged_kv_cache kv(c, 32, 8);
   cpu_model m(w, kv);
@@ -187,7 +187,7 @@ TEST_CASE("chunked prefill equals one-shot prefill and the reference at every ch
 }
 
 TEST_CASE("paged KV: any block placement and block size give bit-identical results") {
-  const model_config c = tiny();
+  const model_config c = tiny_model();
   const auto w = model_weights::random(c);
   auto run = [&](std::uint32_t bs, bool shuffle) {
     const std::uint32_t blocks = 128 / bs;
@@ -221,7 +221,7 @@ TEST_CASE("paged KV: any block placement and block size give bit-identical resul
 }
 
 TEST_CASE("a mixed batch (prefills, chunks and decodes) equals each sequence run alone") {
-  const model_config c = tiny();
+  const model_config c = tiny_model();
   const auto w = model_weights::random(c);
   // Sequence A decodes at position 20, B prefills its first 12 tokens, C prefills a middle
   // chunk (positions 9..14) without sampling, D samples after a 1-token chunk.
@@ -278,7 +278,7 @@ TEST_CASE("a mixed batch (prefills, chunks and decodes) equals each sequence run
 }
 
 TEST_CASE("forward rejects block tables that do not cover the tokens") {
-  const model_config c = tiny();
+  const model_config c = tiny_model();
   const auto w = model_weights::random(c);
   paged_kv_cache kv(c, 4, 4);
   cpu_model m(w, kv);
