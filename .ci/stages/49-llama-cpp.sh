@@ -14,7 +14,9 @@ tc_scratch  # $work, and $pids: stopped on exit
 
 t0=$(date +%s)
 echo "--- llama-server with tokchron (examples/llama_cpp/build.sh)"
-out=$(bash "$TOKCHRON_ROOT/examples/llama_cpp/build.sh" --jobs "$(tc_jobs)") ||
+# -O1: nothing this stage checks depends on the engine's speed, and a cold build costs less
+# compiler time than at llama.cpp's -O3 (build.sh's header says how much).
+out=$(bash "$TOKCHRON_ROOT/examples/llama_cpp/build.sh" --jobs "$(tc_jobs)" --opt 1) ||
   { echo "examples/llama_cpp/build.sh failed"; exit 1; }
 eval "$out"  # llama_server, model, llama_src, tag
 echo "llama.cpp $tag built and its model written in $(( $(date +%s) - t0 )) s"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Builds llama.cpp's llama-server with tokchron in it, and a random-weight model to run it on.
 #
-#   examples/llama_cpp/build.sh [--tokchron-prefix DIR] [--cache DIR] [--jobs N]
+#   examples/llama_cpp/build.sh [--tokchron-prefix DIR] [--cache DIR] [--jobs N] [--opt LEVEL]
 #
 # 1. fetches the npm package node-llama-cpp@3.21.1 (npm pack; its shasum is checked), which
 #    ships one llama.cpp release as a git bundle (llama/gitRelease.bundle; llama.cpp.info.json
@@ -10,7 +10,10 @@
 # 2. applies tokchron-llama-server.patch and copies server-tokchron.{h,cpp} into tools/server/;
 # 3. installs tokchron from this repository into CACHE/tokchron (unless --tokchron-prefix names
 #    an installed one) and builds the llama-server target only (CPU, portable ggml, no web UI,
-#    ccache when present), finding tokchron with find_package;
+#    ccache when present), finding tokchron with find_package; llama.cpp's Release flags, or
+#    -O LEVEL with --opt LEVEL (its own build directory: build-O1 for --opt 1). CI builds with
+#    --opt 1: three of the heaviest files (llama-grammar.cpp, ggml-cpu/ops.cpp,
+#    server-context.cpp) took 32 s of compiler time at -O1 against 45 s at -O3;
 # 4. writes CACHE/model.gguf with the release's gguf-py (make_model.py; python3 + numpy).
 #
 # Everything goes under CACHE (default ${XDG_CACHE_HOME:-~/.cache}/tokchron/llama.cpp), outside
@@ -26,12 +29,14 @@ shasum=f7579ace3d45c8e93856cebbd8671fa43c2eef1b  # npm's shasum of node-llama-cp
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/tokchron/llama.cpp
 prefix=""
 jobs=$(nproc 2>/dev/null || echo 2)
+opt=3
 while [ $# -gt 0 ]; do
   case $1 in
     --tokchron-prefix) prefix=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '3,20p' "$0"; exit 0 ;;
+    --opt) opt=$2; shift 2 ;;
+    -h|--help) sed -n '3,22p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -105,15 +110,21 @@ fi
 # ccache (llama.cpp's CMake uses it when present), its paths relative to the cache directory so
 # that another checkout or cache location hits the same objects.
 export CCACHE_BASEDIR=$cache CCACHE_NOHASHDIR=1
-cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+case $opt in
+  3) build=$work/build; optflags=() ;;
+  0|1|2|s) build=$work/build-O$opt
+    optflags=("-DCMAKE_C_FLAGS_RELEASE=-O$opt -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=-O$opt -DNDEBUG") ;;
+  *) say "--opt takes 0, 1, 2, 3 or s, not $opt"; exit 2 ;;
+esac
+cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${optflags[@]}" -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_NATIVE=OFF \
-  -DCMAKE_PREFIX_PATH="$prefix" >"$work/configure.log" 2>&1 ||
-  { cat "$work/configure.log" >&2; exit 1; }
-say "building llama-server (-j$jobs); the log is $work/build.log"
+  -DCMAKE_PREFIX_PATH="$prefix" >"$build.configure.log" 2>&1 ||
+  { cat "$build.configure.log" >&2; exit 1; }
+say "building llama-server (-O$opt, -j$jobs); the log is $build.log"
 start=$(date +%s)
-cmake --build "$work/build" --target llama-server -j "$jobs" >"$work/build.log" 2>&1 ||
-  { tail -n 60 "$work/build.log" >&2; exit 1; }
+cmake --build "$build" --target llama-server -j "$jobs" >"$build.log" 2>&1 ||
+  { tail -n 60 "$build.log" >&2; exit 1; }
 say "llama-server built in $(( $(date +%s) - start )) s"
 
 # 4. The model.
@@ -122,7 +133,7 @@ if [ ! -f "$work/model.gguf" ] || [ "$here/make_model.py" -nt "$work/model.gguf"
   mv "$work/model.gguf.tmp" "$work/model.gguf"
 fi
 
-echo "llama_server=$work/build/bin/llama-server"
+echo "llama_server=$build/bin/llama-server"
 echo "model=$work/model.gguf"
 echo "llama_src=$src"
 echo "tag=$tag"
