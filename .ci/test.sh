@@ -10,6 +10,9 @@ export TOKCHRON_CI_BUILD=${TOKCHRON_CI_BUILD:-$TOKCHRON_ROOT/build/ci}
 mkdir -p "$TOKCHRON_CI_BUILD"
 
 start_all=$(date +%s)
+cpu_log=$(mktemp)
+trap 'rm -f "$cpu_log"' EXIT
+TIMEFORMAT='%3U %3S'  # for the stages' `time`: user and system seconds
 failed=()
 times=()
 for stage in .ci/stages/*.sh; do
@@ -21,13 +24,18 @@ for stage in .ci/stages/*.sh; do
   fi
   echo "=== stage $name ==="
   t0=$(date +%s)
-  if bash -euo pipefail -c 'source .ci/lib.sh; source "$0"' "$stage"; then
-    echo "=== stage $name passed in $(( $(date +%s) - t0 )) s ==="
+  # The processor time the stage and everything it waited for used (user + system): on a machine
+  # shared with other work the wall time grows, this much less, so the two together tell a slow
+  # stage from a busy machine.
+  if { time bash -euo pipefail -c 'source .ci/lib.sh; source "$0"' "$stage" 2>&1; } 2>"$cpu_log"; then
+    result="passed in"
   else
-    echo "=== stage $name FAILED after $(( $(date +%s) - t0 )) s ==="
+    result="FAILED after"
     failed+=("$name")
   fi
-  times+=("$name $(( $(date +%s) - t0 )) s")
+  cpu=$(tail -n 1 "$cpu_log" | awk '{printf "%.0f", $1 + $2}')
+  echo "=== stage $name $result $(( $(date +%s) - t0 )) s (CPU $cpu s) ==="
+  times+=("$name $(( $(date +%s) - t0 )) s, CPU $cpu s")
 done
 total=$(( $(date +%s) - start_all ))
 echo "=== all stages done in $total s ==="
