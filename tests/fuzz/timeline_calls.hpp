@@ -132,7 +132,7 @@ inline call_sequence_result check_call_sequence(const std::uint8_t* data, std::s
     for_each_icl(*p, tl, [&](double g) {
       if (!(g >= 0)) bad_sample = true;
     });
-    const profiled_request r = evaluate(*p, tl, [&](double g, std::uint64_t n) noexcept {
+    const request_metrics r = evaluate(*p, tl, [&](double g, std::uint64_t n) noexcept {
       if (!(g >= 0) || n == 0) bad_sample = true;
     });
     if (bad_sample) fail("a pooled ITL sample is negative");

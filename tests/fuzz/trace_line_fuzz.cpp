@@ -41,7 +41,7 @@ void check_record(const tokchron::trace_record& r) {
   // every profile's values and pooled ITL samples (one call per run of equal samples: a chunk of
   // 2^32 - 1 tokens is one call, not 2^32 - 1)
   for (const tokchron::profile* p : tokchron::all_profiles()) {
-    const tokchron::profiled_request pr = tokchron::evaluate(
+    const tokchron::request_metrics pr = tokchron::evaluate(
         *p, tl, [](double g, std::uint64_t n) noexcept { TOKCHRON_FUZZ_CHECK(g >= 0 && n > 0); });
     for (std::size_t k = 0; k < tokchron::metric_count; ++k)  // every metric of the table
       check_nonnegative(pr.value(static_cast<tokchron::metric_id>(k)));

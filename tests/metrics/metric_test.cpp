@@ -58,21 +58,6 @@ TEST_CASE("counts come from the table") {
   CHECK(histograms == served);
 }
 
-TEST_CASE("the earlier enumerators are the same metrics") {
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#endif
-  CHECK(metric_id::e2el == metric_id::e2e);
-  CHECK(metric_id::queue == metric_id::queue_time);
-  CHECK(metric_id::prefill == metric_id::prefill_time);
-  CHECK(metric_id::decode == metric_id::decode_time);
-  CHECK(metric_id::tokens_per_s == metric_id::output_rate);
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-}
-
 namespace {
 // The record's `field` names distinct members: writing metric i's field and reading every
 // metric back finds i exactly there.
@@ -92,7 +77,6 @@ void check_fields_distinct() {
 
 TEST_CASE("request_metrics maps each metric to its own field; the canonical profile agrees") {
   check_fields_distinct<tc::request_metrics>();
-  static_assert(std::is_same_v<tc::profiled_request, tc::request_metrics>);  // one record
   // canonical_metrics (any store) and evaluate(profiles::canonical, ...) (full store) are two
   // engines filling one record: where both compute a metric, the values are equal.
   using namespace std::chrono_literals;
@@ -108,7 +92,7 @@ TEST_CASE("request_metrics maps each metric to its own field; the canonical prof
   tl.set_cached_prompt_tokens(16);
   REQUIRE(tl.set_speculative(10, 7) == tc::record_status::ok);
   const tc::request_metrics m = tc::canonical_metrics(tl);
-  const tc::profiled_request p = tc::evaluate(tc::profiles::canonical, tl);
+  const tc::request_metrics p = tc::evaluate(tc::profiles::canonical, tl);
   int both = 0;
   for (const auto& d : tc::metric_table) {
     // evaluate measures TTFT from the profile's origin only; itl is pooled canonically

@@ -286,7 +286,7 @@ TEST_CASE("reasoning: the aiperf profile equals AIPerf's formulas computed by ha
   for (const tc::trace_record& rec : all_records()) {
     CAPTURE(rec.id);
     const auto tl = tc::to_timeline(rec);
-    const tc::profiled_request r = tc::evaluate(p, tl);
+    const tc::request_metrics r = tc::evaluate(p, tl);
     const aiperf_record a = aiperf_by_hand(rec);
     if (!r.completed) {
       CHECK_FALSE(rec.ok);
@@ -304,13 +304,13 @@ TEST_CASE("reasoning: the aiperf profile equals AIPerf's formulas computed by ha
     CHECK(icl == a.icl);
   }
   // Hand-checked values of the first record: AIPerf's TTFT is the first reasoning response.
-  const tc::profiled_request r = tc::evaluate(p, tc::to_timeline(reasoning_then_answer()));
+  const tc::request_metrics r = tc::evaluate(p, tc::to_timeline(reasoning_then_answer()));
   CHECK(*r.ttft == 0.20);
   CHECK(*r.ttfa == 0.50);
   CHECK(*r.ttst == 0.05);
   CHECK(*r.e2e == 0.55);  // the last response, not the usage or [DONE] chunk
   CHECK(*r.tpot == doctest::Approx(0.35 / 7).epsilon(1e-12));  // (E2E - TTFT) / (OSL - 1)
-  const tc::profiled_request z = tc::evaluate(p, tc::to_timeline(zero_gap()));
+  const tc::request_metrics z = tc::evaluate(p, tc::to_timeline(zero_gap()));
   CHECK(*z.ttst == 0.0);  // TTST allows equal timestamps; ICL does not
 }
 
@@ -341,7 +341,7 @@ TEST_CASE("reasoning: the aiperf profile gives what AIPerf's own metric classes 
   for (std::size_t i = 0; i < records.size(); ++i) {
     CAPTURE(records[i].id);
     const auto tl = tc::to_timeline(records[i]);
-    const tc::profiled_request r = tc::evaluate(tc::profiles::aiperf, tl);
+    const tc::request_metrics r = tc::evaluate(tc::profiles::aiperf, tl);
     std::vector<double> icl;
     tc::for_each_icl(tc::profiles::aiperf, tl, [&](double g) { icl.push_back(g); });
     if (!records[i].ok) {
@@ -412,15 +412,15 @@ TEST_CASE("reasoning: how the other profiles count reasoning chunks") {
   const auto tl = tc::to_timeline(reasoning_then_answer());
   // vLLM counts every chunk with a choices entry (vllm/benchmarks/lib/endpoint_request_func.py,
   // `if choices := data.get("choices")`): the role chunk, reasoning deltas, answer deltas.
-  const tc::profiled_request v = tc::evaluate(tc::profiles::vllm, tl);
+  const tc::request_metrics v = tc::evaluate(tc::profiles::vllm, tl);
   CHECK(*v.ttft == 0.05);
   CHECK(*v.e2e == 0.55);
   // The tools that count non-empty content only see no reasoning chunk: their TTFT is the
   // first answer token.
-  const tc::profiled_request g = tc::evaluate(tc::profiles::genai_perf, tl);
+  const tc::request_metrics g = tc::evaluate(tc::profiles::genai_perf, tl);
   CHECK(*g.ttft == 0.50);
   // The canonical profile reports every new metric, equal to the canonical functions.
-  const tc::profiled_request c = tc::evaluate(tc::profiles::canonical, tl);
+  const tc::request_metrics c = tc::evaluate(tc::profiles::canonical, tl);
   const tc::request_metrics m = tc::canonical_metrics(tl);
   for (const tc::metric_id id : tc::run_summary::kept_when_measured) {
     if (id == tc::metric_id::icl) continue;  // pooled: for_each_icl

@@ -390,7 +390,7 @@ TEST_CASE("slo_distributions record every metric the table and the record share"
   CHECK(canonical.evaluate(tokchron::sla::parse("max(ttft_from_send) < 39ms")).overall() ==
         verdict_status::pass);
 
-  tokchron::profiled_request p = tokchron::evaluate(tokchron::profiles::genai_perf, tl);
+  tokchron::request_metrics p = tokchron::evaluate(tokchron::profiles::genai_perf, tl);
   REQUIRE(p.itl);  // a per-request grain
   profiled.add(p);
   CHECK(profiled[tokchron::metric_id::itl].count() == 0);

@@ -59,8 +59,8 @@ TEST_CASE("objective spellings: aliases, spaces, fractional percentiles, units")
         slo_metric::normalized_latency);
 }
 
-TEST_CASE("earlier spellings parse as aliases and print as the one name") {
-  // SLO strings written for earlier versions (and vLLM's `e2el`) keep working.
+TEST_CASE("other spellings parse as aliases and print as the one name") {
+  // Other tools' spellings (vLLM's `e2el`) and short forms name the same metrics.
   const std::pair<const char*, const char*> cases[] = {
       {"p95(e2el) < 1s", "p95(e2e) < 1s"},
       {"p95(e2e_latency) < 1s", "p95(e2e) < 1s"},

@@ -67,7 +67,7 @@ tc::slo_distributions<> slo_distributions_of(const loaded_inputs& in, const tc::
       continue;
     }
     if (!tl.finished()) continue;
-    const tc::profiled_request r = tc::evaluate(
+    const tc::request_metrics r = tc::evaluate(
         p, tl, [&](double gap, std::uint64_t n) noexcept { d.add(tc::slo_metric::itl, gap, n); });
     d.add(r);
     if (r.completed && r.itl) d.add(tc::slo_metric::itl, *r.itl);

@@ -156,7 +156,7 @@ using prometheus_live_metrics = basic_prometheus_live_metrics<>;
   return l;
 }
 
-/// The prometheus-cpp `Collectable` of earlier versions, now a thin layer over
+/// A prometheus-cpp `Collectable` with the families of `serving_metrics`: a thin layer over
 /// `prometheus_live_metrics` (no lock on the recording path): `record(timeline)` of finished
 /// requests from any thread, scraped on the Exposer's thread. Families as `to_live_options`
 /// says. For streamed events, labelled series or vLLM's semantics use

@@ -10,10 +10,10 @@
 /// exporter read names and units from here; counts are `metric_count`, derived from the table.
 ///
 /// One spelling per metric, everywhere: a field of `request_metrics`, an
-/// SLO text (`p95(e2e) < 1s`), a CSV column and a JSON key all use `metric_info::name`. The
-/// spellings of earlier versions (`e2el`, `queue`, `prefill`, `decode`, `tokens_per_s`, ...)
-/// stay accepted by the SLO parser as aliases, and the old enumerators stay as deprecated
-/// synonyms. Standard library only; everything is constexpr. Thread safety: immutable data.
+/// SLO text (`p95(e2e) < 1s`), a CSV column and a JSON key all use `metric_info::name`. The SLO
+/// parser also accepts other tools' spellings and short forms (vLLM's `e2el`, `queue`,
+/// `prefill`, `decode`, `tokens_per_s`, ...) as aliases, printed back as the one name. Standard
+/// library only; everything is constexpr. Thread safety: immutable data.
 
 #include <array>
 #include <cstddef>
@@ -66,7 +66,7 @@ struct metric_info {
   bool served = false;
   /// One sentence, used as the HELP text of exported families.
   std::string_view help;
-  /// Other spellings the SLO grammar accepts (earlier versions, other tools); empty slots unused.
+  /// Other spellings the SLO grammar accepts (other tools', short forms); empty slots unused.
   std::array<std::string_view, 3> aliases{};
 
   /// True for metrics measured in seconds.

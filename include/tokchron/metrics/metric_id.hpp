@@ -35,13 +35,6 @@ enum class metric_id : std::uint8_t {
   prefill_tps,           ///< prompt tokens / ttft per request, tokens per second
   uncached_prefill_tps,  ///< (prompt - cached prompt tokens) / ttft, tokens per second
   spec_acceptance,       ///< speculative tokens accepted / drafted per request, in [0, 1]
-
-  // Spellings of earlier versions (same values).
-  e2el [[deprecated("use metric_id::e2e")]] = e2e,
-  queue [[deprecated("use metric_id::queue_time")]] = queue_time,
-  prefill [[deprecated("use metric_id::prefill_time")]] = prefill_time,
-  decode [[deprecated("use metric_id::decode_time")]] = decode_time,
-  tokens_per_s [[deprecated("use metric_id::output_rate")]] = output_rate,
 };
 
 /// The metrics a request has one value of, as X(name, canonical), in `metric_id` order: the

@@ -262,11 +262,6 @@ struct profile {
   }
 };
 
-/// One request as a profile sees it: the one per-request record, `request_metrics`
-/// (metrics/canonical.hpp), as `evaluate` fills it. Deprecated spelling, kept for one release:
-/// write `request_metrics`.
-using profiled_request = request_metrics;
-
 namespace detail {
 [[nodiscard]] constexpr bool counts(chunk_rule r, std::uint32_t tokens, chunk_kind k) noexcept {
   switch (r) {

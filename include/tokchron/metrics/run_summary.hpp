@@ -50,20 +50,6 @@
 
 TOKCHRON_BEGIN_NAMESPACE
 
-namespace detail {
-/// The old `summary_options::threads` (removed: tokchron starts no thread), kept for one release
-/// so that code setting it still compiles, with a deprecation warning naming the replacement.
-/// The value is ignored: the summary is the same whoever runs its computations.
-struct removed_threads_option {
-  [[deprecated(
-      "tokchron starts no thread: set summary_options::executor to run the "
-      "computations on a pool you own")]] removed_threads_option&
-  operator=(unsigned) noexcept {
-    return *this;
-  }
-};
-}  // namespace detail
-
 /// What to summarise and how.
 struct summary_options {
   /// Percentiles in percent (each in [0, 100]); empty: the profile's defaults.
@@ -87,8 +73,6 @@ struct summary_options {
   /// built: a pool the caller owns, to spread them over its threads. Empty: one after another on
   /// the calling thread. tokchron starts no thread; the summary does not depend on it.
   task_executor executor;
-  /// Deprecated, ignored (kept for one release): use `executor`.
-  detail::removed_threads_option threads;
 };
 
 /// One warning of a run summary: a quirk of the profile's tool, or a decision where the tool would
@@ -708,7 +692,7 @@ class run_summarizer {
   /// GuideLLM's token events of one request, any status: the first at the first counted chunk
   /// (else the end), the last at the last counted chunk (else the end); its prompt and output
   /// tokens (N: usage, else the counted chunks).
-  void token_window(const Timeline& tl, const profiled_request& r,
+  void token_window(const Timeline& tl, const request_metrics& r,
                     const std::optional<time_point>& end) noexcept {
     std::optional<time_point> first, last;
     for (const auto& c : tl.store().chunks()) {
