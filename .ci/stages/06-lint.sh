@@ -6,7 +6,8 @@
 # uses (a text check against a table of each header's names; its docstring says what it is not).
 # .ci/check_layers.py: includes inside include/tokchron/ flow one way, lowest layer first (the
 # order is written once, in that script).
-# `detail::` in tools/ or examples/ is listed (the public API is what they should use).
+# No `detail::` name in tools/ or examples/: they use the public API only (and a tool's own
+# helpers are part of its own interface, not a detail namespace).
 # Commit subjects: every commit after the rule came (SUBJECTS_SINCE; .githooks/commit-msg)
 # has a subject of at most 72 characters, the detail in the body (a shallow clone without that
 # commit checks HEAD's subject alone).
@@ -32,9 +33,13 @@ git ls-files -z '*.hpp' '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -0 clang-format --d
 echo "clang-format: $(git ls-files '*.hpp' '*.cpp' '*.h' '*.cu' '*.cuh' | wc -l) files clean"
 
 # The tools and examples use the library's public API only: no `detail::` name outside
-# include/tokchron/ and tests/. Report-only while tools/executor still has its own (listed).
-echo "--- detail:: names in tools/ and examples/ (report only)"
-git grep -n "detail::" -- tools examples || echo "detail:: names: none"
+# include/tokchron/ and tests/.
+echo "--- detail:: names in tools/ and examples/"
+if git grep -n "detail::" -- tools examples; then
+  echo "detail:: names above: use the public API (or give a tool's helper a name of its own)"
+  exit 1
+fi
+echo "detail:: names: none"
 
 echo "--- clang-tidy on the library headers"
 tidy=$TOKCHRON_CI_BUILD/clang-tidy

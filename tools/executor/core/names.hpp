@@ -4,7 +4,8 @@
 
 /// \file
 /// Names of the executor's enumerations, both ways: one table per enum, so the parser, the
-/// printer and the list of choices in an error message cannot disagree.
+/// printer and the list of choices in an error message cannot disagree. Each enum's
+/// `to_string` and `parse_*` (core/request_queue.hpp, core/scheduler.hpp) are written with these.
 
 #include <cstddef>
 #include <stdexcept>
@@ -12,7 +13,7 @@
 #include <string_view>
 #include <utility>
 
-namespace batching::detail {
+namespace batching {
 
 /// The name of `e` in `names`, or "unknown".
 template <class E, std::size_t N>
@@ -38,6 +39,6 @@ template <class E, std::size_t N>
                               "' (choose " + choices + ")");
 }
 
-}  // namespace batching::detail
+}  // namespace batching
 
 #endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_NAMES_HPP

@@ -17,10 +17,10 @@ constexpr std::pair<std::string_view, sjf_key> sjf_names[] = {
 
 }  // namespace
 
-std::string_view to_string(policy p) noexcept { return detail::name_of(p, policy_names); }
-std::string_view to_string(sjf_key k) noexcept { return detail::name_of(k, sjf_names); }
-policy parse_policy(std::string_view s) { return detail::parse_enum(s, "policy", policy_names); }
-sjf_key parse_sjf_key(std::string_view s) { return detail::parse_enum(s, "sjf_key", sjf_names); }
+std::string_view to_string(policy p) noexcept { return name_of(p, policy_names); }
+std::string_view to_string(sjf_key k) noexcept { return name_of(k, sjf_names); }
+policy parse_policy(std::string_view s) { return parse_enum(s, "policy", policy_names); }
+sjf_key parse_sjf_key(std::string_view s) { return parse_enum(s, "sjf_key", sjf_names); }
 
 std::int64_t sjf_order::rank(const request& r) const noexcept {
   switch (key_) {

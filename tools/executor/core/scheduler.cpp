@@ -23,9 +23,6 @@ constexpr std::pair<std::string_view, queue_timeout_action> timeout_names[] = {
 
 }  // namespace
 
-using detail::name_of;
-using detail::parse_enum;
-
 std::string_view to_string(prefill_priority p) noexcept { return name_of(p, prefill_names); }
 std::string_view to_string(kv_policy p) noexcept { return name_of(p, kv_names); }
 std::string_view to_string(queue_timeout_action a) noexcept { return name_of(a, timeout_names); }

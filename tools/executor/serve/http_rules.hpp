@@ -15,21 +15,27 @@
 
 namespace batching::serve {
 
-namespace http_detail {
-constexpr char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
-constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
+/// Whether `a` and `b` are the same text without regard to ASCII case, as HTTP compares
+/// schemes, transfer codings and expectations (RFC 9110 sections 4.2.3, 10.1.1; RFC 9112
+/// section 7). Bytes outside A-Z compare as they are (no locale).
+[[nodiscard]] constexpr bool http_iequals(std::string_view a, std::string_view b) noexcept {
+  constexpr auto lower = [](char c) noexcept {
+    return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c;
+  };
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (lower(a[i]) != lower(b[i])) return false;
   return true;
 }
-constexpr bool ows(char c) noexcept { return c == ' ' || c == '\t'; }
-constexpr std::string_view trim(std::string_view s) noexcept {
+
+/// `s` without its leading and trailing optional whitespace (OWS: spaces and horizontal tabs,
+/// RFC 9110 section 5.6.3), as around list elements and field values.
+[[nodiscard]] constexpr std::string_view http_trim_ows(std::string_view s) noexcept {
+  constexpr auto ows = [](char c) noexcept { return c == ' ' || c == '\t'; };
   while (!s.empty() && ows(s.front())) s.remove_prefix(1);
   while (!s.empty() && ows(s.back())) s.remove_suffix(1);
   return s;
 }
-}  // namespace http_detail
 
 /// The path of a request target, without its query: the origin-form `/v1/models?x` gives
 /// `/v1/models`; the absolute-form `http://host:8000/v1/models` (RFC 9112 section 3.2.2: a
@@ -44,7 +50,7 @@ constexpr std::string_view trim(std::string_view s) noexcept {
     const std::size_t colon = target.find("://");
     if (colon == std::string_view::npos) return {};
     const std::string_view scheme = target.substr(0, colon);
-    if (!http_detail::iequals(scheme, "http") && !http_detail::iequals(scheme, "https")) return {};
+    if (!http_iequals(scheme, "http") && !http_iequals(scheme, "https")) return {};
     const std::string_view rest = target.substr(colon + 3);
     const std::size_t end = rest.find_first_of("/?#");
     if (end == 0) return {};  // no authority
@@ -80,18 +86,18 @@ enum class transfer_verdict : std::uint8_t {
   std::string_view unknown;
   while (true) {
     const std::size_t comma = value.find(',');
-    const std::string_view element = http_detail::trim(value.substr(0, comma));
+    const std::string_view element = http_trim_ows(value.substr(0, comma));
     if (!element.empty()) {
       last = element;
-      if (http_detail::iequals(element, "chunked"))
+      if (http_iequals(element, "chunked"))
         ++chunked;
       else if (unknown.empty())
-        unknown = http_detail::trim(element.substr(0, element.find(';')));
+        unknown = http_trim_ows(element.substr(0, element.find(';')));
     }
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
-  if (!http_detail::iequals(last, "chunked")) {
+  if (!http_iequals(last, "chunked")) {
     coding = last;
     return transfer_verdict::not_final;
   }
@@ -112,7 +118,7 @@ enum class expect_verdict : std::uint8_t {
 [[nodiscard]] constexpr expect_verdict check_expect(bool present, std::string_view value,
                                                     unsigned version) noexcept {
   if (!present) return expect_verdict::none;
-  if (http_detail::iequals(http_detail::trim(value), "100-continue"))
+  if (http_iequals(http_trim_ows(value), "100-continue"))
     return version >= 11 ? expect_verdict::continue_100 : expect_verdict::none;
   return expect_verdict::unsupported;
 }
