@@ -14,11 +14,9 @@
 ///
 /// | mode | type | writers | read by |
 /// |---|---|---|---|
-/// | `single_writer` | `basic_distributions<E>` (collect/distributions.hpp) | one | the object
-/// itself, `merge` | | `sharded` | `basic_collector<basic_distributions<E>>`
-/// (collect/collector.hpp) | many, a shard each | lossless interval `snapshot()`s, each a
-/// `basic_distributions<E>` | | `labelled_live` | `live_metrics` (live/recorder.hpp) | any threads,
-/// per event | `scrape` at any time, per label set |
+/// | `single_writer` | `basic_distributions<E>` (collect/distributions.hpp) | one | the object itself, `merge` |
+/// | `sharded` | `basic_collector<basic_distributions<E>>` (collect/collector.hpp) | many, a shard each | lossless interval `snapshot()`s, each a `basic_distributions<E>` |
+/// | `labelled_live` | `live_metrics` (live/recorder.hpp) | any threads, per event | `scrape` at any time, per label set |
 ///
 /// The single-writer exporters are that mode with a view on top: `serving_metrics` (names,
 /// buckets and labels for the exposition, export/serving_metrics.hpp) and `slo_distributions`
