@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TOKCHRON_BENCH_BENCH_CLI_HPP
-#define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_BENCH_CLI_HPP
+#ifndef TOKCHRON_TOOLS_BENCH_BENCH_CLI_HPP
+#define TOKCHRON_TOOLS_BENCH_BENCH_CLI_HPP
 
 /// \file
 /// tokchron-bench's command line (docs/tools/tokchron-bench.md lists the options). `main.cpp` only
@@ -31,4 +31,4 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
 
 }  // namespace tokchron_bench
 
-#endif  // TOKCHRON_EXAMPLES_TOKCHRON_BENCH_BENCH_CLI_HPP
+#endif  // TOKCHRON_TOOLS_BENCH_BENCH_CLI_HPP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TOKCHRON_BENCH_CLIENT_HPP
-#define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_CLIENT_HPP
+#ifndef TOKCHRON_TOOLS_BENCH_CLIENT_HPP
+#define TOKCHRON_TOOLS_BENCH_CLIENT_HPP
 
 /// \file
 /// tokchron-bench's client: the target (URL, endpoint, model), the SSE stream decoder
@@ -296,4 +296,4 @@ struct load_result {
 
 }  // namespace tokchron_bench
 
-#endif  // TOKCHRON_EXAMPLES_TOKCHRON_BENCH_CLIENT_HPP
+#endif  // TOKCHRON_TOOLS_BENCH_CLIENT_HPP

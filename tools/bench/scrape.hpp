@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRAPE_HPP
-#define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRAPE_HPP
+#ifndef TOKCHRON_TOOLS_BENCH_SCRAPE_HPP
+#define TOKCHRON_TOOLS_BENCH_SCRAPE_HPP
 
 /// \file
 /// `tokchron-bench --scrape URL`: the server's Prometheus `/metrics` (text format 0.0.4 or
@@ -122,4 +122,4 @@ void print_change(std::ostream& out, const std::string& url, const scrape_change
 
 }  // namespace tokchron_bench
 
-#endif  // TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRAPE_HPP
+#endif  // TOKCHRON_TOOLS_BENCH_SCRAPE_HPP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRIPTED_SERVER_HPP
-#define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRIPTED_SERVER_HPP
+#ifndef TOKCHRON_TOOLS_BENCH_SCRIPTED_SERVER_HPP
+#define TOKCHRON_TOOLS_BENCH_SCRIPTED_SERVER_HPP
 
 /// \file
 /// A tiny OpenAI-style SSE server with known emission times: the test and timing harness of
@@ -117,4 +117,4 @@ class scripted_server {
 
 }  // namespace tokchron_bench
 
-#endif  // TOKCHRON_EXAMPLES_TOKCHRON_BENCH_SCRIPTED_SERVER_HPP
+#endif  // TOKCHRON_TOOLS_BENCH_SCRIPTED_SERVER_HPP

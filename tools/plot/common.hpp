@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_PLOT_COMMON_HPP
-#define TOKCHRON_EXAMPLES_PLOT_COMMON_HPP
+#ifndef TOKCHRON_TOOLS_PLOT_COMMON_HPP
+#define TOKCHRON_TOOLS_PLOT_COMMON_HPP
 
 /// \file
 /// What the picture writers of the plotting library share (internal to tools/plot): number
@@ -104,4 +104,4 @@ inline constexpr const char* reasoning_color = "#8e44ad";
 }  // namespace internal
 }  // namespace plot
 
-#endif  // TOKCHRON_EXAMPLES_PLOT_COMMON_HPP
+#endif  // TOKCHRON_TOOLS_PLOT_COMMON_HPP

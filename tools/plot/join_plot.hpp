@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_PLOT_JOIN_PLOT_HPP
-#define TOKCHRON_EXAMPLES_PLOT_JOIN_PLOT_HPP
+#ifndef TOKCHRON_TOOLS_PLOT_JOIN_PLOT_HPP
+#define TOKCHRON_TOOLS_PLOT_JOIN_PLOT_HPP
 
 /// \file
 /// The pictures of `tokchron-report join` (both views of one request): every split request as
@@ -33,4 +33,4 @@ plot_result plot_split(const std::vector<split_request>& rows, std::vector<run_s
 
 }  // namespace plot
 
-#endif  // TOKCHRON_EXAMPLES_PLOT_JOIN_PLOT_HPP
+#endif  // TOKCHRON_TOOLS_PLOT_JOIN_PLOT_HPP

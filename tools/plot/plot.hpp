@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_PLOT_PLOT_HPP
-#define TOKCHRON_EXAMPLES_PLOT_PLOT_HPP
+#ifndef TOKCHRON_TOOLS_PLOT_PLOT_HPP
+#define TOKCHRON_TOOLS_PLOT_PLOT_HPP
 
 /// \file
 /// The pictures of a run or a sweep, shared by tokchron-report and batching-executor
@@ -215,4 +215,4 @@ plot_result plot_trace(const std::vector<tokchron::trace_timeline>& tls,
 
 }  // namespace plot
 
-#endif  // TOKCHRON_EXAMPLES_PLOT_PLOT_HPP
+#endif  // TOKCHRON_TOOLS_PLOT_PLOT_HPP

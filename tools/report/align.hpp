@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_ALIGN_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_ALIGN_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_ALIGN_HPP
+#define TOKCHRON_TOOLS_REPORT_ALIGN_HPP
 
 /// \file
 /// Putting traces from several hosts on one timeline (docs/tools/tokchron-report.md, "Several
@@ -75,4 +75,4 @@ class aligner {
 
 }  // namespace tokchron_report
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_ALIGN_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_ALIGN_HPP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_COMMANDS_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_COMMANDS_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_COMMANDS_HPP
+#define TOKCHRON_TOOLS_REPORT_COMMANDS_HPP
 
 /// \file
 /// tokchron-report's commands and its entry point. `main.cpp` only calls `run`.
@@ -41,4 +41,4 @@ int run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
 
 }  // namespace tokchron_report
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_COMMANDS_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_COMMANDS_HPP

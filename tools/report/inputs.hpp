@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_INPUTS_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_INPUTS_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_INPUTS_HPP
+#define TOKCHRON_TOOLS_REPORT_INPUTS_HPP
 
 /// \file
 /// tokchron-report's inputs: tokchron JSONL traces and vLLM result files, streamed request by
@@ -110,4 +110,4 @@ struct loaded_inputs : input_stats {
 
 }  // namespace tokchron_report
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_INPUTS_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_INPUTS_HPP

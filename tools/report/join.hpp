@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_JOIN_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_JOIN_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_JOIN_HPP
+#define TOKCHRON_TOOLS_REPORT_JOIN_HPP
 
 /// \file
 /// Both views of one request (`tokchron-report join`, docs/tools/tokchron-report.md): a client
@@ -119,4 +119,4 @@ int run_join_command(const arguments& args, std::ostream& out, std::ostream& err
 
 }  // namespace tokchron_report
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_JOIN_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_JOIN_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_OPTIONS_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_OPTIONS_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_OPTIONS_HPP
+#define TOKCHRON_TOOLS_REPORT_OPTIONS_HPP
 
 /// \file
 /// tokchron-report's command line: the exit codes, the errors, the option table and the parsed
@@ -137,4 +137,4 @@ struct report_settings {
 
 }  // namespace tokchron_report
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_OPTIONS_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_OPTIONS_HPP

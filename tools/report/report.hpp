@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_REPORT_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_REPORT_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_REPORT_HPP
+#define TOKCHRON_TOOLS_REPORT_REPORT_HPP
 
 /// \file
 /// The library behind `tokchron-report` (CMake target `tokchron_report_lib`), one header per
@@ -19,4 +19,4 @@
 #include "summaries.hpp"
 #include "writers.hpp"
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_REPORT_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_REPORT_HPP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_SLA_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_SLA_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_SLA_HPP
+#define TOKCHRON_TOOLS_REPORT_SLA_HPP
 
 /// \file
 /// The SLA parts of tokchron-report: `--slo SPEC` (verdicts with confidence, exit 3 on a fail,
@@ -60,4 +60,4 @@ int run_audit_command(const arguments& args, std::ostream& out, std::ostream& er
 
 }  // namespace tokchron_report
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_SLA_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_SLA_HPP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_SUMMARIES_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_SUMMARIES_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_SUMMARIES_HPP
+#define TOKCHRON_TOOLS_REPORT_SUMMARIES_HPP
 
 /// \file
 /// tokchron-report's summaries: one `tokchron::run_summary` per selected profile, from files
@@ -30,4 +30,4 @@ namespace tokchron_report {
 
 }  // namespace tokchron_report
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_SUMMARIES_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_SUMMARIES_HPP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_WRITERS_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_WRITERS_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_WRITERS_HPP
+#define TOKCHRON_TOOLS_REPORT_WRITERS_HPP
 
 /// \file
 /// tokchron-report's writers: the table, the CSV and the JSON (the library's schema,
@@ -67,4 +67,4 @@ void report_missing_rates(const std::vector<tc::run_summary>& all, std::ostream&
 
 }  // namespace tokchron_report
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_WRITERS_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_WRITERS_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CALIBRATE_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CALIBRATE_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_CALIBRATE_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_CALIBRATE_HPP
 
 /// \file
 /// `batching-executor calibrate`: fits the sim backend's constants to measured traces
@@ -131,4 +131,4 @@ int calibrate_main(const std::vector<std::string>& args);
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CALIBRATE_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_CALIBRATE_HPP

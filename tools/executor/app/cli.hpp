@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CLI_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CLI_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_CLI_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_CLI_HPP
 
 /// \file
 /// The command line of `batching-executor`: every run option is a named setter on a
@@ -103,4 +103,4 @@ struct configuration {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CLI_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_CLI_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_DISTRIBUTION_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_DISTRIBUTION_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_DISTRIBUTION_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_DISTRIBUTION_HPP
 
 /// \file
 /// Seeded distributions of prompt/output lengths and think times, parsed from one-word specs.
@@ -95,4 +95,4 @@ class distribution {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_DISTRIBUTION_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_DISTRIBUTION_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_INTERLEAVE_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_INTERLEAVE_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_INTERLEAVE_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_INTERLEAVE_HPP
 
 /// \file
 /// `--interleave on`: the configurations of a sweep run at once, one thread each, and take
@@ -90,4 +90,4 @@ class turn_backend final : public backend {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_INTERLEAVE_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_INTERLEAVE_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_LOADGEN_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_LOADGEN_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_LOADGEN_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_LOADGEN_HPP
 
 /// \file
 /// The load generator: closed loop (N users, each sending its next request a think time after
@@ -155,4 +155,4 @@ class load_generator final : public request_source {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_LOADGEN_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_LOADGEN_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_NELDER_MEAD_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_NELDER_MEAD_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_NELDER_MEAD_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_NELDER_MEAD_HPP
 
 /// \file
 /// A derivative-free minimiser: the Nelder-Mead simplex method (Nelder and Mead, "A simplex
@@ -132,4 +132,4 @@ inline nelder_mead_result nelder_mead(const std::function<double(const std::vect
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_NELDER_MEAD_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_NELDER_MEAD_HPP

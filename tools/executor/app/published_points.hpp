@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_PUBLISHED_POINTS_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_PUBLISHED_POINTS_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_PUBLISHED_POINTS_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_PUBLISHED_POINTS_HPP
 
 /// \file
 /// Published measurements the sim backend is held to (tests/data/published_points.txt): each a
@@ -38,4 +38,4 @@ int published_main(const std::vector<std::string>& args);
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_PUBLISHED_POINTS_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_PUBLISHED_POINTS_HPP

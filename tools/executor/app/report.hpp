@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REPORT_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REPORT_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_REPORT_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_REPORT_HPP
 
 /// \file
 /// Everything the executor reports goes through tokchron: the run summary
@@ -80,4 +80,4 @@ void write_trace(std::ostream& out, const outcome& o);
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REPORT_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_REPORT_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_RUN_LIMITS_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_RUN_LIMITS_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_RUN_LIMITS_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_RUN_LIMITS_HPP
 
 /// \file
 /// What a configuration must satisfy before it runs, beyond each option's own range: something
@@ -30,4 +30,4 @@ void check_run(const run_config& c, const backend& be);
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_RUN_LIMITS_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_RUN_LIMITS_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CPU_BACKEND_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CPU_BACKEND_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CPU_BACKEND_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CPU_BACKEND_HPP
 
 /// \file
 /// The `cpu` backend: the model of model/model.hpp really run, on OpenBLAS, on a real clock.
@@ -107,4 +107,4 @@ class cpu_backend final : public backend {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CPU_BACKEND_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CPU_BACKEND_HPP

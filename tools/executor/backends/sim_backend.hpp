@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SIM_BACKEND_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SIM_BACKEND_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_BACKENDS_SIM_BACKEND_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_BACKENDS_SIM_BACKEND_HPP
 
 /// \file
 /// `sim_backend`: a roofline model of one accelerator running one decoder-only model, on a
@@ -132,4 +132,4 @@ class sim_backend final : public backend {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SIM_BACKEND_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_BACKENDS_SIM_BACKEND_HPP

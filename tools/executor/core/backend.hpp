@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_BACKEND_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_BACKEND_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_BACKEND_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_CORE_BACKEND_HPP
 
 /// \file
 /// The one interface between the scheduler and what runs a step: `backend::step(batch)`.
@@ -127,4 +127,4 @@ class backend {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_BACKEND_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_BACKEND_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_ENGINE_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_ENGINE_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_ENGINE_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_CORE_ENGINE_HPP
 
 /// \file
 /// The run loop: request source (the load generator, app/loadgen.hpp) -> scheduler -> backend,
@@ -87,4 +87,4 @@ class request_source {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_ENGINE_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_ENGINE_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_KV_CACHE_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_KV_CACHE_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_KV_CACHE_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_CORE_KV_CACHE_HPP
 
 /// \file
 /// Paged KV-cache block accounting (vLLM's block manager): a fixed pool of blocks of
@@ -69,4 +69,4 @@ class block_pool {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_KV_CACHE_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_KV_CACHE_HPP

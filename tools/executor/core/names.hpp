@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_NAMES_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_NAMES_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_NAMES_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_CORE_NAMES_HPP
 
 /// \file
 /// Names of the executor's enumerations, both ways: one table per enum, so the parser, the
@@ -41,4 +41,4 @@ template <class E, std::size_t N>
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_NAMES_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_NAMES_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_RANDOM_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_RANDOM_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_RANDOM_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_CORE_RANDOM_HPP
 
 /// \file
 /// A seeded random source whose every draw is specified here, so a seed gives the same run on
@@ -88,4 +88,4 @@ class rng {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_RANDOM_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_RANDOM_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_REQUEST_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_CORE_REQUEST_HPP
 
 /// \file
 /// One request as the executor sees it: what the load generator asked for, the scheduler's
@@ -69,4 +69,4 @@ struct request {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_REQUEST_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_QUEUE_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_QUEUE_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_REQUEST_QUEUE_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_CORE_REQUEST_QUEUE_HPP
 
 /// \file
 /// The waiting queue and its ordering policies, apart from the scheduler that admits from it
@@ -149,4 +149,4 @@ std::size_t request_queue::remove_if(Drop&& drop) {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_REQUEST_QUEUE_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_REQUEST_QUEUE_HPP

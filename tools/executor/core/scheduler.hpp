@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SCHEDULER_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SCHEDULER_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_SCHEDULER_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_CORE_SCHEDULER_HPP
 
 /// \file
 /// An iteration-level (Orca / vLLM v1) continuous-batching scheduler.
@@ -222,4 +222,4 @@ class scheduler {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SCHEDULER_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_SCHEDULER_HPP

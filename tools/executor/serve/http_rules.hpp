@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_HTTP_RULES_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_HTTP_RULES_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_SERVE_HTTP_RULES_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_SERVE_HTTP_RULES_HPP
 
 /// \file
 /// What `batching-executor serve` decides from a request's header alone, as HTTP/1.1 says
@@ -125,4 +125,4 @@ enum class expect_verdict : std::uint8_t {
 
 }  // namespace batching::serve
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_HTTP_RULES_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_SERVE_HTTP_RULES_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_LIVE_ENGINE_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_LIVE_ENGINE_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_SERVE_LIVE_ENGINE_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_SERVE_LIVE_ENGINE_HPP
 
 /// \file
 /// The executor's scheduler and backend run in real time for `batching-executor serve`: HTTP
@@ -137,4 +137,4 @@ class live_engine {
 
 }  // namespace batching::serve
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_LIVE_ENGINE_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_SERVE_LIVE_ENGINE_HPP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_OPENAI_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_OPENAI_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_SERVE_OPENAI_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_SERVE_OPENAI_HPP
 
 /// \file
 /// The OpenAI wire format of `batching-executor serve` (docs/tools/serve.md): validating a request
@@ -115,4 +115,4 @@ struct usage_counts {
 
 }  // namespace batching::serve
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_OPENAI_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_SERVE_OPENAI_HPP

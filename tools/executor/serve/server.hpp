@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: boost (Beast, Asio; header-only), nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_SERVER_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_SERVER_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_SERVE_SERVER_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_SERVE_SERVER_HPP
 
 /// \file
 /// `batching-executor serve`: the OpenAI HTTP API (Boost.Beast on Boost.Asio) in front of the
@@ -94,4 +94,4 @@ int serve_main(const std::vector<std::string>& args);
 
 }  // namespace batching::serve
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_SERVER_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_SERVE_SERVER_HPP

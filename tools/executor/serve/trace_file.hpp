@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_TRACE_FILE_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_TRACE_FILE_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_SERVE_TRACE_FILE_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_SERVE_TRACE_FILE_HPP
 
 /// \file
 /// `serve --trace-out FILE`: the trace written as requests finish, so that a crash (a signal
@@ -53,4 +53,4 @@ class trace_file {
 
 }  // namespace batching::serve
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_SERVE_TRACE_FILE_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_SERVE_TRACE_FILE_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_TESTS_CROSS_CHECK_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_TESTS_CROSS_CHECK_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_TESTS_CROSS_CHECK_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_TESTS_CROSS_CHECK_HPP
 
 // The cpu <-> cuda cross-check, shared by its two halves: tests/cross_check_cpu_test.cpp (always
 // runs: fp32 against the CPU's emulation of the GPU's fp16 rounding) and tests/cross_check_cuda.cpp
@@ -250,4 +250,4 @@ inline comparison compare(const trace& got, const trace& ref, double tol, const 
 
 }  // namespace batching::compute::cross_check
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_TESTS_CROSS_CHECK_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_TESTS_CROSS_CHECK_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_TESTS_FAKE_BACKEND_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_TESTS_FAKE_BACKEND_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_TESTS_FAKE_BACKEND_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_TESTS_FAKE_BACKEND_HPP
 
 // A virtual-time backend with a trivial cost (base + per token) and a chosen KV pool size, for
 // scheduler tests that need exact, hand-checkable times.
@@ -42,4 +42,4 @@ class fake_backend final : public backend {
 
 }  // namespace batching::testing
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_TESTS_FAKE_BACKEND_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_TESTS_FAKE_BACKEND_HPP

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_TRACE_REPORT_TESTS_TEST_UTIL_HPP
-#define TOKCHRON_EXAMPLES_TRACE_REPORT_TESTS_TEST_UTIL_HPP
+#ifndef TOKCHRON_TOOLS_REPORT_TESTS_TEST_UTIL_HPP
+#define TOKCHRON_TOOLS_REPORT_TESTS_TEST_UTIL_HPP
 
 /// \file
-/// What the tests of trace_report/tests share: a fresh directory under the build tree, files of
+/// What the tests of tools/report/tests share: a fresh directory under the build tree, files of
 /// lines, and the tool run in-process with its output captured.
 
 #include <filesystem>
@@ -44,4 +44,4 @@ inline ran report(const std::vector<std::string>& args) {
 
 }  // namespace trace_report_test
 
-#endif  // TOKCHRON_EXAMPLES_TRACE_REPORT_TESTS_TEST_UTIL_HPP
+#endif  // TOKCHRON_TOOLS_REPORT_TESTS_TEST_UTIL_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_PLOT_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_PLOT_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_PLOT_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_PLOT_HPP
 
 /// \file
 /// batching-executor's `--plot DIR`: the pictures of a run or a sweep from the executor's own
@@ -123,4 +123,4 @@ inline plot_result plot_executor(const std::vector<batching::outcome>& all,
 
 }  // namespace plot
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_EXECUTOR_PLOT_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_PLOT_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_CHECK_CUH
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_CHECK_CUH
+#ifndef TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_CHECK_CUH
+#define TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_CHECK_CUH
 
 /// \file
 /// Checks for every CUDA runtime and cuBLAS call: a failure throws `std::runtime_error` naming
@@ -41,4 +41,4 @@ namespace batching::compute::cuda {
 
 #define BX_CHECK_LAUNCH() BX_CUDA(cudaGetLastError())
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_CHECK_CUH
+#endif  // TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_CHECK_CUH

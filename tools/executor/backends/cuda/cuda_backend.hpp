@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_CUDA_BACKEND_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_CUDA_BACKEND_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_CUDA_BACKEND_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_CUDA_BACKEND_HPP
 
 /// \file
 /// The `cuda` backend: the model of model/model.hpp on one GPU. Plain C++ header (no CUDA
@@ -129,4 +129,4 @@ class cuda_backend final : public backend {
 
 }  // namespace batching
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_CUDA_BACKEND_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_CUDA_BACKEND_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_KERNELS_CUH
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_KERNELS_CUH
+#ifndef TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_KERNELS_CUH
+#define TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_KERNELS_CUH
 
 /// \file
 /// The cuda backend's own kernels (the matrix products are cuBLAS's). Every launcher enqueues on
@@ -62,4 +62,4 @@ void fill_uniform_half(__half* out, std::size_t n, std::uint64_t seed, cudaStrea
 
 }  // namespace batching::compute::cuda
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_CUDA_KERNELS_CUH
+#endif  // TOKCHRON_TOOLS_EXECUTOR_BACKENDS_CUDA_KERNELS_CUH

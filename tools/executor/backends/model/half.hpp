@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_HALF_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_HALF_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_HALF_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_HALF_HPP
 
 /// \file
 /// IEEE-754 binary16 (fp16) conversion on the host, bit-exact with the GPU's `__float2half_rn`
@@ -75,4 +75,4 @@ inline constexpr double fp16_unit_roundoff = 1.0 / 2048.0;
 
 }  // namespace batching::compute
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_HALF_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_HALF_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_MODEL_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_MODEL_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_MODEL_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_MODEL_HPP
 
 /// \file
 /// The small decoder-only transformer both real-compute backends run, and its seeded weights.
@@ -93,4 +93,4 @@ struct model_weights {
 
 }  // namespace batching::compute
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_MODEL_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_MODEL_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_TOKEN_BOOK_HPP
-#define TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_TOKEN_BOOK_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_TOKEN_BOOK_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_TOKEN_BOOK_HPP
 
 /// \file
 /// The token ids behind the scheduler's token counts, for the real-compute backends (cpu, cuda):
@@ -117,4 +117,4 @@ class token_book {
 
 }  // namespace batching::compute
 
-#endif  // TOKCHRON_EXAMPLES_BATCHING_EXECUTOR_MODEL_TOKEN_BOOK_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_BACKENDS_MODEL_TOKEN_BOOK_HPP
