@@ -3,8 +3,11 @@
 # random-weight model on 127.0.0.1 with 4 slots, under tokchron-bench (a closed and an open loop)
 # and llama_check.py's requests (n > 1, streams abandoned mid-way and while waiting for a slot,
 # a prompt over the context, every response's `timings` kept); a real Prometheus scrapes
-# llama.cpp's /metrics and tokchron's. Checks: every family both export equal after the run;
-# each request's prefill, decode, TPOT and token counts in tokchron's trace equal the `timings`
+# llama.cpp's /metrics and tokchron's. Checks: first, with no other scraper, one window of the
+# decode rate gauge (both /metrics, a few requests, both again: every family both export equal,
+# the gauge included); after the run, every family both export equal (llama_check.py's
+# FAMILIES: the engine's own, not derivable from request events, absent from tokchron's); each
+# request's prefill, decode, TPOT and token counts in tokchron's trace equal the `timings`
 # llama.cpp returned; `tokchron-report join` of the client and server traces matches every
 # tokchron-bench request with no negative part; Prometheus' samples equal what curl read.
 # Everything started here is stopped on exit, failure included.
@@ -39,6 +42,10 @@ done
 curl -fsS "$url/health" >/dev/null || { echo "llama-server is not ready"; tail -n 30 "$work/llama.log"; exit 1; }
 curl -fsS "http://127.0.0.1:$tport/metrics" >/dev/null ||
   { echo "tokchron's /metrics does not answer"; tail -n 30 "$work/llama.log"; exit 1; }
+
+echo "--- one window of the rate gauges, no other scraper: every family both export equal"
+python3 "$checker" window --url "$url" --tokchron-url "http://127.0.0.1:$tport" ||
+  { tail -n 20 "$work/llama.log"; exit 1; }
 tc_prometheus "$work" llama "127.0.0.1:$lport,127.0.0.1:$tport"
 
 echo "--- load: tokchron-bench closed loop, open loop; llama_check.py's paths"
@@ -62,7 +69,11 @@ done
 [ "$busy" = 0 ] || { echo "requests still in flight"; exit 1; }
 curl -fsS "$url/metrics" >"$work/llama.prom"
 curl -fsS "http://127.0.0.1:$tport/metrics" >"$work/tokchron.prom"
-families=(llamacpp:prompt_tokens_total llamacpp:requests_processing llamacpp:requests_deferred)
+# The families Prometheus is compared on: the counters and request gauges (the rate gauge's
+# window restarts at every scrape, so Prometheus' next sample differs from curl's by design).
+families=(llamacpp:prompt_tokens_total llamacpp:prompt_tokens_cached_total
+  llamacpp:tokens_predicted_total llamacpp:tokens_predicted_seconds_total
+  llamacpp:requests_processing llamacpp:requests_deferred tokchron_misuse_total)
 fam_args=()
 for f in "${families[@]}"; do fam_args+=(--family "$f"); done
 
@@ -81,7 +92,7 @@ grep -q '^tokchron: trace: [0-9]* written, 0 dropped, 0 failed' "$work/llama.log
 
 echo "--- /metrics: llama.cpp's and tokchron's; every request against its timings"
 python3 "$checker" check --llama-metrics "$work/llama.prom" --tokchron-metrics "$work/tokchron.prom" \
-  --trace "$work/server.jsonl" --load "$work/load.jsonl" "${fam_args[@]}" ||
+  --trace "$work/server.jsonl" --load "$work/load.jsonl" ||
   { tail -n 20 "$work/llama.log"; exit 1; }
 
 echo "--- tokchron-report join: client traces against the server's"

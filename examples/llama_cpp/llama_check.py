@@ -7,11 +7,16 @@
                                                   whose `timings` it keeps, n > 1, streams the
                                                   client abandons, requests abandoned while they
                                                   wait for a slot, a prompt over the context
+  llama_check.py window --url URL --tokchron-url URL2
+                                                  one scrape window with no other scraper: both
+                                                  /metrics, a few requests, both again; every
+                                                  family both export equal, the decode rate
+                                                  gauge included
   llama_check.py check --llama-metrics A --tokchron-metrics B --trace T --load FILE
-                                                  every family both /metrics export equal; every
-                                                  request's tokchron record equal to llama.cpp's
-                                                  `timings`; the trace's finish reasons as the
-                                                  load made them
+                                                  every family both /metrics export equal after
+                                                  the run; every request's tokchron record equal
+                                                  to llama.cpp's `timings`; the trace's finish
+                                                  reasons as the load made them
   llama_check.py prom  --prometheus HOST:PORT --llama-metrics A --tokchron-metrics B
                        --llama-instance I --tokchron-instance J
                                                   Prometheus' last sample of every family equal
@@ -184,6 +189,70 @@ def load(a):
           f"{a.waiting} abandoned waiting, 1 over the context)")
 
 
+def get(url, path, timeout=30):
+    host, port = url.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    data = resp.read().decode("utf-8")
+    conn.close()
+    if resp.status != 200:
+        sys.exit(f"llama_check.py: GET {url}{path}: HTTP {resp.status}")
+    return data
+
+
+def wait_idle(url, timeout=60):
+    """Until no slot of llama-server is processing (its /slots, answered on the main loop after
+    every release; never /metrics, which would restart the rate gauges' window)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if not any(sl.get("is_processing") for sl in json.loads(get(url, "/slots"))):
+            return
+        time.sleep(0.05)
+    sys.exit("llama_check.py: slots still processing")
+
+
+def window(a):
+    """Both /metrics read (each opens a new window of its rate gauges), then requests of at
+    least two tokens each (one n = 2, one stream abandoned after a few tokens), then both read
+    again: every family both export must be equal, the decode rate over the window included."""
+    c = Checks()
+    first = {"llama": parse_exposition(get(a.url, "/metrics")),
+             "tokchron": parse_exposition(get(a.tokchron_url, "/metrics"))}
+    for side, m in first.items():
+        c.eq(f"{side} {RATE} before the window", m.get(RATE, {}).get(""), 0.0)
+    cmpl = "/v1/completions"
+    plan = []
+    for i in range(a.requests):
+        b = {"model": "m", "prompt": words(6 + 11 * i), "max_tokens": 2 + (i * 5) % 14,
+             "stream": i % 2 == 0, "ignore_eos": True, "temperature": 1.0, "n": 2 if i == 3 else 1}
+        plan.append((f"py-window-{i}", b))
+
+    def worker(k):
+        for j in range(k, len(plan), 2):
+            rid, b = plan[j]
+            status, _, err = request(a.url, cmpl, b, rid, b["stream"])
+            if status != 200:
+                c.failures.append(f"{rid}: HTTP {status} {err}")
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    b = {"model": "m", "prompt": words(9), "max_tokens": 400, "stream": True,
+         "ignore_eos": True, "temperature": 1.0}
+    request(a.url, cmpl, b, "py-window-abandoned", True, abandon_after=4)
+    wait_idle(a.url)
+    llama = parse_exposition(get(a.url, "/metrics"))
+    tc = parse_exposition(get(a.tokchron_url, "/metrics"))
+    compare_families(c, llama, tc, window=True)
+    print(f"window: {a.requests + 1} requests (one n = 2, one abandoned); {c.count} families "
+          f"compared, {len(c.failures)} differ; {RATE} {llama.get(RATE, {}).get('')}")
+    for f in c.failures:
+        print("  FAIL " + f)
+    return 1 if c.failures else 0
+
+
 # --- check ---------------------------------------------------------------------------------
 
 
@@ -230,16 +299,72 @@ class Checks:
         return ok
 
 
-# The families tokchron's preset exports that llama.cpp computes the same way from request
-# events (docs/library/live-metrics.md lists why each of the others is left out).
-def compare_families(c, llama, tc, names):
+RATE = "llamacpp:predicted_tokens_seconds"
+# Every family this llama.cpp exports (tools/server/server-task.cpp
+# `server_task_result_metrics::to_metrics`) and how it is compared (docs/library/live-metrics.md
+# says why): "exact" equal; "decode" equal but for the one-token allowance below; "rate" the
+# decode rate gauge, over the window since the previous /metrics call of each side, so equal
+# only where no other scraper ran (the `window` check); "engine" not derivable from request
+# events, so tokchron does not export it.
+FAMILIES = {
+    "llamacpp:prompt_tokens_total": "exact",
+    "llamacpp:prompt_tokens_cached_total": "exact",
+    "llamacpp:prompt_seconds_total": "engine",  # timed per decode batch
+    "llamacpp:tokens_predicted_total": "exact",
+    "llamacpp:tokens_predicted_seconds_total": "decode",
+    "llamacpp:n_decode_total": "engine",
+    "llamacpp:n_tokens_max": "engine",
+    "llamacpp:spec_decode_num_draft_tokens_total": "engine",
+    "llamacpp:spec_decode_num_accepted_tokens_total": "engine",
+    "llamacpp:spec_decode_num_drafts_total": "engine",
+    "llamacpp:spec_decode_num_accepted_tokens_per_pos_total": "engine",
+    "llamacpp:prompt_tokens_seconds": "engine",  # per decode batch, as prompt_seconds_total
+    RATE: "rate",
+    "llamacpp:requests_processing": "exact",
+    "llamacpp:requests_deferred": "exact",
+    "llamacpp:n_busy_slots_per_decode": "engine",
+}
+
+
+def printed(v):
+    """`v` as llama.cpp prints it: a std::stringstream's default, six significant digits (C's
+    %g), so a value past six digits reads rounded there; tokchron prints 17."""
+    return float(f"{v:.6g}")
+
+
+def compare_families(c, llama, tc, window=False, one_token=0):
+    """Every family both expositions have, by FAMILIES. `one_token`: requests with one output
+    token in the compared span. llama.cpp's decode time of such a request is max(1 us, t_gen_last -
+    t_prompt_last), two ggml_time_us() reads one after the other at its first token, where
+    tokchron has 1 us: llama.cpp's total exceeds tokchron's only when the thread was descheduled
+    between the two reads, by 1 us per microsecond boundary crossed. The allowance is 1 us per
+    one-token request, on top of llama.cpp's rounding to six digits."""
+    names = sorted(n for n in set(llama) | set(tc) if n.startswith("llamacpp:"))
     for name in names:
-        lv, tv = llama.get(name), tc.get(name)
-        if lv is None or tv is None:
+        how = FAMILIES.get(name)
+        lv, tv = llama.get(name, {}).get(""), tc.get(name, {}).get("")
+        if how is None:
+            c.failures.append(f"{name}: not a family this check knows (add it to FAMILIES)")
+        elif how == "engine":
+            c.eq(f"{name} not exported by tokchron (the engine's)", tv, None)
+        elif lv is None or tv is None:
+            # llama.cpp's cached-prompt counter is written from the start, tokchron's once a
+            # request reported its cached tokens: absent only while it would be 0.
+            if name == "llamacpp:prompt_tokens_cached_total" and tv is None and lv == 0:
+                continue
             c.failures.append(f"{name}: exported by {'llama.cpp' if lv is not None else 'tokchron'}"
                               " only")
-            continue
-        c.eq(name, tv.get(""), lv.get(""))
+        elif how == "rate" and not window:
+            continue  # each side's window ends at its own last scrape: compared in `window`
+        elif how == "decode" and printed(tv) != lv:
+            tol = 0.5 * 10 ** (math.floor(math.log10(abs(lv))) - 5) if lv else 0.0
+            c.count += 1
+            if not -tol <= lv - tv <= tol + one_token * 1e-6:
+                c.failures.append(f"{name}: tokchron {tv!r}, llama.cpp {lv!r}: beyond llama.cpp's "
+                                  f"six digits and {one_token} us for {one_token} one-token "
+                                  "requests")
+        else:
+            c.eq(name, printed(tv), lv)
 
 
 def finish_of(r):
@@ -262,8 +387,9 @@ def check(a):
     tc = parse_exposition(open(a.tokchron_metrics, encoding="utf-8").read())
     both = sorted(set(llama) & set(tc))
     print(f"families in both expositions: {', '.join(both)}")
-    compare_families(c, llama, tc, a.family)
     trace = read_trace(a.trace)
+    one_token = sum(1 for r in trace.values() if record_times(r)[2] == 1)
+    compare_families(c, llama, tc, one_token=one_token)
     loads = [json.loads(line) for line in open(a.load, encoding="utf-8") if line.strip()]
     # Times in the trace are seconds since the server's time 0, printed to read back exactly;
     # a difference of two is exact to about 1e-14 s at these magnitudes, and llama.cpp's
@@ -368,12 +494,15 @@ def main():
     p.add_argument("--slots", type=int, default=4)
     p.add_argument("--long-tokens", type=int, default=300)
     p.add_argument("--over-context-words", type=int, default=5000)
+    p = sub.add_parser("window")
+    p.add_argument("--url", required=True)
+    p.add_argument("--tokchron-url", required=True)
+    p.add_argument("--requests", type=int, default=8)
     p = sub.add_parser("check")
     p.add_argument("--llama-metrics", required=True)
     p.add_argument("--tokchron-metrics", required=True)
     p.add_argument("--trace", required=True)
     p.add_argument("--load", required=True)
-    p.add_argument("--family", action="append", default=[])
     p = sub.add_parser("prom")
     p.add_argument("--prometheus", required=True)
     p.add_argument("--llama-metrics", required=True)
@@ -385,7 +514,7 @@ def main():
     if a.cmd == "load":
         load(a)
         return 0
-    return check(a) if a.cmd == "check" else prom(a)
+    return {"window": window, "check": check, "prom": prom}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -174,10 +174,10 @@ void on_prompt_cached(const server_task& task, std::uint64_t n_cached) {
 void on_shared_prompt(const server_task& child, std::int64_t t_start_us) {
   if (request* r = of(child)) {
     // The child never runs a prompt of its own: its KV cache is a copy of its parent's,
-    // whose prompt started at t_start_us. Every prompt token of the child is reused, so the
-    // prompt is counted once, by the parent.
+    // whose prompt started at t_start_us. Its prompt tokens are all reused and counted in none
+    // of the prompt counters (llama.cpp counts the prompt once, as its parent's batches run).
     r->rec.scheduled(st().us(t_start_us));
-    r->rec.set_cached_prompt_tokens(static_cast<std::uint64_t>(child.n_tokens()));
+    r->rec.set_shared_prompt();
   }
 }
 
