@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # tokchron-bench over TLS (ctest tokchron_bench.tls; docs/tools/tokchron-bench.md, "TLS"): against
 # tls_sse_server.py (Python's ssl over OpenSSL, on 127.0.0.1) with a self-signed certificate made
-# here by openssl. Checks: trusted with --ca-cert, every request completes, the handshakes are
-# counted and some resume a session; without --ca-cert the certificate is refused with its
+# here by openssl. Checks: trusted with --ca-cert, every request completes, the handshakes and
+# the resumed ones are counted; without --ca-cert the certificate is refused with its
 # reason; --tls-verify off takes it; a certificate for another name is refused (hostname
 # mismatch), by name and by IP address; --header reaches the server; keep-alive reuses the TLS
 # connection (one handshake per user). Hostile peers: plaintext HTTP on the TLS port, a peer that
@@ -55,8 +55,11 @@ port=$(port_of ok)
 run trusted 0 "https://localhost:$port" --ca-cert "$dir/localhost.pem" --header 'X-Tenant: blue'
 expect trusted "6 requests: 6 completed, 0 failed"
 expect trusted "TLS handshake median"
-grep -q "resumed a session" "$dir/trusted.err" && ! grep -q " 0 of 6 resumed" "$dir/trusted.err" ||
-  { echo "trusted: no handshake resumed a session"; cat "$dir/trusted.err"; fail=1; }
+# How many handshakes resumed a session is reported, not required: a TLS 1.3 ticket arrives after
+# its handshake, and whether the next connection starts before the client has read it depends on
+# timing (0 or 1 of the 6 here, on the same build, from one run to the next).
+grep -q "of 6 resumed a session" "$dir/trusted.err" ||
+  { echo "trusted: the resumed handshakes are not reported"; cat "$dir/trusted.err"; fail=1; }
 grep -qx 'X-Tenant: blue' "$dir/headers.log" || { echo "--header did not reach the server"; fail=1; }
 run by_ip 0 "https://127.0.0.1:$port" --ca-cert "$dir/localhost.pem"
 run refused 5 "https://localhost:$port"
