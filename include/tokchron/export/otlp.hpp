@@ -39,12 +39,13 @@ TOKCHRON_BEGIN_NAMESPACE
 /// OTLP's AggregationTemporality.
 enum class otlp_temporality : std::uint8_t { delta = 1, cumulative = 2 };
 
-/// One ExponentialHistogramDataPoint. `start_ns` / `time_ns`: Unix epoch nanoseconds of the
-/// interval's start and of the snapshot.
-[[nodiscard]] inline nlohmann::ordered_json otlp_data_point(const exponential_histogram_data& e,
-                                                            const label_set& attributes,
+namespace detail {
+/// The fields every histogram data point begins with, in OTLP/JSON's order: attributes (left
+/// out when none), start and time, count, and the sum when anything was counted.
+[[nodiscard]] inline nlohmann::ordered_json otlp_point_head(const label_set& attributes,
                                                             std::uint64_t start_ns,
-                                                            std::uint64_t time_ns) {
+                                                            std::uint64_t time_ns,
+                                                            std::uint64_t count, double sum) {
   using nlohmann::ordered_json;
   ordered_json p;
   ordered_json attrs = ordered_json::array();
@@ -53,8 +54,20 @@ enum class otlp_temporality : std::uint8_t { delta = 1, cumulative = 2 };
   if (!attrs.empty()) p["attributes"] = std::move(attrs);
   p["startTimeUnixNano"] = std::to_string(start_ns);
   p["timeUnixNano"] = std::to_string(time_ns);
-  p["count"] = std::to_string(e.count);
-  if (e.count > 0) p["sum"] = e.sum;
+  p["count"] = std::to_string(count);
+  if (count > 0) p["sum"] = sum;
+  return p;
+}
+}  // namespace detail
+
+/// One ExponentialHistogramDataPoint. `start_ns` / `time_ns`: Unix epoch nanoseconds of the
+/// interval's start and of the snapshot.
+[[nodiscard]] inline nlohmann::ordered_json otlp_data_point(const exponential_histogram_data& e,
+                                                            const label_set& attributes,
+                                                            std::uint64_t start_ns,
+                                                            std::uint64_t time_ns) {
+  using nlohmann::ordered_json;
+  ordered_json p = detail::otlp_point_head(attributes, start_ns, time_ns, e.count, e.sum);
   p["scale"] = e.scale;
   p["zeroCount"] = std::to_string(e.zero_count);
   auto side = [](std::int32_t offset, const std::vector<std::uint64_t>& counts) {
@@ -165,15 +178,7 @@ struct otlp_explicit_histogram {
 [[nodiscard]] inline nlohmann::ordered_json otlp_explicit_data_point(
     const otlp_explicit_histogram& h, std::uint64_t start_ns, std::uint64_t time_ns) {
   using nlohmann::ordered_json;
-  ordered_json p;
-  ordered_json attrs = ordered_json::array();
-  for (const auto& a : h.attributes)
-    attrs.push_back({{"key", a.name}, {"value", {{"stringValue", a.value}}}});
-  if (!attrs.empty()) p["attributes"] = std::move(attrs);
-  p["startTimeUnixNano"] = std::to_string(start_ns);
-  p["timeUnixNano"] = std::to_string(time_ns);
-  p["count"] = std::to_string(h.count);
-  if (h.count > 0) p["sum"] = h.sum;
+  ordered_json p = detail::otlp_point_head(h.attributes, start_ns, time_ns, h.count, h.sum);
   ordered_json counts = ordered_json::array();
   for (const auto c : h.counts) counts.push_back(std::to_string(c));
   p["bucketCounts"] = std::move(counts);
