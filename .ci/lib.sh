@@ -63,6 +63,44 @@ fi
 
 tc_jobs() { nproc 2>/dev/null || echo 2; }
 
+# tc_tests_start NAME [CTEST_ARG...]: starts tree NAME's tests (ctest, one job per core, the
+# output kept in NAME.tests.log) in the background, so that the stage can build its next tree
+# meanwhile: a test run leaves a core idle for much of its time (one long test at its end,
+# tests waiting on their servers), which the next build then uses. The tests' verdicts hold on a
+# loaded machine (each time bound carries a margin measured on one, stated beside it), so running
+# them beside a build changes their time, not their result. tc_tests_wait collects the run.
+tc_tests_start() {
+  local name=$1 dir
+  shift
+  dir=$(tc_dir "$name")
+  tc_tests_name=$name
+  tc_tests_log=$dir.tests.log
+  (cd "$dir" && exec ctest --output-on-failure -j "$(tc_jobs)" "$@") >"$tc_tests_log" 2>&1 &
+  tc_tests_pid=$!
+  trap tc_tests_stop EXIT
+}
+# tc_tests_wait: waits for the run tc_tests_start started, prints its output and returns its
+# status (no run started: returns 0).
+tc_tests_wait() {
+  [ -n "${tc_tests_pid:-}" ] || return 0
+  local rc=0
+  wait "$tc_tests_pid" || rc=$?
+  tc_tests_pid=
+  echo "--- $tc_tests_name: tests"
+  cat "$tc_tests_log"
+  return $rc
+}
+# The stage's exit handler while a test run is in the background: a stage that fails meanwhile
+# (its next build, say) stops the run rather than leaving it behind.
+tc_tests_stop() {
+  [ -n "${tc_tests_pid:-}" ] || return 0
+  pkill -TERM -P "$tc_tests_pid" 2>/dev/null || true
+  kill "$tc_tests_pid" 2>/dev/null || true
+  wait "$tc_tests_pid" 2>/dev/null || true
+  echo "--- $tc_tests_name: tests stopped (the stage failed while they ran); their output so far:"
+  cat "$tc_tests_log" 2>/dev/null || true
+}
+
 # tc_scratch: for a stage that starts servers. Sets `work` to a new temporary directory and
 # `pids` to an empty array; on exit, failure included, kills and reaps every process whose id
 # the stage appended to `pids`, then removes `work`.

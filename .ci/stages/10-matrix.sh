@@ -7,10 +7,13 @@
 # and examples, with the sanitizers on top; building it a second time here, unsanitized, would
 # check nothing more (TOKCHRON_STAGES="10 30" runs the whole matrix).
 # The trees are .ci/lib.sh's (tc_tree_args): -O2 without -DNDEBUG keeps assertions on in the tests.
+# Each tree's tests run beside the next tree's build (tc_tests_start), the last tree's alone.
 for tree in g++-c++17 clang++-c++20 g++-c++20; do
-  echo "--- $tree"
+  echo "--- $tree: build"
   tc_build "$tree"
-  (cd "$(tc_dir "$tree")" && ctest --output-on-failure -j "$(tc_jobs)" --timeout 600)
+  tc_tests_wait
+  tc_tests_start "$tree" --timeout 600
 done
+tc_tests_wait
 # The benchmark binary runs (briefly) so it cannot rot.
 "$(tc_dir g++-c++17)/bench/tokchron_bench" --benchmark_min_time=0.001 >/dev/null

@@ -8,12 +8,16 @@ san=$(tc_dir asan-ubsan)
 echo "--- clang++ ASan+UBSan: every test"
 # clang++ under strict C++17: this is also stage 10's clang++ C++17 configuration.
 tc_build asan-ubsan
-(cd "$san" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j "$(tc_jobs)" --timeout 900)
+# The tests run beside the TSan build (.ci/lib.sh, tc_tests_start).
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+tc_tests_start asan-ubsan --timeout 900
+unset ASAN_OPTIONS UBSAN_OPTIONS
 
 tsan=$(tc_dir tsan)
-echo "--- clang++ TSan: the concurrency tests"
+echo "--- clang++ TSan: build the concurrency tests"
 tc_build tsan tokchron_tests tokchron_report_tests
+tc_tests_wait
+echo "--- clang++ TSan: the concurrency tests"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan/tests/tokchron_tests" -ts=concurrency
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   "$tsan/tools/report/tokchron_report_tests" -tc="*pipelined*"
