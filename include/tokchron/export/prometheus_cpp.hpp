@@ -178,7 +178,7 @@ class prometheus_serving_metrics : public prometheus_live_metrics {
   [[nodiscard]] metrics_snapshot snapshot() const { return scrape(*this); }
   /// Recording calls lost because a thread's shard could not be allocated.
   [[nodiscard]] std::uint64_t dropped() const noexcept {
-    return state_for_scrape().lost_shards.load(std::memory_order_relaxed);
+    return detail::live_access::state(*this).lost_shards.load(std::memory_order_relaxed);
   }
 };
 

@@ -63,6 +63,17 @@ TOKCHRON_BEGIN_NAMESPACE
 template <class Clock>
 class basic_live_metrics;
 
+namespace detail {
+/// The library's own way into a `basic_live_metrics`' shared state: the scrape
+/// (live/scrape.hpp) and the exporters built on it. Not part of the API.
+struct live_access {
+  template <class Clock>
+  static live_state& state(const basic_live_metrics<Clock>& m) noexcept {
+    return *m.state_;
+  }
+};
+}  // namespace detail
+
 /// A label-value set of a `basic_live_metrics` object, interned by `series(...)`. The default
 /// value is the default series (the options' `default_label_values`). Cheap to copy; keep it
 /// (per model, adapter, engine...) rather than looking it up per request.
@@ -160,8 +171,7 @@ class basic_live_metrics {
   /// to `overflow_value` (that is the overflow series' own label set). Any other value is
   /// fine, empty ones and those with quotes, backslashes or newlines included (the writers
   /// escape them). Thread-safe, noexcept.
-  [[nodiscard]] live_series series(
-      std::initializer_list<detail::live_label_value> values) noexcept {
+  [[nodiscard]] live_series series(std::initializer_list<live_label_value> values) noexcept {
     constexpr std::size_t small = 16;
     std::string_view local[small];
     if (values.size() <= small) {
@@ -379,10 +389,9 @@ class basic_live_metrics {
     return detail::live_core<>::long_label_values(*state_);
   }
 
-  /// The shared state, for live/scrape.hpp. Not part of the API.
-  [[nodiscard]] detail::live_state& state_for_scrape() const noexcept { return *state_; }
-
  private:
+  friend struct detail::live_access;
+
   template <class D>
   static double seconds(D d) noexcept {
     return std::chrono::duration<double>(d).count();

@@ -497,7 +497,7 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
 /// next scrape).
 template <class Clock>
 [[nodiscard]] metrics_snapshot scrape(const basic_live_metrics<Clock>& m) {
-  detail::live_state& st = m.state_for_scrape();
+  detail::live_state& st = detail::live_access::state(m);
   const live_options& o = st.options;
   detail::live_scrape_data d;
   detail::live_take(st, d);  // under the scrape lock; the families are built outside it

@@ -8,7 +8,9 @@
 /// these functions are in live/detail/state.hpp. Two class templates with one instantiation
 /// each (`live_core<>`, `live_writer<>`), so that with `TOKCHRON_SEPARATE_INSTANTIATION` a hot
 /// file sees only these declarations and the one file including tokchron/record_instantiate.hpp
-/// compiles the definitions, whatever clock the recorder uses. Not part of the API.
+/// compiles the definitions, whatever clock the recorder uses. Not part of the API, but for
+/// the two label types of `basic_live_metrics::series` (`live_label`, `live_label_value`),
+/// defined here because the declarations below take them.
 
 #include <cstddef>
 #include <cstdint>
@@ -29,8 +31,6 @@ struct live_label {
   std::string_view value;  ///< its value
 };
 
-namespace detail {
-
 /// One label value of the positional `series({...})`: anything a `std::string_view` can be made
 /// from. (A type of its own, so that `series({{"name", "value"}, ...})` picks the by-name form,
 /// also under C++20, where a string_view can be made from two pointers.)
@@ -39,6 +39,8 @@ struct live_label_value {
   live_label_value(const T& v) noexcept : value(v) {}  // NOLINT(google-explicit-constructor)
   std::string_view value;
 };
+
+namespace detail {
 
 struct live_state;
 struct live_shard;
