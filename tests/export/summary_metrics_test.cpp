@@ -2,11 +2,13 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstddef>
+#include <stdexcept>
 #include <string>
 
 #include "export/golden.hpp"
 #include "tokchron/export/prometheus.hpp"
-#include "tokchron/export/snapshot.hpp"
+#include "tokchron/export/summary_gauges.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/evaluator.hpp"
@@ -58,4 +60,38 @@ TEST_CASE("run summaries and SLA verdicts as Prometheus gauges") {
   CHECK(t.find("tokchron_slo_decided{run=\"a\",objective=\"p99(ttft) < 1s\"} 0\n") !=
         std::string::npos);
   CHECK(t.find("tokchron_slo_pass{run=\"a\",objective=\"p99(ttft) < 1s\"}") == std::string::npos);
+}
+
+TEST_CASE("run summaries and SLA verdicts of several runs share one snapshot's families") {
+  const auto reqs = requests();
+  tokchron::run_summarizer<tokchron::testing::scripted_timeline> sum(tokchron::profiles::canonical);
+  tokchron::slo_distributions<> slo;
+  for (const auto& tl : reqs) {
+    sum.add(tl);
+    CHECK(slo.add(tl));
+  }
+  const auto r = sum.summary();
+  const auto v = slo.evaluate(tokchron::sla::parse("p50(ttft) < 200ms"));
+
+  tokchron::metrics_snapshot s;
+  for (const char* run : {"a", "b"}) {
+    tokchron::add_run_summary(s, r, {{"run", run}});
+    tokchron::add_verdicts(s, v, {{"run", run}});
+  }
+  std::size_t completed = 0, pass = 0;
+  for (const auto& f : s.families) {
+    if (f.name == "tokchron_run_completed") completed += f.points.size();
+    if (f.name == "tokchron_slo_pass") pass += f.points.size();
+  }
+  CHECK(completed == 2);
+  CHECK(pass == 2);
+  const std::string t = tokchron::to_prometheus(s);  // no family twice
+  CHECK(t.find("tokchron_run_completed{run=\"b\",profile=\"canonical\"} 10\n") !=
+        std::string::npos);
+  CHECK(t.find("tokchron_slo_pass{run=\"b\",objective=\"p50(ttft) < 200ms\"} 1\n") !=
+        std::string::npos);
+
+  tokchron::metrics_snapshot clash;
+  clash.family("tokchron_slo_pass", "not a gauge", tokchron::metric_kind::counter);
+  CHECK_THROWS_AS(tokchron::add_verdicts(clash, v), std::invalid_argument);
 }

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 // --metrics-out: each run recorded into a tokchron::serving_metrics (export/serving_metrics.hpp,
 // vLLM's bucket lists, tokchron names) labelled with its configuration, the snapshots merged
-// family by family, plus the executor's own gauges; written by export/prometheus.hpp.
+// family by family, plus each run's summary and SLA verdicts as gauges
+// (export/summary_gauges.hpp) and the executor's own gauges; written by export/prometheus.hpp.
 #include <string>
 
 #include "report.hpp"
 #include "tokchron/export/prometheus.hpp"
 #include "tokchron/export/serving_metrics.hpp"
-#include "tokchron/export/snapshot.hpp"
+#include "tokchron/export/summary_gauges.hpp"
+#include "tokchron/exposition/buckets.hpp"
+#include "tokchron/exposition/labels.hpp"
 
 namespace batching {
 
@@ -33,9 +36,11 @@ std::string prometheus_text(const std::vector<outcome>& all) {
     const char* help;
     double (*value)(const outcome&);
   };
+  for (const outcome& o : all) {
+    tokchron::add_run_summary(snap, o.summary, {{"config", o.conf.name}});
+    tokchron::add_verdicts(snap, o.verdicts, {{"config", o.conf.name}});
+  }
   const gauge gauges[] = {
-      {"tokchron_output_tokens_per_second", "Output tokens per second over the run (summary).",
-       [](const outcome& o) { return o.summary.output_throughput.value_or(0.0); }},
       {"tokchron_backend_busy_ratio", "Share of the run the backend spent in steps.",
        [](const outcome& o) { return o.run.engine.busy_fraction(); }},
       {"tokchron_kv_cache_usage_ratio", "Time-averaged share of KV-cache blocks in use.",

@@ -6,8 +6,8 @@
 /// Everything the executor reports goes through tokchron: the run summary
 /// (metrics/run_summary.hpp under a profile), SLA verdicts (sla/evaluator.hpp), the capacity
 /// planner (sla/capacity.hpp), the claim audit of its own figures (sla/consistency.hpp), the
-/// JSONL trace (io/trace_json.hpp) and the Prometheus text (export/prometheus.hpp). This file
-/// only gathers their inputs and lays out their outputs.
+/// JSONL trace (io/trace_json_writer.hpp) and the Prometheus text (export/prometheus.hpp). This
+/// file only gathers their inputs and lays out their outputs.
 
 #include <iosfwd>
 #include <string>
@@ -74,8 +74,9 @@ void write_json(std::ostream& out, const std::vector<outcome>& all);
 /// end).
 void write_trace(std::ostream& out, const outcome& o);
 /// `--metrics-out`: the Prometheus text of the runs (metrics_report.cpp): request counters by
-/// finish reason, latency histograms on vLLM's bucket boundaries, throughput / busy / KV
-/// gauges; a `config` label per run.
+/// finish reason, latency histograms on vLLM's bucket boundaries, the run summary's and the SLA
+/// verdicts' gauges (`tokchron_run_*`, `tokchron_slo_*`), busy / KV gauges; a `config` label
+/// per run.
 [[nodiscard]] std::string prometheus_text(const std::vector<outcome>& all);
 
 }  // namespace batching
