@@ -41,8 +41,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <tokchron/export/conversions.hpp>
 #include <tokchron/export/prometheus_protobuf.hpp>
-#include <tokchron/export/snapshot.hpp>
+#include <tokchron/export/promql.hpp>
+#include <tokchron/exposition/buckets.hpp>
 #include <tokchron/quantile/exact.hpp>
 #include <tokchron/quantile/log_histogram.hpp>
 

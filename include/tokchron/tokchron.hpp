@@ -16,7 +16,6 @@
 #include "tokchron/export/prometheus.hpp"
 #include "tokchron/export/promql.hpp"
 #include "tokchron/export/serving_metrics.hpp"
-#include "tokchron/export/snapshot.hpp"
 #include "tokchron/export/summary_gauges.hpp"
 #include "tokchron/exposition/buckets.hpp"
 #include "tokchron/exposition/snapshot_data.hpp"

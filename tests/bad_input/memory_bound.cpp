@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tokchron/io/trace.hpp"
-#include "tokchron/io/trace_json.hpp"
+#include "tokchron/io/trace_json_reader.hpp"
 #include "tokchron/metrics/profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/evaluator.hpp"

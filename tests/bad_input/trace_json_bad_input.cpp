@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "tokchron/io/trace_json.hpp"
+#include "tokchron/io/trace_json_reader.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
+#include "tokchron/io/vllm_result.hpp"
 
 namespace {
 struct bad_line {

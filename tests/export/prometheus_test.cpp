@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "export/golden.hpp"
+#include "tokchron/export/conversions.hpp"
 #include "tokchron/export/prometheus.hpp"
-#include "tokchron/export/snapshot.hpp"
+#include "tokchron/export/promql.hpp"
+#include "tokchron/exposition/buckets.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 

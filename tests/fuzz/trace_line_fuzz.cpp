@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Fuzz target: the JSON Lines trace reader (io/trace_json.hpp parse_trace_line, read_trace) and
-// what a read record feeds (io/trace.hpp to_timeline, metrics/canonical.hpp).
-// Properties: reading never throws and never crashes, whatever the bytes; a bad line gives an
-// error naming its line number, and is skipped without stopping the read; a record that was
-// read is valid, replays into a timeline with no misuse, gives non-negative metrics, and writes
-// back (to_json_line) as a line that reads back to an equal record.
+// Fuzz target: the JSON Lines trace reader (io/trace_json_reader.hpp parse_trace_line, read_trace)
+// and what a read record feeds (io/trace.hpp to_timeline, metrics/canonical.hpp). Properties:
+// reading never throws and never crashes, whatever the bytes; a bad line gives an error naming its
+// line number, and is skipped without stopping the read; a record that was read is valid, replays
+// into a timeline with no misuse, gives non-negative metrics, and writes back (to_json_line) as a
+// line that reads back to an equal record.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +14,8 @@
 
 #include "fuzz_check.hpp"
 #include "tokchron/io/trace.hpp"
-#include "tokchron/io/trace_json.hpp"
+#include "tokchron/io/trace_json_reader.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/profiles.hpp"
 

@@ -1,4 +1,4 @@
-# The JSON trace adaptor's tests (io/trace_json.hpp needs nlohmann-json): their own binary, as
+# The JSON trace adaptor's tests (io/trace_json_*.hpp need nlohmann-json): their own binary, as
 # they need a library the main test binary does not link.
 find_package(nlohmann_json 3 REQUIRED)
 add_executable(tokchron_io_tests ${CMAKE_CURRENT_LIST_DIR}/../main.cpp

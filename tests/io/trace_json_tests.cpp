@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Tests of io/trace_json.hpp (built as tokchron_io_tests: needs nlohmann-json).
+// Tests of the JSON trace adaptor: io/trace_json_reader.hpp, io/trace_json_writer.hpp and
+// io/vllm_result.hpp (built as tokchron_io_tests: needs nlohmann-json).
 #include <doctest/doctest.h>
 
 #include <charconv>
@@ -11,7 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tokchron/io/trace_json.hpp"
+#include "tokchron/io/trace_json_reader.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
+#include "tokchron/io/vllm_result.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 
 namespace tc = tokchron;

@@ -30,7 +30,8 @@
 #include "align.hpp"
 #include "options.hpp"
 #include "tokchron/io/trace.hpp"
-#include "tokchron/io/trace_json.hpp"
+#include "tokchron/io/trace_json_reader.hpp"
+#include "tokchron/io/vllm_result.hpp"
 
 namespace tokchron_report {
 

@@ -5,7 +5,8 @@
 /// \file
 /// The request-trace record of tokchron's JSON Lines format (docs/library/trace-format.md), its
 /// validation, and its conversion to and from a request timeline. Standard library only; the
-/// JSON reading and writing is in `io/trace_json.hpp` (nlohmann-json adaptor).
+/// JSON reading and writing are in `io/trace_json_reader.hpp` and `io/trace_json_writer.hpp`
+/// (nlohmann-json adaptors).
 ///
 /// One record is one request; times are seconds (double) on one monotonic clock. Timelines made
 /// from records run on `trace_clock` (integer nanoseconds since the trace clock's zero), so a

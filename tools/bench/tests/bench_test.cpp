@@ -20,7 +20,8 @@
 #include "bench_cli.hpp"
 #include "client.hpp"
 #include "scripted_server.hpp"
-#include "tokchron/io/trace_json.hpp"
+#include "tokchron/io/trace_json_reader.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/metrics/profiles.hpp"
 
 #if defined(__linux__)

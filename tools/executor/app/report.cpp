@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "tokchron/io/trace.hpp"
-#include "tokchron/io/trace_json.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/sla/evaluator.hpp"
 
 namespace batching {
