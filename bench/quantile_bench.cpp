@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Quantile estimators: insert (log_histogram, exact_quantiles, p2_quantiles) on lognormal,
+// Quantile estimators: insert (log_histogram, the same behind a Boost.Accumulators
+// accumulator_set, exact_quantiles, p2_quantiles) on lognormal,
 // sorted, bimodal and Pareto data (one at a time and in batches), query, merge of 8 shards,
 // serialise / deserialise, windowed insert. Inputs are generated before the timed loops. Insert
 // benchmarks also report each estimator's worst relative error at P50 / P99 / P99.9 over 10^6
@@ -8,11 +9,14 @@
 // 9fd5ae2 (generated from git by bench/baseline_v0.cmake), timed next to today's so that every
 // change is a ratio in one run (bench/ratios.py prints them).
 #include <benchmark/benchmark.h>
+#include <boost/accumulators/accumulators.hpp>
+#include <boost/accumulators/statistics/stats.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -21,6 +25,7 @@
 #endif
 #include "bench_data.hpp"
 #include "tokchron/clock.hpp"
+#include "tokchron/quantile/accumulators.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/quantile/p2.hpp"
@@ -38,6 +43,21 @@ using tokchron_bench::sorted;
 #if TOKCHRON_BENCH_HAS_V0
 using v0_histogram = tokchron_v0::log_histogram;
 #endif
+
+// A Boost.Accumulators user's log_histogram (quantile/accumulators.hpp): the samples go in
+// through the accumulator_set, and Boost's own quantile extractor reads them back.
+class accumulator_set_histogram {
+ public:
+  void add(double x) { acc_(x); }
+  [[nodiscard]] std::optional<double> quantile(double q) const {
+    return boost::accumulators::quantile(acc_, boost::accumulators::quantile_probability = q);
+  }
+
+ private:
+  boost::accumulators::accumulator_set<
+      double, boost::accumulators::stats<tokchron::accumulators::tag::log_histogram_quantile>>
+      acc_;
+};
 
 template <class E>
 E make_estimator() {
@@ -94,6 +114,11 @@ BENCHMARK_TEMPLATE(BM_insert, tokchron::log_histogram)
 #if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_insert, v0_histogram)->Arg(lognormal)->Arg(sorted)->Arg(bimodal)->Arg(pareto);
 #endif
+BENCHMARK_TEMPLATE(BM_insert, accumulator_set_histogram)
+    ->Arg(lognormal)
+    ->Arg(sorted)
+    ->Arg(bimodal)
+    ->Arg(pareto);
 BENCHMARK_TEMPLATE(BM_insert, tokchron::exact_quantiles<>)->Arg(lognormal)->Arg(sorted);
 BENCHMARK_TEMPLATE(BM_insert, tokchron::p2_quantiles)->Arg(lognormal)->Arg(sorted);
 
@@ -139,6 +164,7 @@ BENCHMARK_TEMPLATE(BM_query_p99, tokchron::log_histogram);
 #if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_query_p99, v0_histogram);
 #endif
+BENCHMARK_TEMPLATE(BM_query_p99, accumulator_set_histogram);
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::p2_quantiles);
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::exact_quantiles<>);  // already sorted: O(1)
 
