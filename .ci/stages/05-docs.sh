@@ -1,5 +1,6 @@
 # Documentation (fast, seconds): every relative link in every tracked Markdown file resolves inside the repository (anchors included), and every path of a
-# Markdown file under docs/ named in code, scripts or prose exists; the API reference builds
+# Markdown file under docs/ named in code, scripts or prose exists; CHANGELOG.md lists every
+# public header and no other; the API reference builds
 # with Doxygen (docs/Doxyfile) with every warning an error.
 tc_need_pkgs python3 doxygen git
 cd "$TOKCHRON_ROOT"
@@ -90,6 +91,18 @@ for f in tracked:
         if not os.path.isfile(m.group(0)) and (n, m.group(0)) not in seen:
             seen.add((n, m.group(0)))
             problems.append(f"{f}:{n}: names {m.group(0)}, which does not exist")
+
+# CHANGELOG.md's 0.1.0 section lists the public API as released: every header under
+# include/tokchron outside a detail/ folder, and only headers that exist.
+log = open("CHANGELOG.md", encoding="utf-8").read()
+release = re.search(r"^## 0\.1\.0.*?(?=^## |\Z)", log, re.S | re.M)
+listed = set(re.findall(r"`(?:tokchron/)?([\w/]+\.hpp)`", release.group(0) if release else ""))
+public = {t[len("include/tokchron/"):] for t in tracked
+          if t.startswith("include/tokchron/") and t.endswith(".hpp") and "/detail/" not in t}
+for h in sorted(public - listed):
+    problems.append(f"CHANGELOG.md: the 0.1.0 section does not list public header {h}")
+for h in sorted(listed - public):
+    problems.append(f"CHANGELOG.md: the 0.1.0 section lists {h}, which is not a public header")
 
 for p in problems:
     print(p)
