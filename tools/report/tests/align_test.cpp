@@ -23,6 +23,7 @@
 #include "report/report.hpp"
 #include "test_util.hpp"
 #include "tokchron/io/clock_anchor.hpp"
+#include "tokchron/io/trace_json_writer.hpp"
 
 namespace tr = tokchron_report;
 namespace tc = tokchron;
