@@ -424,6 +424,45 @@ TEST_CASE("live presets: a server's own buckets on every family of a histogram")
   CHECK_THROWS_AS(metrics{o}, std::invalid_argument);
 }
 
+TEST_CASE("live presets: vLLM's bucket lists by release, prompt tokens computed in prefill") {
+  using tokchron::vllm_buckets;
+  // vllm/v1/metrics/buckets.py at 139b1c3 (every release since PR 15202): 22, 19, 21 edges.
+  const auto now = tokchron::vllm_bucket_lists_of(vllm_buckets::current);
+  CHECK(now.ttft.size() == 22);
+  CHECK(now.ttft.back() == 2560.0);
+  CHECK(now.itl.size() == 19);
+  CHECK(now.itl.back() == 80.0);
+  CHECK(now.request_latency.size() == 21);
+  CHECK(now.request_latency.front() == 0.3);
+  CHECK(now.request_latency.back() == 7680.0);
+  // vLLM 0.8.2: the lists PR 15202 extended.
+  const auto old = tokchron::vllm_bucket_lists_of(vllm_buckets::v0_8_2);
+  CHECK(old.ttft == std::vector<double>{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+                                        0.75, 1.0, 2.5, 5.0, 7.5, 10.0});
+  CHECK(old.itl == std::vector<double>{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                                       0.75, 1.0, 2.5});
+  CHECK(old.request_latency == std::vector<double>{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0,
+                                                   15.0, 20.0, 30.0, 40.0, 50.0, 60.0});
+  metrics m(tokchron::vllm_live_options("llama-3-8b", 4096, "0", vllm_buckets::v0_8_2));
+  run(m);
+  const auto s = tokchron::scrape(m);
+  for (const char* f : {"vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds",
+                        "vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
+                        "vllm:request_inference_time_seconds"})
+    CHECK(hist(s, f).buckets.size() == 15);
+  CHECK(hist(s, "vllm:time_to_first_token_seconds").buckets.size() == 16);
+  CHECK(hist(s, "vllm:inter_token_latency_seconds").buckets.size() == 13);
+  CHECK(hist(s, "vllm:request_time_per_output_token_seconds").buckets.size() == 13);
+  // vllm:request_prefill_kv_computed_tokens: prompt - cached per finished request whose prompt
+  // vLLM counts (stats.py, PR 30189), on the length buckets: g 40 - 30 = 10, the others their
+  // whole prompt (no cached count), like vllm:request_prompt_tokens.
+  const auto& computed = hist(s, "vllm:request_prefill_kv_computed_tokens");
+  const auto& prompts = hist(s, "vllm:request_prompt_tokens");
+  CHECK(computed.count == prompts.count);
+  CHECK(computed.sum == prompts.sum - 30);
+  CHECK(computed.buckets.size() == prompts.buckets.size());
+}
+
 TEST_CASE("bad input L10: live presets: arguments no server preset can carry are refused") {
   CHECK_THROWS_AS((void)tokchron::tgi_live_options(0, 4096), std::invalid_argument);
   using tokchron::live_source;

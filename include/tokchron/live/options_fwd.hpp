@@ -76,15 +76,19 @@ enum class live_histogram : std::uint8_t {
   /// prompt tokens served from a prefix cache, per request that reported them, tokens
   /// (observed when the prompt tokens are counted)
   cached_prompt_tokens,
+  /// prompt tokens computed in prefill (prompt - cached, the whole prompt when the server
+  /// reported no cached count), per finished request whose prompt length is known, tokens
+  prefill_computed_tokens,
 };
 /// The number of `live_histogram`s.
-inline constexpr std::size_t live_histogram_count = 13;
+inline constexpr std::size_t live_histogram_count = 14;
 
 namespace detail {
 /// True for the histograms of times (seconds); the others count tokens.
 [[nodiscard]] constexpr bool live_is_time(live_histogram h) noexcept {
   return h != live_histogram::prompt_tokens && h != live_histogram::generation_tokens &&
-         h != live_histogram::max_tokens && h != live_histogram::cached_prompt_tokens;
+         h != live_histogram::max_tokens && h != live_histogram::cached_prompt_tokens &&
+         h != live_histogram::prefill_computed_tokens;
 }
 }  // namespace detail
 

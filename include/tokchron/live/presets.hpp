@@ -102,6 +102,9 @@ inline constexpr live_family_name live_family_names[] = {
      "vllm:request_generation_tokens"},
     {live_source::histogram, live_histogram::max_tokens, "tokchron_request_max_tokens",
      "vllm:request_max_num_generation_tokens"},
+    // vllm/v1/metrics/loggers.py (PR 30189): prompt - cached per finished request.
+    {live_source::histogram, live_histogram::prefill_computed_tokens, "",
+     "vllm:request_prefill_kv_computed_tokens"},
     // The aliases vLLM's earlier example Grafana dashboard queries.
     {live_source::histogram, live_histogram::itl, "", "vllm:time_per_output_token_seconds"},
     {live_source::histogram, live_histogram::max_tokens, "", "vllm:request_params_max_tokens"},
@@ -302,27 +305,69 @@ template <class EdgesOf>
   return r;
 }
 
+/// Which of vLLM's histogram bucket lists a vLLM preset follows. vLLM's time histograms share
+/// three lists (TTFT; ITL and per-request TPOT; the request-latency list of E2E, queue,
+/// prefill, decode and inference time). vLLM PR 15202 (merged after 2025-04-03) extended all
+/// three, and no merged change since has altered them: PR 48866 (merged 2026-07-16) moved them
+/// unchanged into vllm/v1/metrics/buckets.py, as on vLLM main at
+/// 139b1c3f17720f4bb6865309f365e6b1f1607a45. The phase-latency list starting at 0.1 s, 0.2 s
+/// in another stored copy of buckets.py (3168f587f0555dda23ee852316697cc12f314eab) is the
+/// branch of PR 35952, never merged.
+enum class vllm_buckets : std::uint8_t {
+  /// Every vLLM release since PR 15202, through main at 139b1c3 (buckets.py):
+  /// `vllm_ttft_buckets`, `vllm_itl_buckets`, `vllm_request_latency_buckets`.
+  current,
+  /// vLLM 0.8.2 (released before PR 15202 merged; releases before it are not checked): TTFT
+  /// up to 10 s, ITL/TPOT up to 2.5 s, request latency up to 60 s.
+  v0_8_2,
+};
+
+/// vLLM's three time-histogram bucket lists of release line `v` (see `vllm_buckets`).
+struct vllm_bucket_lists {
+  std::vector<double> ttft;             ///< vllm:time_to_first_token_seconds
+  std::vector<double> itl;              ///< inter-token latency and per-request TPOT
+  std::vector<double> request_latency;  ///< E2E, queue, prefill, decode, inference time
+};
+
+/// See `vllm_bucket_lists`. The `v0_8_2` lists are the `current` ones before the edges PR
+/// 15202 appended (TTFT 20 .. 2560, ITL 5 .. 80, request latency 120 .. 7680).
+[[nodiscard]] inline vllm_bucket_lists vllm_bucket_lists_of(vllm_buckets v) {
+  vllm_bucket_lists l{vllm_ttft_buckets(), vllm_itl_buckets(), vllm_request_latency_buckets()};
+  if (v == vllm_buckets::v0_8_2) {
+    const auto cut = [](std::vector<double>& b, double top) {
+      while (!b.empty() && b.back() > top) b.pop_back();
+    };
+    cut(l.ttft, 10.0);
+    cut(l.itl, 2.5);
+    cut(l.request_latency, 60.0);
+  }
+  return l;
+}
+
 /// vLLM's `/metrics` (vllm/v1/metrics/loggers.py, PrometheusStatLogger): labels `model_name`
 /// and `engine` (default series: `model_name`, `engine`), vLLM's names
 /// (`live_scheme_families(true, ...)`), bucket lists (lengths on
 /// `one_two_five_buckets(max_model_len)`), `vllm_live_rules()`, finished_reason values, and the
 /// deprecated `vllm:time_per_output_token_seconds` / `vllm:gpu_cache_usage_perc` that vLLM's
-/// earlier example Grafana dashboard queries. See docs/library/live-metrics.md for what
-/// tokchron cannot know.
+/// earlier example Grafana dashboard queries. Time buckets: `buckets` (default: the lists of
+/// every vLLM release since PR 15202, `vllm_buckets::current`); a server's own list with
+/// `live_set_buckets`. See docs/library/live-metrics.md for what tokchron cannot know.
 [[nodiscard]] inline live_options vllm_live_options(std::string model_name,
                                                     std::uint64_t max_model_len,
-                                                    std::string engine = "0") {
+                                                    std::string engine = "0",
+                                                    vllm_buckets buckets = vllm_buckets::current) {
   live_options o;
   o.rules = vllm_live_rules();
   o.label_names = {"model_name", "engine"};
   o.default_label_values = {std::move(model_name), std::move(engine)};
+  const vllm_bucket_lists lists = vllm_bucket_lists_of(buckets);
   o.families = live_scheme_families(true, [&](live_histogram h) {
     switch (h) {
-      case live_histogram::ttft: return vllm_ttft_buckets();
+      case live_histogram::ttft: return lists.ttft;
       case live_histogram::itl:
-      case live_histogram::tpot: return vllm_itl_buckets();
+      case live_histogram::tpot: return lists.itl;
       default:
-        return detail::live_is_time(h) ? vllm_request_latency_buckets()
+        return detail::live_is_time(h) ? lists.request_latency
                                        : one_two_five_buckets(max_model_len);
     }
   });

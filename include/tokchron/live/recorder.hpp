@@ -575,6 +575,13 @@ class basic_live_metrics {
       if (max_tokens > 0) d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
     }
     d.observe(s, live_histogram::generation_tokens, static_cast<double>(n));
+    // vLLM's request_prefill_kv_computed_tokens (vllm/v1/metrics/stats.py, PR 30189):
+    // num_prompt_tokens - max(num_cached_tokens, 0) for every finished request.
+    if (const auto p = tl.prompt_tokens()) {
+      const std::uint64_t c = tl.cached_prompt_tokens().value_or(0);
+      d.observe(s, live_histogram::prefill_computed_tokens,
+                static_cast<double>(c < *p ? *p - c : 0));
+    }
   }
 
   Clock clock_;

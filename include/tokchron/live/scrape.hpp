@@ -482,6 +482,8 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
       return "Time from arrival to entering the engine's queue, seconds.";
     case live_histogram::cached_prompt_tokens:
       return "Prompt tokens served from a prefix cache, per request that reported them.";
+    case live_histogram::prefill_computed_tokens:
+      return "Prompt tokens computed in prefill (prompt - cached) of finished requests.";
   }
   return "";
 }
