@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../../tests/live/helpers.hpp"  // a scraped family's point by name and labels
-#include "report.hpp"
+#include "../../../tests/live/helpers.hpp"  // a scraped family's point by name and labels
+#include "report/report.hpp"
 #include "tokchron/live/presets.hpp"
 #include "tokchron/live/scrape.hpp"
 
