@@ -12,7 +12,7 @@
 #include <limits>
 #include <map>
 
-#include "report/option_once.hpp"
+#include "option_once.hpp"
 
 namespace batching {
 namespace {

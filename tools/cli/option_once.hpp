@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_TOOLS_REPORT_OPTION_ONCE_HPP
-#define TOKCHRON_TOOLS_REPORT_OPTION_ONCE_HPP
+#ifndef TOKCHRON_TOOLS_CLI_OPTION_ONCE_HPP
+#define TOKCHRON_TOOLS_CLI_OPTION_ONCE_HPP
 
 /// \file
 /// The one rule of every tool's command line (tokchron-report, batching-executor and its serve,
@@ -36,4 +36,4 @@ class option_once {
 
 }  // namespace tokchron_cli
 
-#endif  // TOKCHRON_TOOLS_REPORT_OPTION_ONCE_HPP
+#endif  // TOKCHRON_TOOLS_CLI_OPTION_ONCE_HPP
