@@ -5,11 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <queue>
 #include <sstream>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "distribution.hpp"
 #include "engine.hpp"
@@ -27,18 +30,18 @@ struct fit_key {
   const char* key;
   bool fraction;
 };
-constexpr fit_key fit_keys[] = {{"eta_bw", true},
-                                {"eta_compute", true},
-                                {"t_fixed", false},
-                                {"t_seq", false},
-                                {"t_request", false}};
+// The first five are the default --fit.
+constexpr fit_key fit_keys[] = {{"eta_bw", true},   {"eta_compute", true}, {"t_fixed", false},
+                                {"t_seq", false},   {"t_request", false},  {"t_seq2", false},
+                                {"t_front", false}, {"t_client", false}};
+constexpr std::size_t default_fit_count = 5;
 
 const fit_key& key_of(const std::string& k) {
   for (const auto& f : fit_keys)
     if (k == f.key) return f;
   throw std::invalid_argument("'" + k +
                               "' is not a fitted constant (eta_bw, eta_compute, t_fixed, t_seq, "
-                              "t_request)");
+                              "t_request, t_seq2, t_front, t_client)");
 }
 
 double value_of(const sim_config& c, const std::string& k) {
@@ -46,15 +49,21 @@ double value_of(const sim_config& c, const std::string& k) {
   if (k == "eta_compute") return c.eta_compute;
   if (k == "t_fixed") return c.t_fixed_s;
   if (k == "t_seq") return c.t_seq_s;
+  if (k == "t_seq2") return c.t_seq2_s;
+  if (k == "t_front") return c.t_front_s;
+  if (k == "t_client") return c.t_client_s;
   return c.t_request_s;
 }
 
 // The natural size of a time constant, from the starting constants: where a zero starts, and
 // the least change the sensitivity check makes. t_fixed (1 ms if 0) sets the scale of a step;
-// a sequence's share of a step starts at a tenth of it, a request's start at all of it.
+// a sequence's share of a step starts at a tenth of it, the square term's at a hundredth; a
+// request's start, its time outside the engine and its client's round trip at all of it.
 double time_scale(const sim_config& start, const std::string& k) {
   const double step = start.t_fixed_s > 0 ? start.t_fixed_s : 1e-3;
-  return k == "t_seq" ? step / 10 : step;
+  if (k == "t_seq") return step / 10;
+  if (k == "t_seq2") return step / 100;
+  return step;
 }
 
 // Search coordinate <-> value. A fraction's logit is capped so the value stays in (0, 1].
@@ -101,6 +110,7 @@ class replay_source final : public request_source {
       q.prompt_tokens = m.prompt;
       q.output_tokens = m.output;
       q.predicted_output = m.output;
+      q.warm_tokens = m.cached;
       q.arrival = when;
       q.tl.arrive(when);
       q.tl.send(when);
@@ -121,8 +131,10 @@ class replay_source final : public request_source {
   // a slot freed, and a background one after end().
   [[nodiscard]] time_point due() const {
     if (next_ >= t_.requests.size()) return std::max(free_at_, end_);
-    return std::max(time_point(tokchron::from_seconds<duration>(t_.requests[next_].arrival_s)),
-                    free_at_);
+    const time_point recorded(tokchron::from_seconds<duration>(t_.requests[next_].arrival_s));
+    // A closed loop's first N go at their recorded times (its ramp), the rest when one frees.
+    if (t_.closed && t_.concurrency && next_ >= *t_.concurrency) return free_at_;
+    return std::max(recorded, free_at_);
   }
   const calib_trace& t_;
   clock_type clock_;
@@ -162,7 +174,7 @@ sim_config with_constants(const calib_trace& t,
 
 std::vector<std::string> default_fit_keys() {
   std::vector<std::string> v;
-  for (const auto& f : fit_keys) v.emplace_back(f.key);
+  for (std::size_t i = 0; i < default_fit_count; ++i) v.emplace_back(fit_keys[i].key);
   return v;
 }
 
@@ -262,9 +274,10 @@ fit_result fit_constants(const std::vector<std::string>& keys, const sim_config&
   return out;
 }
 
-calib_trace load_calib_trace(const std::string& file, const std::string& kind,
-                             const run_config& cfg, std::optional<std::uint32_t> concurrency,
-                             const calib_settings& s) {
+namespace {
+
+calib_trace load_one_trace(const std::string& file, const std::string& kind, const run_config& cfg,
+                           std::optional<std::uint32_t> concurrency, const calib_settings& s) {
   calib_trace t;
   t.file = file;
   t.cfg = cfg;
@@ -326,6 +339,7 @@ calib_trace load_calib_trace(const std::string& file, const std::string& kind,
                                   "prefill: the configuration does not match the trace");
     m.prompt = static_cast<std::uint32_t>(prompt);
     m.output = static_cast<std::uint32_t>(output);
+    m.cached = static_cast<std::uint32_t>(std::min(tl.cached_prompt_tokens().value_or(0), prompt));
     t.requests.push_back(m);
     t.timelines.push_back(in.timelines[i]);
   }
@@ -335,19 +349,107 @@ calib_trace load_calib_trace(const std::string& file, const std::string& kind,
   return t;
 }
 
-run_result simulate_run(const calib_trace& t, const sim_config& sim) {
+// The requests of segment k of `t`.
+std::size_t segment_size(const calib_trace& t, std::size_t k) {
+  const std::size_t to =
+      k + 1 < t.segment_starts.size() ? t.segment_starts[k + 1] : t.requests.size();
+  return to - t.segment_starts[k];
+}
+
+// Segment k of `t` as a trace of its own (the same configuration and replay).
+calib_trace segment_of(const calib_trace& t, std::size_t k) {
+  calib_trace g;
+  g.cfg = t.cfg;
+  g.concurrency = t.concurrency;
+  g.background = t.background;
+  g.closed = t.closed;
+  const std::size_t from = t.segment_starts[k];
+  const std::size_t to =
+      k + 1 < t.segment_starts.size() ? t.segment_starts[k + 1] : t.requests.size();
+  g.requests.assign(t.requests.begin() + static_cast<std::ptrdiff_t>(from),
+                    t.requests.begin() + static_cast<std::ptrdiff_t>(to));
+  return g;
+}
+
+run_result simulate_one(const calib_trace& t, const sim_config& sim) {
   clock_type clock;
   replay_source src(t, clock);
   sim_backend be(sim);
   return run(t.cfg.sched, src, clock, be);
 }
 
+}  // namespace
+
+calib_trace load_calib_trace(const std::string& file, const std::string& kind,
+                             const run_config& cfg, std::optional<std::uint32_t> concurrency,
+                             const calib_settings& s) {
+  std::vector<std::string> parts;
+  std::stringstream in(file);
+  for (std::string p; std::getline(in, p, '+');) {
+    if (p.empty()) throw std::invalid_argument("trace '" + file + "': an empty part");
+    parts.push_back(p);
+  }
+  if (parts.size() <= 1) {
+    calib_trace t = load_one_trace(file, kind, cfg, concurrency, s);
+    t.segment_starts = {0};
+    return t;
+  }
+  // Rounds of one load measured apart (interleaved with other loads): each replayed on its
+  // own, every request summarised together over the rounds' summed durations.
+  calib_trace t;
+  t.file = file;
+  t.cfg = cfg;
+  t.concurrency = concurrency;
+  t.segment_starts.clear();
+  double span = 0;
+  for (const auto& p : parts) {
+    calib_trace one = load_one_trace(p, kind, cfg, concurrency, s);
+    t.segment_starts.push_back(t.requests.size());
+    t.requests.insert(t.requests.end(), one.requests.begin(), one.requests.end());
+    t.timelines.insert(t.timelines.end(), one.timelines.begin(), one.timelines.end());
+    t.failed += one.failed;
+    if (!one.measured.duration)
+      throw std::invalid_argument("trace '" + p + "': no duration can be measured from it");
+    span += *one.measured.duration;
+  }
+  tokchron::summary_options o = summary_opts(s);
+  o.duration = span;
+  t.measured = tokchron::summarize(t.timelines, tokchron::profiles::canonical, o);
+  return t;
+}
+
+std::vector<run_result> simulate_run(const calib_trace& t, const sim_config& sim) {
+  std::vector<run_result> out;
+  if (t.segment_starts.size() <= 1) {
+    out.push_back(simulate_one(t, sim));
+    return out;
+  }
+  for (std::size_t k = 0; k < t.segment_starts.size(); ++k)
+    out.push_back(simulate_one(segment_of(t, k), sim));
+  return out;
+}
+
 tokchron::run_summary simulate_trace(const calib_trace& t, const sim_config& sim,
                                      const calib_settings& s) {
-  const run_result r = simulate_run(t, sim);
-  tokchron::run_summarizer<timeline> sum(tokchron::profiles::canonical, summary_opts(s));
-  for (const request& q : r.requests)
-    if (q.id < t.requests.size()) sum.add(q.tl);  // not the background
+  const std::vector<run_result> runs = simulate_run(t, sim);
+  tokchron::summary_options o = summary_opts(s);
+  if (runs.size() > 1) {  // the rounds' durations, each as its own run measures it
+    double span = 0;
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      tokchron::run_summarizer<timeline> one(tokchron::profiles::canonical, summary_opts(s));
+      const std::size_t n = segment_size(t, k);
+      for (const request& q : runs[k].requests)
+        if (q.id < n) one.add(q.tl);
+      span += one.summary().duration.value_or(0.0);
+    }
+    if (span > 0) o.duration = span;
+  }
+  tokchron::run_summarizer<timeline> sum(tokchron::profiles::canonical, o);
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const std::size_t n = runs.size() > 1 ? segment_size(t, k) : t.requests.size();
+    for (const request& q : runs[k].requests)
+      if (q.id < n) sum.add(q.tl);  // not the background
+  }
   return sum.summary();
 }
 
@@ -396,12 +498,19 @@ const char* calibrate_usage =
     "in arrival order: a closed loop without think time, vLLM's --max-concurrency; default: the\n"
     "recorded arrival times), background=on (with concurrency: keep N in flight until the last\n"
     "traced request finished, as batching-executor's closed loop does; off: the end drains, as\n"
-    "a benchmark that stops sending does), kind=auto|trace|vllm (a vLLM --save-detailed result).\n"
+    "a benchmark that stops sending does), closed=on (with concurrency: after the first N, each\n"
+    "request leaves when one finishes, plus the sim's t_client, not at its recorded time: a\n"
+    "closed-loop load tool's trace), kind=auto|trace|vllm (a vLLM --save-detailed result).\n"
+    "A request's cached_prompt_tokens are replayed as cached (not computed again).\n"
     "Options:\n"
-    "  --fit KEYS          constants to fit (default eta_bw,eta_compute,t_fixed,t_seq,t_request)\n"
+    "  --fit KEYS          constants to fit (default eta_bw,eta_compute,t_fixed,t_seq,t_request;\n"
+    "                      also t_seq2 (batch-size term), t_front (time outside the engine loop),\n"
+    "                      t_client (a closed loop's client round trip))\n"
+    "  --evaluate          fit nothing: score the constants given (--sim) on the traces\n"
     "  --percentiles LIST  quantiles compared (default 50,90,95,99)\n"
     "  --max-evals N       simulations the search may run (default 400)\n"
     "  --plot DIR          measured against simulated spectra (tools/plot)\n"
+    "  --json-out FILE     the constants, the RMS log errors and every residual as JSON\n"
     "Prints the fitted constants as --sim options, which constants the traces identify, and\n"
     "the residual (simulated / measured) per trace, metric and quantile.\n"
     "Exit: 0 fitted, 2 bad command line or input, 1 a run failed.\n";
@@ -410,7 +519,7 @@ struct trace_arg {
   std::string file, kind = "auto";
   std::vector<std::pair<std::string, std::string>> options;
   std::optional<std::uint32_t> concurrency;
-  bool background = false;
+  bool background = false, closed = false;
 };
 
 trace_arg parse_trace_arg(const std::string& v) {
@@ -430,10 +539,10 @@ trace_arg parse_trace_arg(const std::string& v) {
         throw std::invalid_argument("--trace '" + v + "': concurrency '" + val +
                                     "' is not an integer in [1, 1000000]");
       t.concurrency = static_cast<std::uint32_t>(*n);
-    } else if (k == "background") {
+    } else if (k == "background" || k == "closed") {
       if (val != "on" && val != "off")
-        throw std::invalid_argument("--trace '" + v + "': background '" + val + "' (on or off)");
-      t.background = val == "on";
+        throw std::invalid_argument("--trace '" + v + "': " + k + " '" + val + "' (on or off)");
+      (k == "closed" ? t.closed : t.background) = val == "on";
     } else if (k == "kind") {
       if (val != "auto" && val != "trace" && val != "vllm")
         throw std::invalid_argument("--trace '" + v + "': kind '" + val +
@@ -471,13 +580,51 @@ void print_residuals(const std::vector<calib_residual>& r, const calib_settings&
                   x.ratio(), x.measured, x.simulated);
 }
 
+void print_fit(const fit_result& f) {
+  std::printf("\nfitted constants (%zu simulations), ready to paste:\n ", f.evals);
+  for (const auto& [k, v] : f.constants) std::printf(" --sim %s=%.4g", k.c_str(), v);
+  std::printf(
+      "\nRMS log error (all traces, metrics and quantiles): %.3f at the start, %.3f "
+      "fitted (typical error %.1f %%)\n",
+      f.rms_start, f.rms, (std::exp(f.rms) - 1) * 100);
+  std::printf(
+      "\nidentifiability (RMS log error with the constant x1.25 / x0.8, a time near 0 "
+      "raised by a quarter of its scale; fitted %.4f):\n",
+      f.rms);
+  bool all_ok = true;
+  for (const auto& c : f.sensitivity) {
+    std::printf(
+        "  %-12s %-10.4g %s\n", c.key.c_str(), c.value,
+        c.identifiable
+            ? (fmt("%.4f", c.rms_up) + " / " + fmt("%.4f", c.rms_down) + "  identified").c_str()
+            : ("NOT identifiable from these traces (a 25 % change moves the error by "
+               "less than " +
+               fmt("%.3f", identifiable_rms) +
+               "): kept at its starting value; measure a load point where it matters")
+                  .c_str());
+    all_ok = all_ok && c.identifiable;
+  }
+  for (const auto& c : f.sensitivity)
+    if ((c.key == "eta_bw" || c.key == "eta_compute") && c.value >= 0.98)
+      std::printf(
+          "  warning: %s fitted at its cap of 1: the nominal %s is below what the "
+          "server reaches; give a higher ceiling (--sim %s=...) and calibrate again\n",
+          c.key.c_str(), c.key == "eta_bw" ? "bandwidth" : "FLOP rate",
+          c.key == "eta_bw" ? "bandwidth" : "flops");
+  if (!all_ok)
+    std::printf(
+        "  (eta_compute needs compute-bound steps: long prompts or large batches; t_seq "
+        "needs several batch sizes; t_request needs TTFT of short prompts)\n");
+}
+
 }  // namespace
 
 int calibrate_main(const std::vector<std::string>& args) {
   std::vector<calib_trace> traces;
   calib_settings settings;
   std::vector<std::string> keys = default_fit_keys();
-  std::optional<std::string> plot_dir;
+  std::optional<std::string> plot_dir, json_out;
+  bool evaluate = false;
   nelder_mead_options nm;
   sim_config start;
   try {
@@ -497,7 +644,8 @@ int calibrate_main(const std::vector<std::string>& args) {
       }
       // calibrate's own single-valued options are noted here; the run options it hands on are
       // checked by parse_command_line (the same rule); --trace is a list.
-      const bool own = a == "--fit" || a == "--percentiles" || a == "--max-evals" || a == "--plot";
+      const bool own = a == "--fit" || a == "--percentiles" || a == "--max-evals" ||
+                       a == "--plot" || a == "--json-out";
       auto value = [&]() -> std::string {
         std::string v;
         if (inline_value) {
@@ -511,7 +659,11 @@ int calibrate_main(const std::vector<std::string>& args) {
             throw std::invalid_argument(*repeated);
         return v;
       };
-      if (a == "--trace") {
+      if (a == "--evaluate") {
+        if (inline_value) throw std::invalid_argument("--evaluate takes no value");
+        if (evaluate) throw std::invalid_argument("--evaluate is given twice");
+        evaluate = true;
+      } else if (a == "--trace") {
         targs.push_back(parse_trace_arg(value()));
       } else if (a == "--fit") {
         keys = parse_fit_keys(value());
@@ -528,6 +680,8 @@ int calibrate_main(const std::vector<std::string>& args) {
         nm.max_evals = static_cast<std::size_t>(*n);
       } else if (a == "--plot") {
         plot_dir = value();
+      } else if (a == "--json-out") {
+        json_out = value();
       } else if (a == "--backend" || a == "--sweep" || a == "--slo" || a == "--trace-out" ||
                  a == "--format" || a == "--metrics-out") {
         throw std::invalid_argument(a +
@@ -551,14 +705,18 @@ int calibrate_main(const std::vector<std::string>& args) {
       }
       if (ta.concurrency) label += " concurrency=" + std::to_string(*ta.concurrency);
       if (ta.background) label += " background=on";
+      if (ta.closed) label += " closed=on";
       if (ta.background && !ta.concurrency)
         throw std::invalid_argument("--trace '" + ta.file + "': background=on needs concurrency=N");
+      if (ta.closed && !ta.concurrency)
+        throw std::invalid_argument("--trace '" + ta.file + "': closed=on needs concurrency=N");
       c.backend = "sim";
       c.sched.validate();
       c.sim.validate();
       traces.push_back(load_calib_trace(ta.file, ta.kind, c, ta.concurrency, settings));
       traces.back().label = label;
       traces.back().background = ta.background;
+      traces.back().closed = ta.closed;
     }
   } catch (const std::exception& e) {  // usage errors and bad inputs alike: nothing was fitted
     std::cerr << "batching-executor calibrate: " << e.what()
@@ -590,56 +748,57 @@ int calibrate_main(const std::vector<std::string>& args) {
       }
       return mean_squared_log(all, settings);
     };
-    const fit_result f = fit_constants(keys, start, objective, nm);
-    std::printf("\nfitted constants (%zu simulations), ready to paste:\n ", f.evals);
-    for (const auto& [k, v] : f.constants) std::printf(" --sim %s=%.4g", k.c_str(), v);
-    std::printf(
-        "\nRMS log error (all traces, metrics and quantiles): %.3f at the start, %.3f "
-        "fitted (typical error %.1f %%)\n",
-        f.rms_start, f.rms, (std::exp(f.rms) - 1) * 100);
-    std::printf(
-        "\nidentifiability (RMS log error with the constant x1.25 / x0.8, a time near 0 "
-        "raised by a quarter of its scale; fitted %.4f):\n",
-        f.rms);
-    bool all_ok = true;
-    for (const auto& c : f.sensitivity) {
+    fit_result f;
+    if (evaluate) {
+      // Nothing moves: the constants are the run options' (--sim), reported under every key.
+      for (const auto& k : keys) f.constants.emplace_back(k, value_of(start, k));
+      f.rms = f.rms_start = std::sqrt(objective({}));
+      f.evals = 1;
+      std::printf("\nevaluated constants (nothing fitted):\n ");
+      for (const auto& [k, v] : f.constants) std::printf(" --sim %s=%.4g", k.c_str(), v);
       std::printf(
-          "  %-12s %-10.4g %s\n", c.key.c_str(), c.value,
-          c.identifiable
-              ? (fmt("%.4f", c.rms_up) + " / " + fmt("%.4f", c.rms_down) + "  identified").c_str()
-              : ("NOT identifiable from these traces (a 25 % change moves the error by "
-                 "less than " +
-                 fmt("%.3f", identifiable_rms) +
-                 "): kept at its starting value; measure a load point where it matters")
-                    .c_str());
-      all_ok = all_ok && c.identifiable;
+          "\nRMS log error (all traces, metrics and quantiles): %.3f (typical error %.1f %%)\n",
+          f.rms, (std::exp(f.rms) - 1) * 100);
+    } else {
+      f = fit_constants(keys, start, objective, nm);
+      print_fit(f);
     }
-    for (const auto& c : f.sensitivity)
-      if ((c.key == "eta_bw" || c.key == "eta_compute") && c.value >= 0.98)
-        std::printf(
-            "  warning: %s fitted at its cap of 1: the nominal %s is below what the "
-            "server reaches; give a higher ceiling (--sim %s=...) and calibrate again\n",
-            c.key.c_str(), c.key == "eta_bw" ? "bandwidth" : "FLOP rate",
-            c.key == "eta_bw" ? "bandwidth" : "flops");
-    if (!all_ok)
-      std::printf(
-          "  (eta_compute needs compute-bound steps: long prompts or large batches; t_seq "
-          "needs several batch sizes; t_request needs TTFT of short prompts)\n");
+    // Evaluated: each trace keeps its own constants (a trace's options may set some).
+    const std::vector<std::pair<std::string, double>> applied =
+        evaluate ? std::vector<std::pair<std::string, double>>{} : f.constants;
     std::vector<plot::run_series> series;
+    nlohmann::json jtraces = nlohmann::json::array();
     for (std::size_t i = 0; i < traces.size(); ++i) {
       const auto& t = traces[i];
-      const sim_config sim = with_constants(t, f.constants);
+      const sim_config sim = with_constants(t, applied);
       const tokchron::run_summary simulated = simulate_trace(t, sim, settings);
       std::printf("\n#%zu %s:\n", i + 1, t.label.c_str());
-      print_residuals(residuals(t.measured, simulated, settings), settings);
+      const std::vector<calib_residual> res = residuals(t.measured, simulated, settings);
+      print_residuals(res, settings);
+      if (json_out) {
+        nlohmann::json jr = nlohmann::json::array();
+        for (const auto& x : res)
+          jr.push_back({{"metric", x.metric},
+                        {"percentile", x.percentile},
+                        {"measured", x.measured},
+                        {"simulated", x.simulated},
+                        {"ratio", x.ratio()}});
+        jtraces.push_back({{"file", t.file},
+                           {"label", t.label},
+                           {"requests", t.requests.size()},
+                           {"rms", std::sqrt(mean_squared_log(res, settings))},
+                           {"residuals", std::move(jr)}});
+      }
       if (plot_dir) {
         tokchron::summary_options o = summary_opts(settings);
         series.push_back(plot::summarize_series("measured #" + std::to_string(i + 1), t.timelines,
                                                 tokchron::profiles::canonical, o));
-        const run_result r = simulate_run(t, sim);
+        const std::vector<run_result> runs = simulate_run(t, sim);
         std::vector<timeline> tls;
-        for (const request& q : r.requests)
-          if (q.id < t.requests.size()) tls.push_back(q.tl);
+        for (std::size_t k = 0; k < runs.size(); ++k)
+          for (const request& q : runs[k].requests)
+            if (q.id < (runs.size() > 1 ? segment_size(t, k) : t.requests.size()))
+              tls.push_back(q.tl);
         series.push_back(plot::summarize_series("simulated #" + std::to_string(i + 1), tls,
                                                 tokchron::profiles::canonical, o));
       }
@@ -654,6 +813,28 @@ int calibrate_main(const std::vector<std::string>& args) {
       in.runs = std::move(series);
       in.drawn_note = "each trace measured and simulated with the fitted constants";
       std::cerr << plot::write_plots(in, *plot_dir).to_string(*plot_dir) << "\n";
+    }
+    if (json_out) {
+      nlohmann::json j;
+      j["mode"] = evaluate ? "evaluate" : "fit";
+      j["constants"] = nlohmann::json::object();
+      for (const auto& [k, v] : f.constants) j["constants"][k] = v;
+      j["rms_start"] = f.rms_start;
+      j["rms"] = f.rms;
+      j["evals"] = f.evals;
+      nlohmann::json js = nlohmann::json::array();
+      for (const auto& c : f.sensitivity)
+        js.push_back({{"key", c.key},
+                      {"value", c.value},
+                      {"rms_up", c.rms_up},
+                      {"rms_down", c.rms_down},
+                      {"identifiable", c.identifiable}});
+      j["sensitivity"] = std::move(js);
+      j["traces"] = std::move(jtraces);
+      std::ofstream o(*json_out);
+      o << j.dump(2) << "\n";
+      o.close();
+      if (!o) throw std::runtime_error("cannot write " + *json_out);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -31,6 +31,8 @@
 namespace batching {
 
 /// The constants a fit moves by default: eta_bw, eta_compute, t_fixed, t_seq, t_request.
+/// `--fit` may name t_seq2, t_front and t_client too (a server's batch-size term, its latency
+/// outside the engine loop, its closed-loop client's round trip).
 [[nodiscard]] std::vector<std::string> default_fit_keys();
 /// A comma-separated list of those keys. Throws `std::invalid_argument` for another name or an
 /// empty list.
@@ -73,6 +75,9 @@ using fit_objective = std::function<double(const std::vector<std::pair<std::stri
 struct replay_request {
   double arrival_s = 0;  ///< since the trace's first arrival
   std::uint32_t prompt = 0, output = 0;
+  /// Prompt tokens the server had cached (the trace's `cached_prompt_tokens`): replayed as
+  /// warm tokens, not computed again.
+  std::uint32_t cached = 0;
 };
 
 /// One measured load point: the requests, the run's configuration, how arrivals are replayed,
@@ -84,8 +89,16 @@ struct calib_trace {
   /// With `concurrency`: keep that many in flight until the last traced request finished
   /// (batching-executor's closed loop; its trace leaves the later requests out).
   bool background = false;
+  /// With `concurrency`: a closed loop; after the first N, each request leaves when one
+  /// finishes (plus the sim's t_client), whatever its recorded send time (without it, not
+  /// before its recorded time either: an open loop capped at N in flight).
+  bool closed = false;
   std::vector<replay_request> requests;  ///< the successful ones, in arrival order
-  std::size_t failed = 0;                ///< requests that did not succeed (not replayed)
+  /// Where each of its files (rounds of one load, `a.jsonl+b.jsonl`) starts in `requests`:
+  /// each is replayed on its own, and the summaries pool every request over the summed
+  /// durations of the rounds. {0} for one file.
+  std::vector<std::size_t> segment_starts{0};
+  std::size_t failed = 0;  ///< requests that did not succeed (not replayed)
   std::vector<tokchron::trace_timeline> timelines;  ///< the successful ones
   tokchron::run_summary measured;
 };
@@ -96,7 +109,8 @@ struct calib_settings {
   double throughput_weight = 4;  ///< weight of the throughput term (one quantile term: 1)
 };
 
-/// Loads a trace (`kind`: auto, trace or vllm) and checks it against `cfg`: throws
+/// Loads a trace (`kind`: auto, trace or vllm; `file` may join the rounds of one load with `+`,
+/// see `calib_trace::segment_starts`) and checks it against `cfg`: throws
 /// `std::invalid_argument` for an empty trace, one without a successful request, a request
 /// without a prompt length, or a request the configuration cannot hold (its KV cache, or the
 /// token budget without chunked prefill), naming the file and the request.
@@ -105,8 +119,8 @@ struct calib_settings {
                                            std::optional<std::uint32_t> concurrency,
                                            const calib_settings& s);
 
-/// The replay of `t` on the sim backend with `sim`.
-[[nodiscard]] run_result simulate_run(const calib_trace& t, const sim_config& sim);
+/// The replay of `t` on the sim backend with `sim`: one run per round (`segment_starts`).
+[[nodiscard]] std::vector<run_result> simulate_run(const calib_trace& t, const sim_config& sim);
 /// The simulated summary of `t` under `sim` (the trace's configuration with these constants).
 [[nodiscard]] tokchron::run_summary simulate_trace(const calib_trace& t, const sim_config& sim,
                                                    const calib_settings& s);

@@ -83,7 +83,8 @@ void sim_config::set_precision(std::string_view name) {
 
 const char* sim_config::keys() noexcept {
   return "bandwidth, flops, memory, params, weight_bytes, kv_bytes_per_token, layers, hidden, "
-         "eta_bw, eta_compute, t_fixed, t_seq, t_request, jitter, mem_util, activation_reserve";
+         "eta_bw, eta_compute, t_fixed, t_seq, t_seq2, t_request, t_front, t_client, jitter, "
+         "mem_util, activation_reserve";
 }
 
 void sim_config::set(std::string_view key, double v) {
@@ -112,8 +113,14 @@ void sim_config::set(std::string_view key, double v) {
     t_fixed_s = v;
   else if (key == "t_seq")
     t_seq_s = v;
+  else if (key == "t_seq2")
+    t_seq2_s = v;
   else if (key == "t_request")
     t_request_s = v;
+  else if (key == "t_front")
+    t_front_s = v;
+  else if (key == "t_client")
+    t_client_s = v;
   else if (key == "jitter")
     jitter = v;
   else if (key == "mem_util")
@@ -138,8 +145,11 @@ void sim_config::validate() const {
     bad("params, weight_bytes, kv_bytes_per_token, layers and hidden must be > 0");
   if (!(eta_bw > 0 && eta_bw <= 1) || !(eta_compute > 0 && eta_compute <= 1))
     bad("eta_bw and eta_compute must be in (0, 1]");
-  if (!(t_fixed_s >= 0) || !(t_seq_s >= 0) || !(t_request_s >= 0))
-    bad("t_fixed, t_seq and t_request must be >= 0");
+  if (!(t_fixed_s >= 0) || !(t_seq_s >= 0) || !(t_seq2_s >= 0) || !(t_request_s >= 0))
+    bad("t_fixed, t_seq, t_seq2 and t_request must be >= 0");
+  // Outside the steps: at most a day (a request's latency, not a step's).
+  if (!(t_front_s >= 0 && t_front_s <= 86400) || !(t_client_s >= 0 && t_client_s <= 86400))
+    bad("t_front and t_client must be in [0, 86400] s");
   if (!(jitter >= 0 && jitter < 0.3)) bad("jitter must be in [0, 0.3)");
   if (!(mem_util > 0 && mem_util <= 1)) bad("mem_util must be in (0, 1]");
   if (!(activation_reserve_bytes >= 0)) bad("activation_reserve must be >= 0");
@@ -148,7 +158,7 @@ void sim_config::validate() const {
   const double roofline =
       std::max((model.weight_bytes + model.kv_bytes_per_token) / (eta_bw * hw.bandwidth),
                2.0 * model.params / (eta_compute * hw.flops));
-  const double shortest = t_fixed_s + t_seq_s + roofline * (1.0 - 3.0 * jitter);
+  const double shortest = t_fixed_s + t_seq_s + t_seq2_s + roofline * (1.0 - 3.0 * jitter);
   if (!(shortest >= min_step_s))
     bad("the shortest step (one token of one sequence) would take " + std::to_string(shortest) +
         " s, less than 1 us: the virtual clock would barely move and the run would not end "
@@ -191,8 +201,9 @@ step_cost sim_backend::cost(const batch& b) const noexcept {
   k.flops = 2.0 * cfg_.model.params * new_tokens + attn;
   k.memory_s = k.bytes / (cfg_.eta_bw * cfg_.hw.bandwidth);
   k.compute_s = k.flops / (cfg_.eta_compute * cfg_.hw.flops);
-  k.overhead_s = cfg_.t_fixed_s + cfg_.t_seq_s * static_cast<double>(b.seqs.size()) +
-                 cfg_.t_request_s * starts;
+  const double n = static_cast<double>(b.seqs.size());
+  k.overhead_s =
+      cfg_.t_fixed_s + cfg_.t_seq_s * n + cfg_.t_seq2_s * n * n + cfg_.t_request_s * starts;
   k.seconds = k.overhead_s + std::max(k.memory_s, k.compute_s);
   return k;
 }
@@ -222,6 +233,14 @@ std::optional<duration> sim_backend::predict_prefill(std::uint32_t tokens) const
   const double seconds = cost(b).seconds;
   if (!(seconds < max_step_s)) return std::nullopt;  // cannot be told in the clock's range
   return tokchron::from_seconds<duration>(seconds);
+}
+
+duration sim_backend::front_latency() const noexcept {
+  return tokchron::from_seconds<duration>(cfg_.t_front_s);
+}
+
+duration sim_backend::client_latency() const noexcept {
+  return tokchron::from_seconds<duration>(cfg_.t_client_s);
 }
 
 }  // namespace batching

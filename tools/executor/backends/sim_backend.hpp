@@ -8,11 +8,16 @@
 ///
 ///     bytes = W + kvB (sum of decode contexts + sum of prefill pasts) + kvB new_tokens
 ///     flops = 2 P new_tokens + sum_prefill 4 L d c (past + c/2) + sum_decode 4 L d (past + 1)
-///     t     = t_fixed + t_seq n_seqs + t_request n_starts
+///     t     = t_fixed + t_seq n_seqs + t_seq2 n_seqs^2 + t_request n_starts
 ///             + max(bytes / (eta_bw BW), flops / (eta_c F)) (1 + jitter)
 ///
 /// n_seqs: the sequences in the step; n_starts: those whose prefill starts in it (past = 0, or
-/// past = the tokens its prefix-cache hit reused).
+/// past = the tokens a cache gave it at admission). t_seq2 is the batch-size term of an engine
+/// whose steps grow faster than linearly with the sequences in them (0 by default).
+/// Outside the steps: every request reaches the scheduler t_front after it was sent (work on
+/// a server's other threads, which stalls no step), and a closed-loop user's next request
+/// leaves t_client after the engine finished its previous one (`front_latency`,
+/// `client_latency`).
 /// W weight bytes, P parameters, kvB KV bytes per token, L layers, d hidden size, c a
 /// sequence's prefill chunk, past its cached context; a decode attends over past + 1 positions.
 /// jitter is sigma * z, z standard normal clipped to [-3, 3], seeded: the same seed gives the
@@ -73,16 +78,20 @@ struct sim_config {
   double eta_compute = 0.5789;  ///< achieved fraction of peak FLOP/s (fit)
   double t_fixed_s = 0.003616;  ///< per-step launch/scheduling overhead (fit)
   double t_seq_s = 4.647e-6;    ///< per-sequence cost of a step (sampling, bookkeeping; fit)
+  double t_seq2_s = 0;          ///< per squared sequence count of a step (batch-size term)
   double t_request_s = 0.001;   ///< per-request cost of the step its prefill starts in
-  double jitter = 0.02;         ///< sd of the relative step-time noise
+  double t_front_s = 0;   ///< a request's time before the engine loop (HTTP, template, tokens)
+  double t_client_s = 0;  ///< a closed-loop client's time between a finish and its next send
+  double jitter = 0.02;   ///< sd of the relative step-time noise
   double mem_util = 0.9;  ///< share of memory the engine may use (vLLM gpu_memory_utilization)
   double activation_reserve_bytes = 1073741824.0;  ///< kept free for activations (1 GiB)
   std::uint64_t seed = 1;
 
   /// Overrides one constant: bandwidth, flops, memory (hardware); params, weight_bytes,
-  /// kv_bytes_per_token, layers, hidden (model); eta_bw, eta_compute, t_fixed, t_seq,
-  /// t_request, jitter, mem_util, activation_reserve. Values are plain numbers in base units
-  /// (bytes, FLOP/s, seconds). Throws `std::invalid_argument` for an unknown key or bad value.
+  /// kv_bytes_per_token, layers, hidden (model); eta_bw, eta_compute, t_fixed, t_seq, t_seq2,
+  /// t_request, t_front, t_client, jitter, mem_util, activation_reserve. Values are plain numbers
+  /// in base units (bytes, FLOP/s, seconds). Throws `std::invalid_argument` for an unknown key or
+  /// bad value.
   void set(std::string_view key, double value);
   /// The names `set` takes, comma-separated (for error messages and help).
   [[nodiscard]] static const char* keys() noexcept;
@@ -104,8 +113,8 @@ struct sim_config {
 struct step_cost {
   double bytes = 0, flops = 0;
   double memory_s = 0, compute_s = 0;  ///< bytes / (eta_bw BW), flops / (eta_c F)
-  double overhead_s = 0;               ///< t_fixed + t_seq n_seqs + t_request n_starts
-  double seconds = 0;                  ///< overhead_s + max(memory_s, compute_s)
+  double overhead_s = 0;  ///< t_fixed + t_seq n_seqs + t_seq2 n_seqs^2 + t_request n_starts
+  double seconds = 0;     ///< overhead_s + max(memory_s, compute_s)
   [[nodiscard]] bool compute_bound() const noexcept { return compute_s > memory_s; }
 };
 
@@ -120,6 +129,8 @@ class sim_backend final : public backend {
   [[nodiscard]] std::uint32_t kv_blocks(std::uint32_t block_size) const override;
   step_result step(const batch& b) override;
   [[nodiscard]] std::optional<duration> predict_prefill(std::uint32_t tokens) const override;
+  [[nodiscard]] duration front_latency() const noexcept override;
+  [[nodiscard]] duration client_latency() const noexcept override;
 
   /// The roofline cost of `b` (no jitter): the formula at the top of this file.
   [[nodiscard]] step_cost cost(const batch& b) const noexcept;

@@ -54,8 +54,9 @@ struct sequence_work {
   bool decode = false;               ///< feeds its last sampled token and samples one more
   bool samples = false;              ///< the step samples a token for this sequence
   std::uint32_t prompt_tokens = 0;   ///< the request's prompt length (for content generation)
-  /// The first `reused_tokens` of the cached context came from the prefix cache at this
-  /// admission: a chunk with `past_tokens == reused_tokens` is the one its prefill starts with.
+  /// The first `reused_tokens` of the cached context came from a cache at this admission (the
+  /// shared prefix's blocks, or the request's warm tokens): a chunk with `past_tokens ==
+  /// reused_tokens` is the one its prefill starts with.
   std::uint32_t reused_tokens = 0;
   const std::uint32_t* blocks = nullptr;  ///< KV block ids, covering past + new tokens
   std::uint32_t num_blocks = 0;           ///< entries in `blocks`
@@ -118,6 +119,14 @@ class backend {
   virtual step_result step(const batch& b) = 0;
   /// The sequence's KV blocks were freed (it finished or was preempted): drop its state.
   virtual void release(std::uint64_t /*seq_id*/) noexcept {}
+  /// Time a request spends outside the engine loop before the scheduler sees it: a server's
+  /// connection, parsing, chat template and tokenising, on threads of their own (so it delays
+  /// that request only, never a step). The sim's `t_front`; 0 for a backend that is the server.
+  [[nodiscard]] virtual duration front_latency() const noexcept { return duration(0); }
+  /// Time from the engine finishing a request to its client acting on it (the last event's
+  /// delivery, the client's own work): a closed-loop user's next request leaves this much
+  /// later, and its slot stays empty meanwhile. The sim's `t_client`; 0 otherwise.
+  [[nodiscard]] virtual duration client_latency() const noexcept { return duration(0); }
   /// A prediction of how long prefilling `tokens` tokens alone takes (for SLO-aware
   /// scheduling); empty when the backend cannot predict.
   [[nodiscard]] virtual std::optional<duration> predict_prefill(std::uint32_t /*tokens*/) const {

@@ -23,6 +23,11 @@ run_result run(const scheduler_config& cfg, request_source& gen, const clock_typ
   engine_stats es;
   es.kv_blocks_total = sched.kv().total();
   std::vector<request*> arrived, done;
+  // Sent, not yet at the scheduler: the backend's front latency (a server's other threads),
+  // in arrival order (the latency is one constant).
+  const duration front = be.front_latency();
+  const duration client = be.client_latency();
+  std::deque<request*> ingress;
   step_plan plan;
   std::uint64_t open = 0;  // run requests (arrived before the end) not yet finished
   auto collect = [&](time_point t) {
@@ -30,9 +35,10 @@ run_result run(const scheduler_config& cfg, request_source& gen, const clock_typ
     sched.take_finished(done);
     for (request* r : done) {
       if (r->arrival < gen.end()) --open;
-      gen.on_finish(*r, t);
+      gen.on_finish(*r, t + client);  // when its client learns of it
     }
   };
+  auto reaches = [&](const request& r) { return r.arrival + front; };
   for (;;) {
     if (!virt) clock.set(std::max(real_now(), clock.now()).time_since_epoch());
     const time_point now = clock.now();
@@ -40,11 +46,17 @@ run_result run(const scheduler_config& cfg, request_source& gen, const clock_typ
     gen.release(now, arrived);
     for (request* r : arrived) {
       if (r->arrival < gen.end()) ++open;
-      sched.add(*r, now);
+      ingress.push_back(r);
+    }
+    while (!ingress.empty() && reaches(*ingress.front()) <= now) {
+      sched.add(*ingress.front(), now);
+      ingress.pop_front();
     }
     collect(now);  // requests rejected on arrival
     const auto next_arrival = gen.next_arrival();
     if (open == 0 && (!next_arrival || *next_arrival >= gen.end())) {
+      for (request* r : ingress) sched.add(*r, now);  // background ones on their way in
+      ingress.clear();
       sched.abort_all(now);  // only background requests are left
       collect(now);
       break;
@@ -77,6 +89,8 @@ run_result run(const scheduler_config& cfg, request_source& gen, const clock_typ
     collect(now);  // requests rejected by a queue timeout
     std::optional<time_point> next = gen.next_arrival();
     if (auto w = sched.next_wakeup(now); w && (!next || *w < *next)) next = w;
+    if (!ingress.empty() && (!next || reaches(*ingress.front()) < *next))
+      next = reaches(*ingress.front());
     if (!next) {
       if (!sched.idle())
         throw std::runtime_error("executor: " + std::to_string(sched.waiting()) +

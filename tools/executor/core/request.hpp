@@ -28,6 +28,12 @@ struct request {
   /// The prompt's first tokens that are the shared system prompt (the prefix cache's key;
   /// 0: none). At most `prompt_tokens`.
   std::uint32_t prefix_tokens = 0;
+  /// The prompt's first tokens whose KV the engine already holds when the request arrives, from
+  /// a cache of its own outside the shared prefix (a llama.cpp slot keeps its previous prompt):
+  /// they are not computed again at the first admission. A trace's `cached_prompt_tokens`, as
+  /// `calibrate` replays it; at most `prompt_tokens - 1` are used (the last is computed to
+  /// sample). Only the sim backend has no KV to fill for them.
+  std::uint32_t warm_tokens = 0;
   /// The answer's first tokens that are reasoning (recorded as `chunk_kind::reasoning`); the
   /// rest of `output_tokens` is the answer proper. At most `output_tokens`.
   std::uint32_t reasoning_tokens = 0;
@@ -50,6 +56,9 @@ struct request {
   /// Prompt tokens served from the prefix cache at its first scheduling (its trace's
   /// `cached_prompt_tokens`).
   std::uint32_t cached_tokens = 0;
+  /// The cached context it was admitted with (prefix cache and warm tokens): the chunk with
+  /// `computed == reused_tokens` is the one its prefill starts with.
+  std::uint32_t reused_tokens = 0;
   /// Its latest join of the waiting queue, numbered by the scheduler (0: not waiting).
   std::uint64_t ticket = 0;
   bool promoted = false;  ///< jumps the policy order (starvation bound, timeout)

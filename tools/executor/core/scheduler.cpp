@@ -303,7 +303,7 @@ void scheduler::add_work(step_plan& plan, request& r, std::uint32_t n, bool dec)
   w.prefill_tokens = dec ? 0 : n;
   w.samples = r.computed + n == r.num_tokens();
   w.prompt_tokens = r.prompt_tokens;
-  w.reused_tokens = r.shared_blocks * pool_.block_size();
+  w.reused_tokens = r.reused_tokens;
   plan.work.seqs.push_back(w);
   plan.reqs.push_back(&r);
 }
@@ -342,7 +342,9 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
   while (admitted < waiting_.size() && running_.size() < cfg_.max_batch_size && budget > 0) {
     request& r = waiting_.at(admitted);
     if (!r.resumed && !r.promoted && delay_holds(now)) break;
-    attach_prefix(r);  // a cached prefix: its tokens are computed already
+    attach_prefix(r);                            // a cached prefix: its tokens are computed already
+    if (!r.ever_scheduled && r.warm_tokens > 0)  // the engine's own cache: computed already
+      r.computed = std::max(r.computed, std::min(r.warm_tokens, r.num_tokens() - 1));
     const std::uint32_t n = chunk_for(r, budget);
     if (n == 0 || !grow_or_evict(r.blocks, admit_blocks(r, n))) {
       release_blocks(r);  // not admitted: it keeps no reference
@@ -350,7 +352,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
       r.computed = 0;
       break;
     }
-    if (!r.ever_scheduled && r.prefix_tokens > 0) {
+    if (!r.ever_scheduled && (r.prefix_tokens > 0 || r.warm_tokens > 0)) {
       r.cached_tokens = r.computed;
       r.tl.set_cached_prompt_tokens(r.cached_tokens);
     }
@@ -358,6 +360,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
       ++stats_.prefix_hits;
       stats_.prefix_hit_tokens += r.computed;
     }
+    r.reused_tokens = r.computed;
     r.state = request_state::running;
     r.resumed = false;
     r.promoted = false;

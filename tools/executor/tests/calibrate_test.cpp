@@ -5,15 +5,20 @@
 
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "calibrate.hpp"
 #include "cli.hpp"
+#include "loadgen.hpp"
 #include "nelder_mead.hpp"
 #include "report.hpp"
+#include "scheduler.hpp"
 
 using namespace batching;
 
@@ -44,6 +49,34 @@ const constant_sensitivity& sens(const fit_result& f, const std::string& k) {
   for (const auto& s : f.sensitivity)
     if (s.key == k) return s;
   throw std::logic_error("no " + k);
+}
+
+// calibrate's objective over `traces` (which must outlive it).
+fit_objective objective_of(const std::vector<calib_trace>& traces, const calib_settings& s) {
+  return [&traces, s](const std::vector<std::pair<std::string, double>>& c) {
+    std::vector<calib_residual> all;
+    for (const auto& t : traces) {
+      sim_config sc = t.cfg.sim;
+      for (const auto& [k, v] : c) sc.set(k, v);
+      const auto r = residuals(t.measured, simulate_trace(t, sc, s), s);
+      all.insert(all.end(), r.begin(), r.end());
+    }
+    return mean_squared_log(all, s);
+  };
+}
+
+// The cost of a decode step of n sequences at context `past` under `base` with `c` applied.
+double decode_step_s(const std::vector<std::pair<std::string, double>>& c, sim_config base, int n,
+                     std::uint32_t past) {
+  for (const auto& [k, v] : c) base.set(k, v);
+  batch b;
+  for (int i = 0; i < n; ++i) {
+    sequence_work d;
+    d.past_tokens = past;
+    d.decode = d.samples = true;
+    b.seqs.push_back(d);
+  }
+  return sim_backend(base).cost(b).seconds;
 }
 
 }  // namespace
@@ -154,19 +187,9 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
   start.t_fixed_s = 0.002;
   start.t_seq_s = 0;
   start.jitter = 0;
-  const fit_result f = fit_constants(
-      {"eta_bw", "eta_compute", "t_fixed", "t_seq"}, start,
-      [&](const std::vector<std::pair<std::string, double>>& c) {
-        std::vector<calib_residual> all;
-        for (const auto& t : traces) {
-          sim_config sc = t.cfg.sim;
-          for (const auto& [k, v] : c) sc.set(k, v);
-          const auto r = residuals(t.measured, simulate_trace(t, sc, s), s);
-          all.insert(all.end(), r.begin(), r.end());
-        }
-        return mean_squared_log(all, s);
-      },
-      nelder_mead_options{1e-10, 1e-5, 600, 2});
+  const fit_result f =
+      fit_constants({"eta_bw", "eta_compute", "t_fixed", "t_seq"}, start, objective_of(traces, s),
+                    nelder_mead_options{1e-10, 1e-5, 600, 2});
   CHECK(f.rms_start > 0.1);
   CHECK(f.rms < 0.01);  // 1 %: the search's tolerance, not a model error (there is none here)
   CHECK(sens(f, "eta_bw").identifiable);
@@ -178,15 +201,7 @@ TEST_CASE("calibrate: recovers the constants that made two load points") {
     sim_config sc;
     sc.jitter = 0;
     sc.t_request_s = 0;
-    for (const auto& [k, v] : c) sc.set(k, v);
-    batch b;
-    for (int i = 0; i < n; ++i) {
-      sequence_work d;
-      d.past_tokens = 600;
-      d.decode = d.samples = true;
-      b.seqs.push_back(d);
-    }
-    return sim_backend(sc).cost(b).seconds;
+    return decode_step_s(c, sc, n, 600);
   };
   const std::vector<std::pair<std::string, double>> true_c = {{"eta_bw", 0.6},
                                                               {"eta_compute", 0.4},
@@ -270,4 +285,249 @@ TEST_CASE("calibrate: bad inputs are refused with the file and the reason") {
   CHECK_THROWS_AS((void)parse_fit_keys("eta_bw,memory"), std::invalid_argument);
   CHECK_THROWS_AS((void)parse_fit_keys("eta_bw,eta_bw"), std::invalid_argument);
   for (const auto& p : {empty, failed, huge, noprompt, bad}) std::remove(p.c_str());
+}
+
+// --- a server's terms outside the roofline (issue 44, item 5) ------------------------------
+
+namespace {
+
+// Runs `args` on the sim and returns every request (in creation order).
+std::deque<request> run_requests(const std::vector<std::string>& args) {
+  const run_config c = config_of(args);
+  sim_backend be(c.sim);
+  return run(c.sched, c.load, be).requests;
+}
+
+double seconds_between(time_point a, time_point b) { return tokchron::to_seconds(b - a); }
+
+}  // namespace
+
+TEST_CASE("sim: warm tokens are not computed again; the step starts at them") {
+  sim_config c;
+  c.jitter = 0;
+  scheduler_config sc;
+  sim_backend be(c);
+  scheduler sched(sc, be.kv_blocks(sc.block_size), &be);
+  clock_type clock;
+  request r(clock), full(clock);
+  r.prompt_tokens = 100;
+  r.warm_tokens = 80;
+  full.id = 1;
+  full.prompt_tokens = 50;
+  full.warm_tokens = 50;  // the whole prompt: the last token is still computed
+  for (request* q : {&r, &full}) {
+    q->output_tokens = 3;
+    q->tl.arrive(clock.now());
+    sched.add(*q, clock.now());
+  }
+  step_plan plan;
+  REQUIRE(sched.schedule(clock.now(), plan));
+  REQUIRE(plan.work.seqs.size() == 2);
+  CHECK(plan.work.seqs[0].past_tokens == 80);
+  CHECK(plan.work.seqs[0].prefill_tokens == 20);
+  CHECK(plan.work.seqs[0].reused_tokens == 80);
+  CHECK(plan.work.seqs[1].past_tokens == 49);
+  CHECK(plan.work.seqs[1].prefill_tokens == 1);
+  CHECK(r.tl.cached_prompt_tokens() == 80u);
+  CHECK(full.tl.cached_prompt_tokens() == 49u);
+  // Both count as starts (t_request), and cost what a 20-token chunk after 80 costs.
+  sim_config no_req = c;
+  no_req.t_request_s = 0;
+  CHECK(be.cost(plan.work).seconds - sim_backend(no_req).cost(plan.work).seconds ==
+        doctest::Approx(2 * c.t_request_s));
+}
+
+TEST_CASE("calibrate: a trace's cached prompt tokens are replayed as cached") {
+  // The truth: a shared prefix of 512 of 600-token prompts, served from the prefix cache. The
+  // replay knows nothing of the prefix; it replays each request's cached_prompt_tokens.
+  const std::vector<std::string> args = {
+      "--users",    "6",     "--prompt-len",     "fixed:600", "--output-len", "fixed:20",
+      "--duration", "20",    "--shared-prefix",  "512",       "--sim",        "jitter=0",
+      "--progress", "never", "--max-batch-size", "4"};
+  const std::string path = temp_path("warm.jsonl");
+  make_trace(args, path);
+  calib_settings s;
+  calib_trace t = load_calib_trace(
+      path, "auto", config_of({"--max-batch-size", "4", "--sim", "jitter=0"}), 6u, s);
+  std::remove(path.c_str());
+  t.closed = true;
+  std::size_t warm = 0;
+  for (const auto& q : t.requests) warm += q.cached > 0 ? 1 : 0;
+  // Every request but those sent before the prefix was first computed (at most one a user).
+  CHECK(warm + 6 >= t.requests.size());
+  CHECK(t.requests.back().cached == 512);
+  auto rms = [&](const calib_trace& x) {
+    return std::sqrt(
+        mean_squared_log(residuals(x.measured, simulate_trace(x, x.cfg.sim, s), s), s));
+  };
+  CHECK(rms(t) < 0.01);  // the run itself, at its own constants
+  // The same file as two rounds of one load: each replayed alone, pooled over both durations.
+  make_trace(args, path);
+  const calib_trace twice = load_calib_trace(
+      path + "+" + path, "auto", config_of({"--max-batch-size", "4", "--sim", "jitter=0"}), 6u, s);
+  std::remove(path.c_str());
+  CHECK(twice.requests.size() == 2 * t.requests.size());
+  CHECK(twice.segment_starts == std::vector<std::size_t>{0, t.requests.size()});
+  CHECK(*twice.measured.output_throughput ==
+        doctest::Approx(*t.measured.output_throughput).epsilon(1e-9));
+  calib_trace twice_closed = twice;
+  twice_closed.closed = true;
+  const auto one = simulate_trace(t, t.cfg.sim, s);
+  const auto two = simulate_trace(twice_closed, t.cfg.sim, s);
+  CHECK(*two.output_throughput == doctest::Approx(*one.output_throughput).epsilon(1e-9));
+  CHECK(*two.ttft.max == doctest::Approx(*one.ttft.max).epsilon(1e-9));
+  calib_trace cold = t;  // the same trace with the cache forgotten: every prompt recomputed
+  for (auto& q : cold.requests) q.cached = 0;
+  CHECK(rms(cold) > 0.1);
+}
+
+TEST_CASE("sim: t_front delays a request before the engine and stalls no step") {
+  // An open loop: the same arrivals reach the engine t_front later, so the run is the same run
+  // shifted: TTFT longer by exactly t_front, TPOT unchanged. t_request, charged inside the
+  // step, stalls the co-batched decodes instead.
+  const std::vector<std::string> base = {"--rate",       "20",        "--duration",   "10",
+                                         "--prompt-len", "fixed:200", "--output-len", "fixed:30",
+                                         "--progress",   "never"};
+  auto with = [&](const char* request_s, const char* front_s) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--sim", request_s, "--sim", front_s});
+    return run_requests(a);
+  };
+  const auto plain = with("t_request=0", "t_front=0");
+  const auto front = with("t_request=0", "t_front=0.01");
+  const auto inside = with("t_request=0.05", "t_front=0");
+  REQUIRE(plain.size() == front.size());
+  REQUIRE(plain.size() > 80);
+  double tpot_plain = 0, tpot_inside = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    const auto& p = plain[i].tl;
+    const auto& f = front[i].tl;
+    CAPTURE(i);
+    CHECK(
+        seconds_between(*f.arrival(), *f.first_token_time()) ==
+        doctest::Approx(seconds_between(*p.arrival(), *p.first_token_time()) + 0.01).epsilon(1e-6));
+    CHECK(seconds_between(*f.first_token_time(), *f.finish_time()) ==
+          doctest::Approx(seconds_between(*p.first_token_time(), *p.finish_time())).epsilon(1e-6));
+    tpot_plain += seconds_between(*p.first_token_time(), *p.finish_time());
+    tpot_inside += seconds_between(*inside[i].tl.first_token_time(), *inside[i].tl.finish_time());
+  }
+  // About 1 s of decoding a request sees 5 others start, each stalling a step by 50 ms: +25 %.
+  CHECK(tpot_inside > 1.1 * tpot_plain);
+}
+
+TEST_CASE("sim: t_client leaves a closed-loop user's slot empty for its round trip") {
+  const std::vector<std::string> base = {
+      "--users",      "1",        "--duration", "5",     "--prompt-len", "fixed:50",
+      "--output-len", "fixed:10", "--progress", "never", "--sim",        "t_client=0.003"};
+  const auto reqs = run_requests(base);
+  REQUIRE(reqs.size() > 10);
+  for (std::size_t i = 1; i + 1 < reqs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(seconds_between(*reqs[i - 1].tl.finish_time(), *reqs[i].tl.arrival()) ==
+          doctest::Approx(0.003).epsilon(1e-6));
+  }
+  // calibrate's closed replay does the same: after the first N, a request leaves t_client
+  // after a finish, whatever its recorded send time.
+  const std::string path = temp_path("client.jsonl");
+  make_trace(base, path);
+  calib_settings s;
+  calib_trace t = load_calib_trace(path, "auto", config_of({}), 1u, s);
+  std::remove(path.c_str());
+  for (auto& q : t.requests) q.arrival_s = 0;  // recorded times that would allow no gap
+  t.closed = true;
+  sim_config at = t.cfg.sim;
+  at.t_client_s = 0.003;
+  const run_result r = simulate_run(t, at).front();
+  for (std::size_t i = 1; i < t.requests.size(); ++i)
+    CHECK(seconds_between(*r.requests[i - 1].tl.finish_time(), *r.requests[i].tl.arrival()) ==
+          doctest::Approx(0.003).epsilon(1e-6));
+}
+
+TEST_CASE("calibrate: a batch-size term is fitted where decode steps grow faster than linearly") {
+  // Decode-only steps measured at batch 1, 2 and 4 (closed loops of that many users): 0.23,
+  // 0.26 and 0.40 ms, as llama-server's were (issue 44). A line through batch 1 and 2 misses
+  // batch 4 by 30 %; t_seq2 n^2 takes the rest.
+  sim_config truth;
+  truth.jitter = 0;
+  truth.t_request_s = 0;
+  truth.t_fixed_s = 0.21e-3;
+  truth.t_seq_s = 0;
+  truth.t_seq2_s = 0.0133e-3;
+  truth.set("bandwidth", 1e15);  // the roofline far below the overheads
+  truth.set("flops", 1e18);
+  std::vector<std::string> sim_args;
+  for (const auto& [k, v] :
+       std::vector<std::pair<const char*, double>>{{"jitter", 0},
+                                                   {"t_request", 0},
+                                                   {"t_fixed", truth.t_fixed_s},
+                                                   {"t_seq", 0},
+                                                   {"t_seq2", truth.t_seq2_s},
+                                                   {"bandwidth", 1e15},
+                                                   {"flops", 1e18}}) {
+    sim_args.push_back("--sim");
+    sim_args.push_back(std::string(k) + "=" + std::to_string(v));
+  }
+  calib_settings s;
+  std::vector<calib_trace> traces;
+  for (const char* users : {"1", "2", "4"}) {
+    std::vector<std::string> a = sim_args;
+    a.insert(a.end(), {"--users", users, "--max-batch-size", "4", "--prompt-len", "fixed:8",
+                       "--output-len", "fixed:40", "--duration", "2", "--progress", "never"});
+    const std::string path = temp_path(std::string("seq2_") + users + ".jsonl");
+    make_trace(a, path);
+    std::vector<std::string> cfg = {
+        "--max-batch-size", "4",     "--sim",          "jitter=0", "--sim",
+        "t_request=0",      "--sim", "bandwidth=1e15", "--sim",    "flops=1e18"};
+    traces.push_back(load_calib_trace(path, "auto", config_of(cfg),
+                                      static_cast<std::uint32_t>(std::stoi(users)), s));
+    traces.back().closed = true;
+    std::remove(path.c_str());
+  }
+  const fit_objective objective = objective_of(traces, s);
+  sim_config start = traces.front().cfg.sim;
+  start.t_fixed_s = 0.5e-3;
+  start.t_seq_s = 0.05e-3;
+  const nelder_mead_options nm{1e-10, 1e-6, 500, 2};
+  const fit_result linear = fit_constants({"t_fixed", "t_seq"}, start, objective, nm);
+  const fit_result square = fit_constants({"t_fixed", "t_seq", "t_seq2"}, start, objective, nm);
+  // A line cannot hold batch 1, 2 and 4: its error is several times the fit's tolerance (1 %).
+  CHECK(linear.rms > 0.02);
+  CHECK(square.rms < 0.01);
+  CHECK(sens(square, "t_seq2").identifiable);
+  for (int n : {1, 2, 4}) {
+    CAPTURE(n);
+    CHECK(decode_step_s(square.constants, start, n, 30) ==
+          doctest::Approx(decode_step_s({}, truth, n, 30)).epsilon(0.03));
+  }
+}
+
+TEST_CASE("calibrate --evaluate scores the constants given, fitting nothing") {
+  const std::vector<std::string> truth = {"--sim",         "t_fixed=0.006", "--sim",
+                                          "t_front=0.004", "--sim",         "t_client=0.002"};
+  std::vector<std::string> a = truth;
+  a.insert(a.end(), {"--users", "3", "--prompt-len", "uniform:50,400", "--output-len",
+                     "uniform:5,40", "--duration", "20", "--progress", "never"});
+  const std::string path = temp_path("evaluate.jsonl");
+  const std::string json_path = temp_path("evaluate.json");
+  make_trace(a, path);
+  auto rms_of = [&](std::vector<std::string> sim) {
+    std::vector<std::string> args = {"--evaluate", "--json-out", json_path};
+    args.insert(args.end(), sim.begin(), sim.end());
+    args.insert(args.end(), {"--trace", path + ",concurrency=3,closed=on"});
+    REQUIRE(calibrate_main(args) == 0);
+    std::ifstream in(json_path);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j.at("mode") == "evaluate");
+    CHECK(j.at("evals") == 1);
+    REQUIRE(j.at("traces").size() == 1);
+    CHECK(j.at("traces")[0].at("rms").get<double>() == doctest::Approx(j.at("rms").get<double>()));
+    return j.at("rms").get<double>();
+  };
+  const double at_truth = rms_of(truth);
+  CHECK(at_truth < 0.05);  // the sim's own jitter, seeded alike: replays differ only in order
+  CHECK(rms_of({"--sim", "t_fixed=0.006"}) > at_truth + 0.05);  // front and client missing
+  std::vector<std::string> bad = {"--evaluate", "--evaluate", "--trace", path};
+  CHECK(calibrate_main(bad) == 2);
+  std::remove(path.c_str());
+  std::remove(json_path.c_str());
 }
