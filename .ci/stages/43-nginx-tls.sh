@@ -7,11 +7,23 @@
 # server's finish reason and token count through both; unbuffered, the client's TTFT and gaps
 # stay within the bounds below of the direct run's; buffered, most gaps fell inside one read
 # and the client says so (its merged-read count, not zero gaps). A certificate the client does
-# not trust is refused with its reason, and taken with --tls-verify off. About 40 s.
-tc_need_pkgs nginx openssl python3 libssl-dev
+# not trust is refused with its reason (exit 5: the report written, every request failed), and
+# taken with --tls-verify off. About 45 s.
+tc_need_pkgs nginx openssl python3 curl
 tc_scratch  # $work, and $pids: stopped on exit
 
 tc_release_tools
+
+# The bounds on the unbuffered path against the direct run (check_proxy.py): what nginx may add
+# to the median TTFT excess (client TTFT from its send minus serve's from the arrival) and to the
+# median |TPOT error| (client TPOT minus serve's). They hold a path that forwards each event as
+# it comes; a buffering proxy breaks both (measured through the buffered path below: +600 to
+# +750 ms of TTFT excess, 12 to 14 ms of TPOT error, the whole stream in one read). The hop
+# itself costs about 1 ms on idle cores, but on the shared 2-core machine at a load of 14, with
+# the stage under nice 19, three runs measured +13, +64 and +77 ms of TTFT excess and +0.28 to
+# +0.33 ms of TPOT error: the bounds are about 3 times the worst of those.
+bound_ttft_ms=250
+bound_tpot_ms=1
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
   -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
@@ -26,7 +38,7 @@ base=$(tc_serve_url "$work/serve.log")
 upstream=${base#http://}
 
 # A free port for nginx: bind 0, read it, release it (nginx cannot report an ephemeral port).
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(tc_free_port)
 mkdir -p "$work/nginx"
 cat >"$work/nginx/nginx.conf" <<CONF
 worker_processes 1;
@@ -72,10 +84,12 @@ done
 curl -fsS -o /dev/null --cacert "$work/cert.pem" "https://localhost:$port/unbuffered/health" ||
   { echo "nginx did not come up"; cat "$work/nginx/error.log" "$work/nginx/stdout.log"; exit 1; }
 
-# The same closed-loop workload for every run: 4 users, 48 requests, 48 tokens each.
+# The same closed-loop workload for every run: 4 users, 48 requests, 48 tokens each, on
+# kept-alive connections (4 handshakes a TLS run, each reported; the medians compare the paths,
+# not the handshakes, which the client reports apart).
 load=(--model tokchron-sim --users 4 --max-requests 48 --duration 60 --prompt-len fixed:64
       --output-len fixed:48 --seed 3 --request-timeout 60 --give-up 10 --progress never
-      --profile canonical --format csv)
+      --profile canonical --format csv --keep-alive on)
 bench_run() {  # bench_run NAME URL ARGS...
   local name=$1 url=$2
   shift 2
@@ -90,16 +104,13 @@ bench_run unbuffered "https://localhost:$port/unbuffered" --ca-cert "$work/cert.
 bench_run buffered "https://localhost:$port/buffered" --ca-cert "$work/cert.pem"
 grep -q "TLS handshake median" "$work/unbuffered.err" ||
   { echo "the TLS run does not report its handshakes"; exit 1; }
-grep -qE 'gaps between token chunks \(([5-9][0-9]\.[0-9]|100\.0)%\) fell inside one read' \
-  "$work/buffered.err" ||
-  { echo "the buffered run does not say that most of its gaps fell inside one read"; exit 1; }
 
 echo "--- a certificate the client does not trust: refused with its reason, or taken when told"
 rc=0
 "$bench" --url "https://localhost:$port/unbuffered" --model tokchron-sim --users 1 \
   --max-requests 2 --output-len fixed:2 --give-up 0 --progress never >/dev/null \
   2>"$work/refused.err" || rc=$?
-[ "$rc" != 0 ] && grep -q "TLS handshake: certificate verify failed: self-signed certificate" \
+[ "$rc" = 5 ] && grep -q "TLS handshake: certificate verify failed: self-signed certificate" \
   "$work/refused.err" || { echo "the untrusted certificate was not refused (exit $rc)"; cat "$work/refused.err"; exit 1; }
 "$bench" --url "https://localhost:$port/unbuffered" --model tokchron-sim --users 1 \
   --max-requests 2 --output-len fixed:2 --give-up 0 --progress never --tls-verify off \
@@ -109,6 +120,8 @@ echo "--- stop serve (SIGINT writes its trace) and compare"
 kill -INT "$server"
 wait "$server" || { echo "serve exited with $?"; cat "$work/serve.log"; exit 1; }
 python3 "$TOKCHRON_ROOT/tools/bench/tests/check_proxy.py" --server "$work/server.jsonl" \
-  --client direct="$work/direct.jsonl" --client unbuffered="$work/unbuffered.jsonl" \
-  --client buffered="$work/buffered.jsonl" --direct direct --unbuffered unbuffered \
-  --buffered buffered --bound-ttft-ms 25 --bound-gap-ms 2
+  --client direct="$work/direct.jsonl:$work/direct.err" \
+  --client unbuffered="$work/unbuffered.jsonl:$work/unbuffered.err" \
+  --client buffered="$work/buffered.jsonl:$work/buffered.err" --direct direct \
+  --unbuffered unbuffered --buffered buffered --bound-ttft-ms "$bound_ttft_ms" \
+  --bound-tpot-ms "$bound_tpot_ms"
