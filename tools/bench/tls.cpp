@@ -43,7 +43,8 @@ tls_client::tls_client(const tls_options& o)
     ctx_.set_verify_mode(net::ssl::verify_none);
   }
   // Resumption: the client keeps the server's latest session (a TLS 1.3 ticket comes after
-  // the handshake, so it is taken from the callback, not from a finished handshake).
+  // the handshake, in the connection's first read, so it is taken from the callback, not from
+  // a finished handshake).
   SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
   SSL_CTX_set_ex_data(c, client_slot(), this);
   SSL_CTX_sess_set_new_cb(c, &tls_client::on_new_session);
@@ -53,13 +54,21 @@ tls_client::~tls_client() {
   if (latest_) SSL_SESSION_free(latest_);
 }
 
+// The client keeps a copy of the session, and gives each connection a copy of its own: OpenSSL
+// marks a connection's session not resumable when the connection is freed without having sent
+// close_notify (SSL_free's ssl_clear_bad_session), as the client frees every connection it is
+// done with. The session object a connection holds is the one it got its ticket into, or the
+// one it resumed: were it the kept one, the end of any connection that made or used it would
+// make the next handshakes full ones, depending on whether they started before that end.
 int tls_client::on_new_session(SSL* ssl, SSL_SESSION* session) {
   auto* self = static_cast<tls_client*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), client_slot()));
   if (!self) return 0;
+  SSL_SESSION* copy = SSL_SESSION_dup(session);
+  if (!copy) return 0;
   std::lock_guard<std::mutex> lock(self->m_);
   if (self->latest_) SSL_SESSION_free(self->latest_);
-  self->latest_ = session;
-  return 1;  // the callback keeps the reference
+  self->latest_ = copy;
+  return 0;  // the connection keeps its own reference
 }
 
 bool tls_client::prepare(SSL* ssl, const std::string& host) {
@@ -77,8 +86,15 @@ bool tls_client::prepare(SSL* ssl, const std::string& host) {
                 : X509_VERIFY_PARAM_set1_host(p, name.c_str(), name.size()) != 1)
       return false;
   }
-  std::lock_guard<std::mutex> lock(m_);
-  if (latest_) (void)SSL_set_session(ssl, latest_);
+  SSL_SESSION* copy = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    if (latest_) copy = SSL_SESSION_dup(latest_);
+  }
+  if (copy) {  // none: nothing to resume yet (or no memory for the copy), a full handshake
+    (void)SSL_set_session(ssl, copy);
+    SSL_SESSION_free(copy);  // the connection holds its own reference
+  }
   return true;
 }
 

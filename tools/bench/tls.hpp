@@ -30,9 +30,9 @@ namespace tokchron_bench {
 /// The TLS client context of one run, shared by its I/O threads: TLS 1.2 or later, the peer's
 /// chain verified against the trust store (`tls_options`) and its name against the URL's host
 /// (a DNS name against the certificate's names, an IP address against its IP addresses), and
-/// the server's latest session ticket kept so that a new connection can resume it (an
-/// abbreviated handshake). Throws `std::invalid_argument` naming the CA file when it cannot be
-/// read.
+/// a copy of the latest session ticket any connection received kept, so that every connection
+/// opened after it offers it (an abbreviated handshake where the server takes it). Throws
+/// `std::invalid_argument` naming the CA file when it cannot be read.
 class tls_client {
  public:
   explicit tls_client(const tls_options& o);
@@ -44,7 +44,8 @@ class tls_client {
   [[nodiscard]] bool verifies() const noexcept { return verify_; }
   /// Prepares a new connection's SSL object to reach `host`: server name indication (not for
   /// an IP address, which RFC 6066 leaves out of it), the name the certificate must carry, and
-  /// the session to resume when the server gave one. False when OpenSSL refused one of them.
+  /// a copy of the session to resume when a connection received one. False when OpenSSL
+  /// refused the name.
   bool prepare(SSL* ssl, const std::string& host);
   /// Why a handshake on `ssl` failed: `ec`'s message, with the certificate check's own reason
   /// when verification failed ("certificate verify failed: self-signed certificate").

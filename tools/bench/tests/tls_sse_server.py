@@ -12,6 +12,8 @@ usage chunk and [DONE], keeping the connection open when the request asks for ke
 appends the request's headers to HEADER_LOG.
 
   ok           well-behaved, certificate for localhost and 127.0.0.1
+  reconnect    as ok, but closes each connection after its second answer (`Connection: close`
+               in it), as nginx's keepalive_requests 2 does
   other        well-behaved, certificate for other.example only
   alert        localhost; after two chunks, a fatal alert record written on the raw socket
   garbage      localhost; after two chunks, an application-data record that cannot decrypt
@@ -65,6 +67,9 @@ def handler_for(mode):
                 log.write("".join(f"{k}: {v}\n" for k, v in self.headers.items()) + "\n")
             n = int(body.get("max_tokens", 4))
             keep = self.headers.get("Connection", "").lower() == "keep-alive"
+            if mode == "reconnect":
+                self.answered = getattr(self, "answered", 0) + 1
+                keep = keep and self.answered < 2
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
@@ -120,7 +125,7 @@ def silent():
 def main():
     d = sys.argv[1]
     ports = {}
-    for mode in ("ok", "other", "alert", "garbage", "close_notify", "plain"):
+    for mode in ("ok", "reconnect", "other", "alert", "garbage", "close_notify", "plain"):
         server = TLSServer(("127.0.0.1", 0), handler_for(mode))
         if mode != "plain":
             name = "other.example" if mode == "other" else "localhost"
