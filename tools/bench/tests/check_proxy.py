@@ -18,7 +18,8 @@ the server's: the change of the one-way delay between the first and the last tok
 N - 1). With --direct and --unbuffered: the unbuffered run's median TTFT excess is at most
 --bound-ttft-ms over the direct run's, and its median |TPOT error| at most --bound-tpot-ms over
 the direct run's. With --buffered: more than half that run's gaps fell inside one read (the
-proxy released the events together) and the client's line says so. Prints each run's numbers
+proxy released the events together) and the client's line says so, and with --direct and the
+bounds, the buffered run is outside both (the bounds tell the two paths apart). Prints each run's numbers
 as a JSON line; exits 1 naming each failure."""
 import argparse
 import json
@@ -129,6 +130,21 @@ def main():
                                 f"{u['tpot_error_ms_median']:.3f} ms, the direct run's "
                                 f"{d['tpot_error_ms_median']:.3f} ms: more than "
                                 f"{a.bound_tpot_ms} ms over it")
+    if a.direct and a.buffered and a.direct in stats and a.buffered in stats:
+        # The bounds must tell the paths apart: the buffered path breaks both.
+        d, b = stats[a.direct], stats[a.buffered]
+        more = b["ttft_excess_ms_median"] - d["ttft_excess_ms_median"]
+        if a.bound_ttft_ms is not None and more <= a.bound_ttft_ms:
+            problems.append(f"{a.buffered}: median TTFT excess {more:.3f} ms over the direct "
+                            f"run's, within the {a.bound_ttft_ms} ms bound: the bound does not "
+                            "catch a buffering proxy here")
+        if a.bound_tpot_ms is not None and None not in (b["tpot_error_ms_median"],
+                                                        d["tpot_error_ms_median"]):
+            more = b["tpot_error_ms_median"] - d["tpot_error_ms_median"]
+            if more <= a.bound_tpot_ms:
+                problems.append(f"{a.buffered}: median |TPOT error| {more:.3f} ms over the "
+                                f"direct run's, within the {a.bound_tpot_ms} ms bound: the "
+                                "bound does not catch a buffering proxy here")
     if a.buffered and a.buffered in stats:
         b = stats[a.buffered]
         if b["gaps"] == 0 or b["gaps_in_one_read"] * 2 <= b["gaps"]:
