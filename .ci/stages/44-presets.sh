@@ -1,5 +1,6 @@
 # The server presets of live_metrics (SGLang, TGI, llama.cpp, trtllm-serve;
-# docs/library/live-metrics.md) against a real Prometheus (Debian's prometheus): promtool over
+# docs/library/live-metrics.md) against a real Prometheus (Debian's prometheus), and Dynamo's,
+# LMDeploy's and OpenTelemetry's on one scrape read directly (run_direct below): promtool over
 # each preset's golden exposition (tests/live/golden/), then for each preset
 # `batching-executor serve --names PRESET` (sim backend in real time) on 127.0.0.1, scraped every
 # 200 ms by a Prometheus with a temporary config and data dir, under a short tokchron-bench load
@@ -12,7 +13,7 @@ tc_need_pkgs prometheus curl python3
 tc_scratch  # $work, and $pids: stopped on exit
 
 echo "--- promtool check metrics on each preset's golden exposition"
-for p in sglang tgi llamacpp trtllm; do
+for p in sglang tgi llamacpp trtllm dynamo lmdeploy otel; do
   f=$TOKCHRON_ROOT/tests/live/golden/${p}_scripted.prom
   out=$(promtool check metrics <"$f" 2>&1 || true)
   # What the servers' own names draw (their outputs draw the same): ':' in SGLang's and
@@ -118,6 +119,68 @@ run_preset sglang 21
 run_preset tgi 22
 run_preset llamacpp 23
 run_preset trtllm 24
+
+# The request gauges of the presets checked on one direct scrape (OpenTelemetry's has none).
+declare -A busy_of=(
+  [dynamo]='dynamo_frontend_inflight_requests'
+  [lmdeploy]='lmdeploy:num_requests_running|lmdeploy:num_requests_waiting'
+)
+
+# run_direct PRESET SEED: serve under PRESET, a one-second load and (where the preset has an
+# in-flight gauge) one stream its client abandons; one scrape of /metrics once every request
+# finished (the gauges read 0; for otel, two scrapes 0.3 s apart equal); serve stopped (its
+# trace); promtool on the scrape; check_presets.py --metrics on it. No Prometheus: a few
+# seconds a preset.
+run_direct() {
+  local p=$1 seed=$2 d=$work/$1
+  mkdir -p "$d"
+  echo "--- serve --names $p, a one-second load, one scrape of /metrics read directly"
+  "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model "tokchron/$p" --names "$p" \
+    --max-batch-size 4 --trace-out "$d/server.jsonl" >"$d/serve.log" 2>&1 &
+  local server=$!
+  pids+=("$server")
+  local base
+  base=$(tc_serve_url "$d/serve.log")
+  local abandon=
+  if [ -n "${busy_of[$p]:-}" ]; then
+    (sleep 0.3; curl -sS -N --max-time 0.3 "$base/v1/completions" -H 'Content-Type: application/json' \
+      -d "{\"model\":\"tokchron/$p\",\"prompt\":\"a long answer\",\"max_tokens\":4000,\"ignore_eos\":true,\"stream\":true}" \
+      >/dev/null 2>&1 || true) &
+    abandon=$!
+    pids+=("$abandon")
+  fi
+  "$bench" --url "$base" --endpoint chat --model "tokchron/$p" --rate 16 --duration 1 \
+    --prompt-len uniform:16,512 --output-len uniform:1,48 --seed "$seed" --request-timeout 60 \
+    --progress never --format json >"$d/report.json" 2>"$d/bench.err" ||
+    { echo "tokchron-bench exited with $?"; cat "$d/bench.err"; exit 1; }
+  [ -z "$abandon" ] || wait "$abandon" || true
+  local end=$((SECONDS + 30)) prev= busy
+  while :; do
+    curl -fsS "$base/metrics" >"$d/metrics.txt"
+    if [ -n "${busy_of[$p]:-}" ]; then
+      busy=$(grep -E "^(${busy_of[$p]})(\{| )" "$d/metrics.txt" | awk '{s += $NF} END {print s + 0}')
+      [ "$busy" = 0 ] && break
+    else
+      [ "$(cat "$d/metrics.txt")" = "$prev" ] && break
+      prev=$(cat "$d/metrics.txt")
+    fi
+    [ $SECONDS -lt $end ] || { echo "--names $p: requests still in flight after 30 s"; exit 1; }
+    sleep 0.3
+  done
+  kill -INT "$server"
+  wait "$server" || { echo "serve exited with $?"; cat "$d/serve.log"; exit 1; }
+  pids=()
+  out=$(promtool check metrics <"$d/metrics.txt" 2>&1 || true)
+  other=$(grep -v -e "should not contain ':'" <<<"$out" || true)
+  [ -z "$other" ] || { echo "promtool on --names $p: $other"; exit 1; }
+  python3 "$checker" --preset "$p" --metrics "$d/metrics.txt" --trace "$d/server.jsonl" \
+    --report "$report" --model "tokchron/$p" ||
+    { echo "--- --names $p failed; log:"; tail -n 20 "$d/serve.log"; exit 1; }
+}
+
+run_direct dynamo 25
+run_direct lmdeploy 26
+run_direct otel 27
 
 echo "--- every compared quantile against its bound (preset, family, q, PromQL, tokchron-report,"
 echo "    bound low, bound high; the exact value lies within the edges of the buckets around its rank)"

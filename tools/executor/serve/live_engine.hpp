@@ -38,9 +38,9 @@ using live_metrics = tokchron::basic_live_metrics<std::chrono::steady_clock>;
 
 /// The values of `serve --names`: whose /metrics names and semantics the server exports
 /// (tokchron/live/presets.hpp; docs/library/live-metrics.md).
-inline constexpr std::string_view metric_names[] = {"vllm",     "tokchron", "sglang", "tgi",
-                                                    "llamacpp", "trtllm",   "dynamo", "lmdeploy"};
-/// "vllm|tokchron|sglang|tgi|llamacpp|trtllm|dynamo|lmdeploy", for usage texts and errors.
+inline constexpr std::string_view metric_names[] = {
+    "vllm", "tokchron", "sglang", "tgi", "llamacpp", "trtllm", "dynamo", "lmdeploy", "otel"};
+/// "vllm|tokchron|sglang|tgi|llamacpp|trtllm|dynamo|lmdeploy|otel", for usage texts and errors.
 [[nodiscard]] std::string metric_names_list();
 /// Whether `names` is one of `metric_names`.
 [[nodiscard]] bool known_metric_names(std::string_view names) noexcept;

@@ -8,6 +8,12 @@ where it does not (llama.cpp, trtllm-serve).
   check_presets.py --preset sglang|tgi|llamacpp|trtllm --prometheus HOST:PORT --job JOB
                    --trace SERVE_TRACE.jsonl --report PATH/tokchron-report --model NAME
                    [--service NAME] [--summary FILE]
+  check_presets.py --preset dynamo|lmdeploy|otel --metrics SCRAPE.txt
+                   --trace SERVE_TRACE.jsonl --report PATH/tokchron-report --model NAME
+
+The second form reads one scrape of /metrics taken after the run's last request finished
+(no Prometheus): every histogram's count, +Inf bucket and mean against tokchron-report, its
+p50/p90/p99 inside their bucket bounds, the counters and gauges exactly.
 
 Queries run at the time T of the job's last successful scrape; `$__rate_interval` (and the
 natural queries' range) is a range w reaching back past the first scrape. serve was scraped
@@ -506,21 +512,199 @@ def check_trtllm(run):
     run.gauge_idle("trtllm_num_requests_waiting")
 
 
+# ------------------------------------------- one scrape of /metrics, read directly (--metrics)
+
+
+class Scrape:
+    """The samples of one Prometheus text exposition (serve's /metrics after its last request
+    finished): what Dynamo's, LMDeploy's and OpenTelemetry's presets are checked on, without a
+    Prometheus (stage 44 pays seconds for them, not a Prometheus run each)."""
+
+    LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+    LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+    def __init__(self, text):
+        self.samples, self.types = [], {}
+        for line in text.splitlines():
+            if line.startswith("# TYPE "):
+                _, _, name, kind = line.split(" ", 3)
+                self.types[name] = kind
+            elif line and not line.startswith("#"):
+                m = self.LINE.match(line)
+                if not m:
+                    raise cd.Failure(f"unparsed exposition line: {line}")
+                labels = dict(self.LABEL.findall(m.group(2) or ""))
+                self.samples.append((m.group(1), labels, float(m.group(3))))
+
+    def total(self, name, **labels):
+        """The sum of `name`'s samples whose labels include `labels`; None when it has none."""
+        got = [v for n, ls, v in self.samples
+               if n == name and all(ls.get(k) == w for k, w in labels.items())]
+        return sum(got) if got else None
+
+    def buckets(self, family):
+        by = {}
+        for n, ls, v in self.samples:
+            if n == f"{family}_bucket":
+                le = float(ls["le"])
+                by[le] = by.get(le, 0.0) + v
+        out = sorted(by.items())
+        if not out or not math.isinf(out[-1][0]):
+            raise cd.Failure(f"{family}: no +Inf bucket")
+        return out
+
+
+def direct_histogram(run, family, want):
+    """A histogram of the scrape against tokchron-report's metric `want`: count and +Inf bucket
+    exactly, buckets cumulative, mean (sum / count) to 1e-9, and report's p50, p90 and p99
+    inside the bucket bound of their rank (cd.quantile_bound)."""
+    s, c = run.prom, run.c
+    c.ok(s.types.get(family) == "histogram", f"{family}: TYPE {s.types.get(family)}")
+    count = s.total(f"{family}_count") or 0.0
+    c.equal(count, want["count"], f"{family}_count")
+    b = s.buckets(family)
+    c.equal(b[-1][1], count, f"{family} +Inf bucket")
+    c.ok(all(x[1] <= y[1] for x, y in zip(b, b[1:])), f"{family}: {len(b)} cumulative buckets")
+    if not count:
+        return
+    c.close(s.total(f"{family}_sum") / count, want["mean"], f"{family} mean (sum / count)")
+    for q in (0.5, 0.9, 0.99):
+        lo, hi = cd.quantile_bound(q, b)
+        exact = want[f"p{q * 100:g}"]
+        c.ok(lo <= exact <= hi, f"{family} p{q * 100:g}: tokchron-report {exact:.6g} in the "
+                                f"bucket bound [{lo:.6g}, {hi:.6g}]")
+
+
+def direct_counter(run, family, want, **labels):
+    got = run.prom.total(family, **labels)
+    run.c.equal(-1 if got is None else got, want,
+                family + ("{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+                          if labels else ""))
+
+
+def ends_at_last_token(r):
+    """The record ending at its last token (its tokens unchanged)."""
+    return starting_at(r, r.get("arrival", r["send"]), True)
+
+
+def check_dynamo(run):
+    recs = run.records
+    # Inclusion all: every request as it ends; TTFT and the prompt length at the first token.
+    canon = run.report(recs)
+    itl = run.report([first_chunk_one_token(r) for r in recs])["metrics"]["itl"]
+    direct_histogram(run, "dynamo_frontend_request_duration_seconds", canon["metrics"]["e2e"])
+    direct_histogram(run, "dynamo_frontend_time_to_first_token_seconds", canon["metrics"]["ttft"])
+    direct_histogram(run, "dynamo_frontend_inter_token_latency_seconds", itl)
+    started = [r for r in recs if first_token(r) is not None]
+    direct_counter(run, "dynamo_frontend_input_sequence_tokens_count", len(started))
+    direct_counter(run, "dynamo_frontend_input_sequence_tokens_sum",
+                   sum(r.get("prompt_tokens", 0) for r in started))
+    direct_counter(run, "dynamo_frontend_output_sequence_tokens_count", len(recs))
+    direct_counter(run, "dynamo_frontend_output_sequence_tokens_sum",
+                   sum(output_tokens(r) for r in recs))
+    direct_counter(run, "dynamo_frontend_output_tokens_total", sum(output_tokens(r) for r in recs))
+    ok = sum(1 for r in recs if reason(r) in ("stop", "length"))
+    direct_counter(run, "dynamo_frontend_requests_total", ok, status="success")
+    direct_counter(run, "dynamo_frontend_requests_total", len(recs) - ok, status="error")
+    direct_counter(run, "dynamo_frontend_disconnected_clients",
+                   sum(1 for r in recs if reason(r) == "aborted"))
+    for g in ("dynamo_frontend_inflight_requests", "dynamo_frontend_queued_requests"):
+        direct_counter(run, g, 0)
+
+
+def check_lmdeploy(run):
+    recs = run.records
+    sched = cd.members(recs, "scheduled")
+    canon = run.report(sched)
+    started = [r for r in recs if first_token(r) is not None]
+    direct_histogram(run, "lmdeploy:time_to_first_token_seconds",
+                     run.report(started)["metrics"]["ttft"])
+    for family, metric in [("lmdeploy:e2e_request_latency_seconds", "e2e"),
+                           ("lmdeploy:request_queue_time_seconds", "queue_time"),
+                           ("lmdeploy:request_prefill_time_seconds", "prefill_time"),
+                           ("lmdeploy:request_decode_time_seconds", "decode_time")]:
+        direct_histogram(run, family, canon["metrics"][metric])
+    # First scheduled to the last token: requests scheduled that produced a token.
+    inference = run.report([starting_at(r, r["scheduled"], True) for r in sched
+                            if "scheduled" in r and first_token(r) is not None])["metrics"]["e2e"]
+    direct_histogram(run, "lmdeploy:request_inference_time_seconds", inference)
+    # One sample per engine step after the first (vLLM's ITL): the gaps between token chunks,
+    # so per request (chunks - 1) samples summing to last - first token.
+    steps = sum(len(token_chunks(r)) - 1 for r in started)
+    span = sum(last_token(r) - first_token(r) for r in started)
+    direct_counter(run, "lmdeploy:time_per_output_token_seconds_count", steps)
+    got = run.prom.total("lmdeploy:time_per_output_token_seconds_sum") or 0.0
+    run.c.close(got, span, "lmdeploy:time_per_output_token_seconds_sum (last - first token)")
+    direct_counter(run, "lmdeploy:request_prompt_tokens_count", len(sched))
+    direct_counter(run, "lmdeploy:request_generation_tokens_sum",
+                   sum(output_tokens(r) for r in sched))
+    direct_counter(run, "lmdeploy:prompt_tokens_total",
+                   sum(r.get("prompt_tokens", 0) for r in started))
+    direct_counter(run, "lmdeploy:generation_tokens_total", sum(output_tokens(r) for r in recs))
+    for g in ("lmdeploy:num_requests_running", "lmdeploy:num_requests_waiting"):
+        direct_counter(run, g, 0)
+
+
+def check_otel(run):
+    recs = run.records
+    # "For successful responses": stop and length; the request duration ends at the last token.
+    succ = [r for r in recs if reason(r) in ("stop", "length")]
+    canon = run.report(succ)
+    direct_histogram(run, "gen_ai_server_time_to_first_token_seconds", canon["metrics"]["ttft"])
+    direct_histogram(run, "gen_ai_server_time_per_output_token_seconds", canon["metrics"]["tpot"])
+    direct_histogram(run, "gen_ai_server_request_duration_seconds",
+                     run.report([ends_at_last_token(r) for r in succ
+                                 if first_token(r) is not None])["metrics"]["e2e"])
+    labels = {ls.get("gen_ai_operation_name") for n, ls, _ in run.prom.samples
+              if n.startswith("gen_ai_server_")}
+    run.c.ok(labels == {"chat"}, f"gen_ai_operation_name on every point: {sorted(labels)}")
+
+
 CHECKS = {"sglang": check_sglang, "tgi": check_tgi, "llamacpp": check_llamacpp,
-          "trtllm": check_trtllm}
+          "trtllm": check_trtllm, "dynamo": check_dynamo, "lmdeploy": check_lmdeploy,
+          "otel": check_otel}
+DIRECT = {"dynamo", "lmdeploy", "otel"}  # checked on one scrape read directly (--metrics)
+
+
+def main_direct(args):
+    with open(args.metrics, encoding="utf-8") as f:
+        scrape = Scrape(f.read())
+    c = cd.Checker()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Run(args, c, scrape, 0.0, 0, tmp)
+        by_reason = {}
+        for r in run.records:
+            by_reason[reason(r)] = by_reason.get(reason(r), 0) + 1
+        print(f"{args.preset}: one scrape of {len(scrape.samples)} samples; trace: "
+              f"{len(run.records)} requests, by finish reason {by_reason}")
+        try:
+            CHECKS[args.preset](run)
+        except (cd.Failure, OSError, ValueError, KeyError, StopIteration, TypeError) as e:
+            print(f"FAIL {type(e).__name__}: {e}")
+            return 1
+    print(f"{c.failures} check(s) failed")
+    return 1 if c.failures else 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", required=True, choices=sorted(CHECKS))
-    ap.add_argument("--prometheus", required=True)
-    ap.add_argument("--job", required=True)
+    ap.add_argument("--prometheus", help="HOST:PORT (the presets not in DIRECT)")
+    ap.add_argument("--job", default="presets")
+    ap.add_argument("--metrics", help="a scrape of /metrics after the run (the DIRECT presets)")
     ap.add_argument("--trace", required=True)
     ap.add_argument("--report", required=True, help="the tokchron-report binary")
     ap.add_argument("--model", required=True)
     ap.add_argument("--service", default="tokchron-serve", help="the scrape's container label")
     ap.add_argument("--summary", help="append the compared quantiles to this file")
     args = ap.parse_args()
+    if (args.preset in DIRECT) != (args.metrics is not None) or \
+            (args.preset not in DIRECT and args.prometheus is None):
+        print(f"--preset {args.preset} takes " +
+              ("--metrics FILE" if args.preset in DIRECT else "--prometheus HOST:PORT"))
+        return 2
+    if args.metrics:
+        return main_direct(args)
 
     prom = cd.Prometheus(args.prometheus, args.job)
     up = prom.query(f'up{{job="{args.job}"}}[1h]')
