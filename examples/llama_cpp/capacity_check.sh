@@ -19,8 +19,10 @@
 # costs, the batch-size term, the time outside the engine loop, the client's round trip) to the
 # three other loads, replaying each request's cached prompt tokens as cached; `calibrate
 # --evaluate` then scores the fitted constants on the held-out load. Prints the residuals and
-# fails (exit 1) when the held-out output throughput or P95 TTFT is off by more than the bounds
-# (default 0.15 and 0.25, issue 44's; the page gives the spread measured on a loaded machine).
+# fails (exit 1) when the held-out output throughput or P95 TTFT is off by more than the bounds,
+# "off by" being max(r, 1/r) - 1 for r = predicted / measured (default 0.15 and 0.25, issue
+# 44's target; the page gives what was measured, and stage 49 the bounds a loaded machine
+# needs).
 # Writes DIR/fit.json and DIR/heldout.json (calibrate's --json-out). --reuse: measure nothing,
 # calibrate and predict from the traces already in DIR (then --url and --bench are not needed).
 set -euo pipefail
@@ -95,7 +97,7 @@ start=(--sim eta_bw=0.5 --sim eta_compute=0.05 --sim t_fixed=0.0005 --sim t_seq=
   --fit eta_bw,eta_compute,t_fixed,t_seq,t_seq2,t_request,t_front,t_client \
   "${train[@]}" --json-out "$out/fit.json" >"$out/fit.txt" ||
   { echo "capacity_check.sh: calibrate exited with $?" >&2; cat "$out/fit.txt" >&2; exit 1; }
-sed -n '/^fitted constants/,/^$/p;/^RMS log error/p' "$out/fit.txt"
+sed -n '/^fitted constants/,/^RMS log error/p' "$out/fit.txt"
 
 # 3. Predict the held-out load with the fitted constants.
 fitted=()
@@ -129,11 +131,13 @@ print(f"{name}held out, {hold} users: out tok/s {tp['measured']:.1f} measured, "
       f"{tp['simulated']:.1f} predicted ({tp['ratio']:.3f}); P95 TTFT "
       f"{tt['measured'] * 1e3:.2f} ms measured, {tt['simulated'] * 1e3:.2f} ms predicted "
       f"({tt['ratio']:.3f}); P95 TPOT {tpot['ratio']:.3f}; RMS log {t['rms']:.3f}")
+def off(r):
+    return max(r, 1 / r) - 1 if r > 0 else float("inf")
 bad = []
-if abs(tp["ratio"] - 1) > max_tput:
-    bad.append(f"throughput off by {abs(tp['ratio'] - 1):.1%} (bound {max_tput:.0%})")
-if abs(tt["ratio"] - 1) > max_ttft:
-    bad.append(f"P95 TTFT off by {abs(tt['ratio'] - 1):.1%} (bound {max_ttft:.0%})")
+if off(tp["ratio"]) > max_tput:
+    bad.append(f"throughput off by {off(tp['ratio']):.1%} (bound {max_tput:.0%})")
+if off(tt["ratio"]) > max_ttft:
+    bad.append(f"P95 TTFT off by {off(tt['ratio']):.1%} (bound {max_ttft:.0%})")
 if bad:
     print(f"{name}held-out prediction: " + "; ".join(bad))
     sys.exit(1)
