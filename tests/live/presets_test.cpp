@@ -67,6 +67,8 @@ TEST_CASE("live presets: SGLang's exposition of the scripted run") {
   CHECK(value(s, "sglang:prompt_tokens") == 12 + 100 + 7 + 2000 + 40);
   CHECK(value(s, "sglang:generation_tokens") == 5 + 3 + 1 + 2 + 4);
   CHECK(value(s, "sglang:cached_tokens") == 30);
+  // observability/metrics_collector.py at 44cedc2: a count without a breakdown by source.
+  CHECK(live_test::family(s, "sglang:cached_tokens")->points.at(0).labels.back().value == "total");
   CHECK(value(s, "sglang:num_requests") == 5);
   CHECK(value(s, "sglang:num_aborted_requests") == 1);
   CHECK(value(s, "sglang:num_queue_reqs") == 1);

@@ -422,13 +422,18 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
 
 /// SGLang's `/metrics` (sgl-project/sglang python/sglang/srt/metrics/collector.py at
 /// 00ae9c1590d2d0bb6c0bfff39e312c34ae3dd538, TokenizerMetricsCollector and
-/// SchedulerMetricsCollector; called from python/sglang/srt/managers/tokenizer_manager.py
+/// SchedulerMetricsCollector, the same at its new path
+/// python/sglang/srt/observability/metrics_collector.py at
+/// 44cedc2b9c7dd31d9acae4498ea4fa0d3665feed but for `cache_source`; called from
+/// python/sglang/srt/managers/tokenizer_manager.py
 /// `collect_metrics` once per output batch): label `model_name`; `sglang:time_to_first_token_
 /// seconds` as the first batch arrives, `sglang:inter_token_latency_seconds` with k samples of
 /// g / k for each later batch of k tokens (`observe_inter_token_latency`: the bucket of
 /// interval / num_new_tokens gets num_new_tokens, the sum the interval), and when the request
 /// finishes `sglang:e2e_request_latency_seconds`, `sglang:prompt_tokens_total`,
-/// `sglang:generation_tokens_total`, `sglang:cached_tokens_total`, `sglang:num_requests_total`
+/// `sglang:generation_tokens_total`, `sglang:cached_tokens_total{cache_source="total"}` (SGLang's
+/// source for a cached count without a device/host/storage breakdown, which is all the server
+/// gives tokchron), `sglang:num_requests_total`
 /// (`observe_one_finished_request`); `sglang:num_aborted_requests_total`;
 /// `sglang:queue_time_seconds` when the scheduler first runs the request; the running and queue
 /// gauges; `sglang:num_retracted_requests_total` from preemptions; `sglang:token_usage` is the
@@ -442,6 +447,8 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
   o.default_label_values = {std::move(model_name)};
   using h = live_histogram;
   using src = live_source;
+  live_family cached = live_source_family("sglang:cached_tokens", src::prompt_tokens_cached);
+  cached.const_labels = {label{"cache_source", "total"}};
   o.families = {
       live_histogram_family(
           "sglang:time_to_first_token_seconds", h::ttft,
@@ -463,7 +470,7 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
       live_source_family("sglang:num_running_reqs", src::running),
       live_source_family("sglang:num_queue_reqs", src::waiting),
       live_source_family("sglang:token_usage", src::kv_cache_usage),
-      live_source_family("sglang:cached_tokens", src::prompt_tokens_cached),
+      cached,
       live_finished_family("sglang:num_requests",
                            static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
                                                      live_reason_bit(finish_reason::length) |
