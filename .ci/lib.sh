@@ -21,8 +21,19 @@ tc_need_pkgs() {
       "registry reachable, and is no other apt or dpkg running?" >&2
     return 1
   }
+  # Some of the packages are services Debian starts when it installs them (nginx on port 80,
+  # prometheus on 9090): the stages start their own on free ports of 127.0.0.1, and a system
+  # service started by the install would hold its port for good, or fail the install where the
+  # port is taken. Debian's policy-rc.d (exit 101: "action forbidden") keeps them stopped; one
+  # the machine has already is left as it is.
+  local policy=/usr/sbin/policy-rc.d made_policy=0
+  if ! [ -e "$policy" ] && printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null &&
+    $sudo chmod 755 "$policy"; then
+    made_policy=1
+  fi
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >&2 || rc=$?
+  [ "$made_policy" -eq 0 ] || $sudo rm -f "$policy"
   [ "$rc" -eq 0 ] || {
     echo "tokchron: 'apt-get install ${missing[*]}' failed (exit $rc, its messages above)" >&2
     return 1
