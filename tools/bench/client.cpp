@@ -166,6 +166,10 @@ std::string request_body(const target& t, std::uint32_t prompt_tokens, std::uint
   std::string prompt;
   prompt.reserve(std::size_t{4} * prompt_tokens);
   for (std::uint32_t i = 0; i < prompt_tokens; ++i) prompt += i ? " the" : "the";
+  return request_body(t, std::move(prompt), max_tokens);
+}
+
+std::string request_body(const target& t, std::string prompt, std::uint32_t max_tokens) {
   nlohmann::ordered_json j;
   j["model"] = t.model;
   if (t.endpoint == endpoint_kind::chat)
@@ -950,7 +954,13 @@ load_result run_load(const load_options& opt) {
   batching::workload work = opt.work;
   if (work.memory_limit == 0) work.memory_limit = batching::default_memory_limit;
   batching::clock_type virtual_clock;  // the load generator's schedule, in time since `zero`
-  batching::load_generator gen(work, virtual_clock);
+  std::optional<batching::load_generator> generator;
+  std::unique_ptr<batching::request_source> hooked;
+  if (opt.schedule)
+    hooked = opt.schedule(virtual_clock);
+  else
+    generator.emplace(work, virtual_clock);
+  batching::request_source& gen = hooked ? *hooked : *generator;
 
   // Resolve once: every request connects to the same address.
   tcp::endpoint ep;
@@ -1001,12 +1011,13 @@ load_result run_load(const load_options& opt) {
   // With `on_end` the run keeps only the requests in flight, by key; without it every request,
   // in `result.requests` (its key is its index there).
   std::unordered_map<std::uint64_t, std::unique_ptr<request_outcome>> flight;
+  std::unordered_map<std::uint64_t, const batching::request*> asked;  // by key, until it ends
   std::uint64_t next_key = 0;
   const auto outcome = [&](std::uint64_t key) -> request_outcome& {
     return opt.on_end ? *flight.at(key) : result.requests[key];
   };
   // The closed loop's backoff: each user's fast failures in a row, and the jitter's draws.
-  const bool closed = opt.work.mode == batching::arrival_mode::closed;
+  const bool closed = !opt.schedule && opt.work.mode == batching::arrival_mode::closed;
   std::vector<std::uint32_t> fast_failures(closed ? opt.work.users : 0);
   std::mt19937_64 jitter(opt.work.seed ^ 0x9e3779b97f4a7c15ULL);
   // The latest time a stream received bytes of a 200 answer (the sessions store it), and the
@@ -1053,7 +1064,7 @@ load_result run_load(const load_options& opt) {
           last_failure = std::max(last_failure, end);
           last_reason = o.error;
         }
-        const batching::request& q = gen.requests()[o.id];
+        const batching::request& q = *asked.at(key);
         if (closed && q.user < fast_failures.size()) {
           std::uint32_t& k = fast_failures[q.user];
           if (!o.error.empty() && end - o.tl.send_time().value_or(end) < opt.retry.fast) {
@@ -1071,6 +1082,7 @@ load_result run_load(const load_options& opt) {
           }
         }
         try {
+          asked.erase(key);
           if (sending) gen.on_finish(q, virtual_now(resume));
           if (opt.on_end) {
             auto taken = std::move(flight.at(key));
@@ -1113,6 +1125,8 @@ load_result run_load(const load_options& opt) {
       gen.release(virtual_now(now), released);
       for (batching::request* r : released) {
         if (r->arrival >= gen.end()) continue;
+        std::string body = opt.body ? opt.body(opt.tgt, *r)
+                                    : request_body(opt.tgt, r->prompt_tokens, r->output_tokens);
         const std::uint64_t key = opt.on_end ? next_key++ : result.requests.size();
         request_outcome& o =
             opt.on_end ? *flight.emplace(key, std::make_unique<request_outcome>()).first->second
@@ -1122,19 +1136,19 @@ load_result run_load(const load_options& opt) {
         o.measured =
             std::chrono::duration<double>(r->arrival.time_since_epoch()).count() >= opt.warmup_s;
         (void)o.tl.arrive(at(r->arrival));
+        asked.emplace(key, r);
         ++in_flight;
         ++sent;
-        auto s =
-            std::make_shared<session>(*iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o,
-                                      request_body(opt.tgt, r->prompt_tokens, r->output_tokens),
-                                      pools.empty() ? nullptr : &pools[next_thread],
-                                      tls ? &*tls : nullptr, &progress_at, [&m, &cv, &ended, key] {
-                                        {
-                                          std::lock_guard<std::mutex> lock(m);
-                                          ended.push_back(key);
-                                        }
-                                        cv.notify_one();
-                                      });
+        auto s = std::make_shared<session>(
+            *iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o, std::move(body),
+            pools.empty() ? nullptr : &pools[next_thread], tls ? &*tls : nullptr, &progress_at,
+            [&m, &cv, &ended, key] {
+              {
+                std::lock_guard<std::mutex> lock(m);
+                ended.push_back(key);
+              }
+              cv.notify_one();
+            });
         net::post(*iocs[next_thread], [s] { s->start(); });
         next_thread = (next_thread + 1) % iocs.size();
       }

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,6 +93,9 @@ void check_id_prefix(const std::string& prefix);
 /// (one word is one token in common tokenizers; the server's `usage.prompt_tokens` is what the
 /// trace records when it sends usage), with `stream_options.include_usage`.
 [[nodiscard]] std::string request_body(const target& t, std::uint32_t prompt_tokens,
+                                       std::uint32_t max_tokens);
+/// The same body with `prompt` as the prompt (the user message of a chat request).
+[[nodiscard]] std::string request_body(const target& t, std::string prompt,
                                        std::uint32_t max_tokens);
 
 /// Which time a read's events get.
@@ -264,6 +268,14 @@ struct load_options {
   /// bounded by the users (closed loop) or the rate times the request time (open loop), not by
   /// its duration.
   std::function<void(request_outcome&&, clock::time_point zero)> on_end;
+  /// Where the run's requests come from instead of `work`'s load generator (a trace replay,
+  /// workloads.hpp): made once per run on the clock of the run's schedule (time since
+  /// `load_result::zero`). Its requests keep their addresses until its `on_finish`, and their
+  /// ids are distinct; the closed loop's backoff does not apply.
+  std::function<std::unique_ptr<batching::request_source>(const batching::clock_type&)> schedule;
+  /// The JSON body of each request (empty: `request_body` of its prompt and output lengths);
+  /// called on the scheduling thread, in order of intended send.
+  std::function<std::string(const target&, const batching::request&)> body;
 };
 
 /// The outcome of a run: every request it sent (none when `load_options::on_end` took them),

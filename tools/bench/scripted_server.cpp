@@ -53,6 +53,7 @@ struct scripted_server::impl {
   std::thread thread;
   mutable std::mutex m;
   std::map<std::string, std::vector<emission>> sent;
+  std::map<std::string, std::string> prompts;  // by X-Request-Id
   std::uint64_t received = 0, accepted = 0;
   std::uint16_t port = 0;
 };
@@ -101,6 +102,10 @@ class connection : public std::enable_shared_from_this<connection> {
       prompt = j.value("prompt", std::string());
     prompt_tokens_ = prompt.empty() ? 0 : 1;
     for (char c : prompt) prompt_tokens_ += c == ' ';
+    {
+      std::lock_guard<std::mutex> lock(srv_.m);
+      srv_.prompts[id_] = prompt;
+    }
     if (model_ == "http500") return respond(500, "scripted failure");
     if (model_ == "http503") return respond(503, "overloaded");
     if (model_ == "latin1_500")  // 296 ASCII bytes, then Latin-1: the 300-byte quote cuts in it
@@ -435,6 +440,11 @@ std::uint16_t scripted_server::port() const noexcept { return impl_->port; }
 std::map<std::string, std::vector<emission>> scripted_server::emissions() const {
   std::lock_guard<std::mutex> lock(impl_->m);
   return impl_->sent;
+}
+
+std::map<std::string, std::string> scripted_server::prompts() const {
+  std::lock_guard<std::mutex> lock(impl_->m);
+  return impl_->prompts;
 }
 
 std::uint64_t scripted_server::requests() const {

@@ -54,7 +54,7 @@
 /// A request with `Connection: keep-alive` keeps its
 /// connection open after a whole stream for the next request (HTTP/1.1 keep-alive), except with
 /// model `drop`, which says keep-alive and closes it anyway (a server dropping idle connections).
-/// Handlers run on one thread. Memory: one record per chunk written.
+/// Handlers run on one thread. Memory: one record per chunk written, and each request's prompt.
 
 #include <chrono>
 #include <cstdint>
@@ -101,6 +101,9 @@ class scripted_server {
   [[nodiscard]] std::uint16_t port() const noexcept;
   /// The events written so far per `X-Request-Id` (a copy; thread-safe).
   [[nodiscard]] std::map<std::string, std::vector<emission>> emissions() const;
+  /// The prompt (or the first message's content) of each request so far, per `X-Request-Id`
+  /// (a copy; thread-safe).
+  [[nodiscard]] std::map<std::string, std::string> prompts() const;
   /// Requests received so far (thread-safe).
   [[nodiscard]] std::uint64_t requests() const;
   /// Connections accepted so far (thread-safe).
