@@ -25,6 +25,7 @@
 #include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/sla/capacity.hpp"
+#include "workloads.hpp"
 
 // The executor's command line (tools/executor/app/cli.hpp): its workload options
 // (--users, --rate, --prompt-len, ...) are parsed by the same setters here.
@@ -42,7 +43,7 @@ struct usage_error : std::invalid_argument {
 const std::vector<std::string>& workload_options() {
   static const std::vector<std::string> names{
       "users",    "think_time", "rate",   "burstiness",   "prompt_len", "output_len",
-      "duration", "ramp_up",    "warmup", "max_requests", "seed"};
+      "duration", "ramp_up",    "warmup", "max_requests", "seed",       "shared_prefix"};
   return names;
 }
 
@@ -85,6 +86,17 @@ const std::vector<own_option>& own_options() {
       {"scrape", "URL",
        "read the server's Prometheus metrics (e.g. http://HOST:PORT/metrics) before and after "
        "each run and report what changed beside the client's numbers"},
+      {"replay", "FILE",
+       "send the requests of a recorded trace at their recorded times with their recorded "
+       "lengths (tokchron's trace, Mooncake's JSON Lines, BurstGPT's CSV)"},
+      {"replay_format", "NAME",
+       "the --replay file's format: auto (default), tokchron, mooncake "
+       "or burstgpt"},
+      {"replay_speed", "X",
+       "--replay: the recorded gaps divided by X (default 1; 2: twice as fast)"},
+      {"prefix_groups", "N",
+       "request i's prompt starts with the --shared-prefix tokens of group i mod N (default 1 "
+       "with --shared-prefix), then words of its own"},
       {"progress", "WHEN", "auto (default: on a terminal), always or never"},
       {"give_up", "SECONDS",
        "stop sending when no stream received a byte for this long while requests failed "
@@ -161,7 +173,21 @@ struct settings {
   std::vector<std::pair<std::string, std::string>> headers;
   tls_options tls;
   std::vector<std::string> report_args;
+  std::string replay;  // the trace to replay (empty: the load generator's draws)
+  std::optional<replay_format> replay_as;
+  double replay_speed = 1;
+  std::uint32_t prefix_groups = 0;  // 0: no --prefix-groups
+  bool duration_given = false;
 };
+
+// A positive decimal number (--replay-speed).
+double positive_of(const std::string& opt, const std::string& v, double most) {
+  const auto d = batching::parse_decimal(v);
+  if (!d || !(*d > 0) || *d > most)
+    throw usage_error("--" + dashes(opt) + " '" + v + "': must be a number in (0, " +
+                      std::to_string(static_cast<long long>(most)) + "]");
+  return *d;
+}
 
 settings parse(const std::vector<std::string>& argv) {
   settings s;
@@ -279,6 +305,21 @@ settings parse(const std::vector<std::string>& argv) {
       s.scrape = value;
     } else if (name == "trace_out") {
       s.trace_out = value;
+    } else if (name == "replay") {
+      s.replay = value;
+    } else if (name == "replay_format") {
+      if (value != "auto" && !(s.replay_as = replay_format_named(value)))
+        throw usage_error("--replay-format '" + value +
+                          "': expected auto, tokchron, mooncake or burstgpt");
+    } else if (name == "replay_speed") {
+      s.replay_speed = positive_of(name, value, 1e6);
+    } else if (name == "prefix_groups") {
+      const auto d = batching::parse_decimal(value);
+      if (!d || *d < 1 || *d > max_prefix_groups ||
+          *d != static_cast<double>(static_cast<std::uint32_t>(*d)))
+        throw usage_error("--prefix-groups '" + value + "': must be an integer in [1, " +
+                          std::to_string(max_prefix_groups) + "]");
+      s.prefix_groups = static_cast<std::uint32_t>(*d);
     } else if (name == "progress") {
       if (value != "auto" && value != "always" && value != "never")
         throw usage_error("--progress '" + value + "': expected auto, always or never");
@@ -286,6 +327,23 @@ settings parse(const std::vector<std::string>& argv) {
     }
   }
   if (!once.seen("profile")) s.report_args.insert(s.report_args.begin(), {"--profile", "all"});
+  s.duration_given = once.seen("duration");
+  if (s.run.load.shared_prefix > max_replay_length)
+    throw usage_error("--shared-prefix: at most " + std::to_string(max_replay_length) + " tokens");
+  if (s.prefix_groups > 0 && s.run.load.shared_prefix == 0)
+    throw usage_error("--prefix-groups needs --shared-prefix (the length of each group's prefix)");
+  if (!s.replay.empty()) {
+    // The trace gives the arrivals and the lengths; these would be ignored, so they are refused.
+    for (const char* o : {"users", "think-time", "rate", "burstiness", "prompt-len", "output-len",
+                          "ramp-up", "shared-prefix", "prefix-groups", "sweep"})
+      if (once.seen(o))
+        throw usage_error(std::string("--") + o +
+                          " does not go with --replay (the trace gives the arrivals and lengths)");
+    // Without --duration the whole trace is sent.
+    if (!s.duration_given) s.run.load.duration_s = batching::max_arrival_s;
+  } else if (once.seen("replay-format") || once.seen("replay-speed")) {
+    throw usage_error("--replay-format and --replay-speed go with --replay");
+  }
   try {
     const target t = parse_target(s.url, s.endpoint, s.model);
     if (!t.tls && (once.seen("ca-cert") || once.seen("tls-verify")))
@@ -391,6 +449,9 @@ struct run_summary {
   // and the handshakes that resumed a session.
   std::uint64_t new_connections = 0, handshakes = 0, resumed = 0;
   tc::exact_quantiles<double> connects, handshake_ms;
+  // The prompt tokens the server counted, and those it said its prefix cache served (requests
+  // whose usage gave both).
+  std::uint64_t usage_prompt = 0, usage_cached = 0, usage_requests = 0;
 
   void add(const request_outcome& o) {
     ++measured;
@@ -437,6 +498,30 @@ struct run_summary {
         (void)handshake_ms.add(tc::to_seconds(o.handshake_time) * 1e3);
       }
     }
+    if (const auto p = o.tl.prompt_tokens(), k = o.tl.cached_prompt_tokens(); p && k) {
+      usage_prompt += *p;
+      usage_cached += *k;
+      ++usage_requests;
+    }
+  }
+
+  // What the prompts of a replay or of prefix groups shared, and what the server's cache served.
+  void print_prompts(std::ostream& err, const prefix_counts& c) const {
+    const auto pct = [](std::uint64_t part, std::uint64_t whole) {
+      std::ostringstream o;
+      o << std::fixed << std::setprecision(1)
+        << 100.0 * static_cast<double>(part) / static_cast<double>(whole ? whole : 1) << '%';
+      return o.str();
+    };
+    err << "tokchron-bench: prompts: " << c.prompts << " requests sent " << c.prompt_tokens
+        << " prompt tokens (one word a token); " << c.reusable_tokens << " of them ("
+        << pct(c.reusable_tokens, c.prompt_tokens)
+        << ") repeat a block or prefix an earlier request of the run sent: the most a prefix "
+           "cache could serve\n";
+    if (usage_requests > 0)
+      err << "tokchron-bench: the server's usage: " << usage_cached << " of " << usage_prompt
+          << " prompt tokens (" << pct(usage_cached, usage_prompt) << ") served from its cache, in "
+          << usage_requests << " measured requests that reported cached tokens\n";
   }
 
   void print(std::ostream& err, receive_time rx, const load_result& r) const {
@@ -554,6 +639,27 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     err << "tokchron-bench: " << e.what() << "\n\n" << usage();
     return 2;
   }
+  // The trace to replay, read whole before anything is sent (a malformed line stops it here).
+  std::shared_ptr<const replay_plan> plan;
+  if (!s.replay.empty()) {
+    std::ifstream in(s.replay);
+    if (!in) {
+      err << "tokchron-bench: --replay: cannot read " << s.replay << '\n';
+      return 2;
+    }
+    try {
+      plan = std::make_shared<const replay_plan>(read_replay(in, s.replay, s.replay_as));
+    } catch (const replay_error& e) {
+      err << "tokchron-bench: --replay: " << e.what() << '\n';
+      return 2;
+    }
+    err << "tokchron-bench: replaying " << s.replay << " (" << replay_format_name(plan->format)
+        << "): " << plan->requests.size() << " requests over "
+        << static_cast<double>(plan->requests.back().at_ns) / 1e9 << " s as recorded";
+    if (plan->no_output > 0)
+      err << "; " << plan->no_output << " recorded without output tokens are not sent";
+    err << '\n';
+  }
   std::vector<std::string> points = s.sweep_values;
   if (points.empty()) points.emplace_back();
   int worst = 0;
@@ -589,6 +695,23 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     lo.first_request_id = next_request_id;
     lo.id_prefix = s.id_prefix;
     lo.give_up = s.give_up;
+    std::shared_ptr<prefix_counts> prefixes;  // what the prompts shared (replay, prefix groups)
+    if (plan || rc.load.shared_prefix > 0) {
+      workload_hooks h;
+      if (plan) {
+        replay_settings rs;
+        rs.speed = s.replay_speed;
+        if (s.duration_given) rs.until_s = rc.load.duration_s;
+        rs.max_requests = rc.load.max_requests;
+        rs.seed = rc.load.seed;
+        h = replay_hooks(plan, rs);
+      } else {
+        h = prefix_group_hooks(std::max<std::uint32_t>(1, s.prefix_groups), rc.load.seed);
+      }
+      lo.schedule = std::move(h.schedule);
+      lo.body = std::move(h.body);
+      prefixes = h.counts;
+    }
     const bool show = s.progress == "always" || (s.progress == "auto" && terminal);
     if (show)
       lo.on_progress = [&err](const progress& p) {
@@ -661,6 +784,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       return 1;
     }
     sum.print(err, s.rx_time, r);
+    if (prefixes) sum.print_prompts(err, *prefixes);
     std::vector<std::string> args = s.report_args;
     if (!v.empty())  // each point's pictures in a folder of their own: DIR/NAME=V
       for (std::size_t i = 0; i + 1 < args.size(); i += 2)
