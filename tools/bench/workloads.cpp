@@ -215,12 +215,12 @@ replay_plan read_replay(std::istream& in, const std::string& name,
           const auto j = nlohmann::json::parse(line, nullptr, false);
           format = j.is_object() && j.contains("input_length") ? replay_format::mooncake
                                                                : replay_format::tokchron;
-        } else if (line.compare(lead, 9, "Timestamp") == 0) {
+        } else if (line.find("Timestamp") != std::string::npos) {
           format = replay_format::burstgpt;
         } else {
           bad("",
-              "not a trace --replay reads (a JSON object, or BurstGPT's CSV header starting "
-              "with Timestamp); name the format with --replay-format");
+              "not a trace --replay reads (a JSON object, or BurstGPT's CSV header with a "
+              "Timestamp column); name the format with --replay-format");
         }
       }
       p.format = *format;

@@ -78,7 +78,7 @@ struct replay_error : std::invalid_argument {
 
 /// Reads a trace for replay; `format` empty: detected from the first line that is not blank
 /// (a JSON object with `input_length` is Mooncake's, one without it tokchron's; a line
-/// starting with `Timestamp` is BurstGPT's CSV header). Throws `replay_error` at the first
+/// with a `Timestamp` column is BurstGPT's CSV header). Throws `replay_error` at the first
 /// malformed line, naming `name`, the line and the field. Memory: one `replay_request` per line
 /// and 8 bytes per `hash_ids` entry.
 [[nodiscard]] replay_plan read_replay(std::istream& in, const std::string& name,
