@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tokchron-requires: nlohmann-json
-#ifndef TOKCHRON_EXAMPLES_TOKCHRON_BENCH_WORKLOADS_HPP
-#define TOKCHRON_EXAMPLES_TOKCHRON_BENCH_WORKLOADS_HPP
+#ifndef TOKCHRON_TOOLS_BENCH_WORKLOADS_HPP
+#define TOKCHRON_TOOLS_BENCH_WORKLOADS_HPP
 
 /// \file
 /// tokchron-bench's workloads beyond the load generator's draws (docs/tools/tokchron-bench.md,
@@ -126,4 +126,4 @@ inline constexpr std::uint32_t max_prefix_groups = 1000000;
 
 }  // namespace tokchron_bench
 
-#endif  // TOKCHRON_EXAMPLES_TOKCHRON_BENCH_WORKLOADS_HPP
+#endif  // TOKCHRON_TOOLS_BENCH_WORKLOADS_HPP
