@@ -452,9 +452,13 @@ struct run_summary {
   // The prompt tokens the server counted, and those it said its prefix cache served (requests
   // whose usage gave both).
   std::uint64_t usage_prompt = 0, usage_cached = 0, usage_requests = 0;
+  // Each sent request's send lag: its send minus its intended send (its arrival), ms.
+  tc::exact_quantiles<double> lags;
 
   void add(const request_outcome& o) {
     ++measured;
+    if (const auto a = o.tl.arrival(), sent = o.tl.send_time(); a && sent)
+      (void)lags.add(tc::to_seconds(*sent - *a) * 1e3);
     if (!o.error.empty()) {
       ++failed;
       ++kinds[failure_name(o.failure)];
@@ -551,6 +555,11 @@ struct run_summary {
         << *q.quantile(0.99, tc::quantile_method::nearest_rank) << " ms";
       return o.str();
     };
+    if (!lags.empty())
+      err << "tokchron-bench: send lag (each request's send minus its intended send): " << ms(lags)
+          << ", max " << std::fixed << std::setprecision(2)
+          << *lags.quantile(1.0, tc::quantile_method::nearest_rank) << " ms\n"
+          << std::defaultfloat;
     if (new_connections > 0) {
       err << "tokchron-bench: " << new_connections << " requests opened a connection: TCP connect "
           << ms(connects);
