@@ -20,7 +20,7 @@
 #include "bench_cli.hpp"
 #include "client.hpp"
 #include "scripted_server.hpp"
-#include "tokchron/io/trace_json.hpp"
+#include "tokchron/io/trace_json_reader.hpp"
 #include "workloads.hpp"
 
 namespace tb = tokchron_bench;
