@@ -51,8 +51,11 @@ py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" -c 'import numpy' 2>/dev/null || { say "$py has no numpy (Debian: apt-get install python3-numpy)"; exit 1; }
 
+mkdir -p "$cache/node-llama-cpp-$version"
+# Absolute, as CMake records the paths of its build trees (drop_foreign_tree compares them) and
+# ccache wants its base directory.
+cache=$(cd "$cache" && pwd)
 work=$cache/node-llama-cpp-$version
-mkdir -p "$work"
 cd "$work"
 
 # 1. The package and the release it carries.
@@ -92,15 +95,24 @@ for f in server-tokchron.h server-tokchron.cpp; do
   cmp -s "$here/$f" "$src/tools/server/$f" || cp "$here/$f" "$src/tools/server/$f"
 done
 
+# A build tree CMake configured for another source or another place (the cache filled from
+# another checkout, or copied or restored under another home) cannot be configured again: CMake
+# refuses it. Such a tree is removed and configured afresh (ccache keeps its objects).
+drop_foreign_tree() {
+  local dir=$1 source=$2
+  [ -f "$dir/CMakeCache.txt" ] || return 0
+  if ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$source" "$dir/CMakeCache.txt" ||
+    ! grep -qxF "CMAKE_CACHEFILE_DIR:INTERNAL=$dir" "$dir/CMakeCache.txt"; then
+    say "$dir was configured for another source or place: configuring it afresh"
+    rm -rf "$dir"
+  fi
+}
+
 # 3. tokchron, installed as a user installs it (the README's pure install), then llama-server.
 if [ -z "$prefix" ]; then
   prefix=$work/tokchron
   say "installing tokchron from $root into $prefix"
-  # The cache may have been filled from another checkout: its build tree is that one's.
-  if [ -f "$work/tokchron-build/CMakeCache.txt" ] &&
-    ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$root" "$work/tokchron-build/CMakeCache.txt"; then
-    rm -rf "$work/tokchron-build"
-  fi
+  drop_foreign_tree "$work/tokchron-build" "$root"
   cmake -S "$root" -B "$work/tokchron-build" -G Ninja -DTOKCHRON_BUILD_TESTS=OFF \
     -DTOKCHRON_BUILD_EXAMPLES=OFF -DTOKCHRON_BUILD_TOOLS=OFF -DTOKCHRON_BUILD_BENCHMARKS=OFF \
     >"$work/tokchron-build.log" 2>&1 || { cat "$work/tokchron-build.log" >&2; exit 1; }
@@ -116,6 +128,7 @@ case $opt in
     optflags=("-DCMAKE_C_FLAGS_RELEASE=-O$opt -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=-O$opt -DNDEBUG") ;;
   *) say "--opt takes 0, 1, 2, 3 or s, not $opt"; exit 2 ;;
 esac
+drop_foreign_tree "$build" "$src"
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${optflags[@]}" -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_NATIVE=OFF \
