@@ -62,18 +62,29 @@ declare -A idle=(
   [trtllm]='trtllm_num_requests_running + trtllm_num_requests_waiting'
 )
 
+# serve_start PRESET DIR: serve under PRESET's names, at most 4 requests in a batch (the load
+# queues, so queue times and the waiting gauge move), its trace in DIR/server.jsonl; sets the
+# caller's `server` (its pid, appended to `pids`) and `base` (its URL).
+serve_start() {
+  "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model "tokchron/$1" --names "$1" \
+    --max-batch-size 4 --trace-out "$2/server.jsonl" >"$2/serve.log" 2>&1 &
+  server=$!
+  pids+=("$server")
+  base=$(tc_serve_url "$2/serve.log")
+}
+# serve_stop DIR: stops the caller's `server` (its trace written), failing on its exit status.
+serve_stop() {
+  kill -INT "$server"
+  wait "$server" || { echo "serve exited with $?"; cat "$1/serve.log"; exit 1; }
+}
+
 # run_preset PRESET SEED: serve, Prometheus, load, stop serve (its trace), check.
 run_preset() {
   local p=$1 seed=$2 d=$work/$1
   mkdir -p "$d"
   echo "--- serve --names $p, a Prometheus scraping it, a short load"
-  # At most 4 requests in a batch: the load queues, so queue times and the waiting gauge move.
-  "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model "tokchron/$p" --names "$p" \
-    --max-batch-size 4 --trace-out "$d/server.jsonl" >"$d/serve.log" 2>&1 &
-  local server=$!
-  pids+=("$server")
-  local base
-  base=$(tc_serve_url "$d/serve.log")
+  local server base
+  serve_start "$p" "$d"
   tc_prometheus "$d" presets "${base#http://}" container=tokchron-serve
   local prom=$prom_pid
   # Scraped before the first request: every counter's first sample in the range is 0.
@@ -101,8 +112,7 @@ run_preset() {
   held=$(promql "$prom_port" 'sum_over_time(up{job="presets"}[1h])')
   [ "$held" != none ] || { echo "Prometheus answers no scrape count"; exit 1; }
   scrapes "$prom_port" $((held + 2)) || exit 1
-  kill -INT "$server"
-  wait "$server" || { echo "serve exited with $?"; cat "$d/serve.log"; exit 1; }
+  serve_stop "$d"
   if ! python3 "$checker" --preset "$p" --prometheus "127.0.0.1:$prom_port" --job presets \
       --trace "$d/server.jsonl" --report "$report" --model "tokchron/$p" \
       --service tokchron-serve --summary "$summary"; then
@@ -135,12 +145,8 @@ run_direct() {
   local p=$1 seed=$2 d=$work/$1
   mkdir -p "$d"
   echo "--- serve --names $p, a one-second load, one scrape of /metrics read directly"
-  "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model "tokchron/$p" --names "$p" \
-    --max-batch-size 4 --trace-out "$d/server.jsonl" >"$d/serve.log" 2>&1 &
-  local server=$!
-  pids+=("$server")
-  local base
-  base=$(tc_serve_url "$d/serve.log")
+  local server base
+  serve_start "$p" "$d"
   local abandon=
   if [ -n "${busy_of[$p]:-}" ]; then
     (sleep 0.3; curl -sS -N --max-time 0.3 "$base/v1/completions" -H 'Content-Type: application/json' \
@@ -167,8 +173,7 @@ run_direct() {
     [ $SECONDS -lt $end ] || { echo "--names $p: requests still in flight after 30 s"; exit 1; }
     sleep 0.3
   done
-  kill -INT "$server"
-  wait "$server" || { echo "serve exited with $?"; cat "$d/serve.log"; exit 1; }
+  serve_stop "$d"
   pids=()
   out=$(promtool check metrics <"$d/metrics.txt" 2>&1 || true)
   other=$(grep -v -e "should not contain ':'" <<<"$out" || true)
