@@ -12,8 +12,8 @@
 
 #include "export/golden.hpp"
 #include "tokchron/io/trace.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/testing.hpp"
 
 namespace {

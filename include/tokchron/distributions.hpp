@@ -8,8 +8,8 @@
 /// says which to prefer when).
 ///
 /// The model follows prometheus-cpp's registry -> family -> metric: a distributions object (the
-/// registry) holds one family per `metric_id` of the metric table (metrics/metric.hpp), each a
-/// distribution, plus the counters of the requests behind them. The modes differ only in who
+/// registry) holds one family per `metric_id` of the metric table (metrics/metric_table.hpp), each
+/// a distribution, plus the counters of the requests behind them. The modes differ only in who
 /// writes and how it is read:
 ///
 /// | mode | type | writers | read by |

@@ -37,7 +37,7 @@
 #include "tokchron/clock.hpp"
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/timeline/replay.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 

@@ -15,7 +15,7 @@
 
 #include "tokchron/io/trace.hpp"
 #include "tokchron/io/trace_json_reader.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/evaluator.hpp"
 

@@ -22,7 +22,7 @@
 
 #include "tokchron/live/presets.hpp"
 #include "tokchron/live/scrape.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/quantile/exact.hpp"
 #include "tokchron/testing.hpp"
 

@@ -15,7 +15,7 @@
 
 #include "export/golden.hpp"
 #include "tokchron/export/json.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/sla/evaluator.hpp"
 
 namespace {

@@ -9,7 +9,7 @@
 #include "export/golden.hpp"
 #include "tokchron/export/prometheus.hpp"
 #include "tokchron/export/summary_gauges.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/evaluator.hpp"
 #include "tokchron/testing.hpp"

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "tokchron/clock.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/timeline/request_timeline.hpp"
 
 namespace tokchron_test {

@@ -16,8 +16,8 @@
 #include "tokchron/io/trace.hpp"
 #include "tokchron/io/trace_json_reader.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/profiles.hpp"
 
 namespace {
 void check_nonnegative(const std::optional<double>& v) { TOKCHRON_FUZZ_CHECK(!v || *v >= 0); }

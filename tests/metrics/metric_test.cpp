@@ -9,9 +9,9 @@
 
 #include "tokchron/export/csv.hpp"
 #include "tokchron/export/serving_metrics.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/metric.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/sla/objective.hpp"
 #include "tokchron/testing.hpp"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "tokchron/io/trace.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/testing.hpp"
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/inclusion.hpp"
-#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 
 namespace tokchron_report {

@@ -5,7 +5,7 @@
 /// \file
 /// `basic_distributions`: the one aggregation model's core. Distributions of per-request
 /// metrics over many requests are a family of estimators, one per `metric_id` of the metric
-/// table (metrics/metric.hpp), plus the counters of the requests behind them (by finish
+/// table (metrics/metric_table.hpp), plus the counters of the requests behind them (by finish
 /// reason, tokens, preemptions). This header is the single-writer mode: standard library only,
 /// no `<thread>` or `<mutex>`. The other modes hold the same family: the sharded many-writer
 /// mode (`basic_collector<basic_distributions<E>>`, collect/collector.hpp) and the
@@ -33,7 +33,7 @@
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/fluidity.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/quantile/detail/capabilities.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/quantile/log_histogram.hpp"

@@ -22,7 +22,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/sla/objective.hpp"
 #include "tokchron/sla/verdict.hpp"
 #include "tokchron/timeline/event.hpp"

@@ -30,7 +30,7 @@
 #include "tokchron/export/serving_metrics.hpp"
 #include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/live/presets.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/version.hpp"
 

@@ -26,7 +26,7 @@
 #include "tokchron/exposition/snapshot_data.hpp"
 #include "tokchron/live/presets.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 #include "tokchron/timeline/event.hpp"
 

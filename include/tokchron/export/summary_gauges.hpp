@@ -16,7 +16,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/exposition/snapshot_data.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/objective.hpp"
 #include "tokchron/sla/verdict.hpp"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE

@@ -33,7 +33,7 @@
 #include "tokchron/config.hpp"
 #include "tokchron/exposition/buckets.hpp"
 #include "tokchron/live/options.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/timeline/event.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE

@@ -34,7 +34,7 @@
 #include "tokchron/live/options.hpp"
 #include "tokchron/live/presets.hpp"
 #include "tokchron/live/recorder.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/timeline/event.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/detail/select_ranks.hpp"
-#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/quantile/exact.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE

@@ -5,7 +5,7 @@
 /// \file
 /// `metric_id` alone, for the headers that name a metric without its table (metrics/canonical.hpp,
 /// on the recording header's parse path): the table, its names and units are in
-/// metrics/metric.hpp, which includes this header.
+/// metrics/metric_table.hpp, which includes this header.
 
 #include <cstdint>
 

@@ -7,7 +7,7 @@
 /// which chunks count, E2E end, token source, TPOT, ITL grain, percentiles, duration, rates,
 /// goodput) as enums and one plain `profile` struct, and the generic engine (`evaluate`) that
 /// computes any profile's per-request values (`request_metrics`) from a request timeline. The
-/// built-in profiles are in metrics/profiles.hpp.
+/// built-in profiles are in metrics/builtin_profiles.hpp.
 ///
 /// Adding a choice is adding an enum and a `profile` field, setting tokchron's choice in
 /// `profiles::canonical` and the other choice in each built-in profile that differs (each starts
@@ -26,7 +26,7 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/metrics/profile_rules.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/timeline/event.hpp"

@@ -4,9 +4,9 @@
 
 /// \file
 /// Run summaries: what a benchmark tool prints at the end of a run, computed from a set of
-/// finished timelines under a `profile` (metrics/profiles.hpp): duration, completed and failed
-/// counts, request / output / total token throughput (also per GPU), mean concurrency (sum E2E
-/// / duration and the time-weighted in-flight average), peak concurrency, and for each metric
+/// finished timelines under a `profile` (metrics/builtin_profiles.hpp): duration, completed and
+/// failed counts, request / output / total token throughput (also per GPU), mean concurrency (sum
+/// E2E / duration and the time-weighted in-flight average), peak concurrency, and for each metric
 /// (ttft, tpot, itl, e2e, queue_time, prefill_time, decode_time, output_rate) count, mean, median,
 /// std, min, max and percentiles, plus the prompt and output length distributions.
 ///
@@ -43,9 +43,9 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/detail/decimal.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/distribution.hpp"
 #include "tokchron/metrics/inclusion.hpp"
-#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/quantile/exact.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
@@ -110,7 +110,7 @@ struct run_summary {
   /// (GuideLLM: to its request_end, the [DONE] line, which makes it its printed Concurrency mean).
   std::optional<double> time_weighted_concurrency;
   std::uint64_t peak_concurrency = 0;  ///< most requests in flight at once
-  /// Per-metric statistics, named as in metrics/metric.hpp. `itl` pools the profile's ITL
+  /// Per-metric statistics, named as in metrics/metric_table.hpp. `itl` pools the profile's ITL
   /// samples (per chunk or per token) or holds one value per request (per-request grains);
   /// `output_rate` is the per-user tokens/s of the profile's rule.
   distribution ttft, tpot, itl, e2e, queue_time, prefill_time, decode_time, output_rate;
@@ -143,7 +143,7 @@ struct run_summary {
     bool start_is_earliest_arrival = false;
   } quirks;
 
-  /// The distribution kept of metric `m` (metrics/metric.hpp), or nullptr for a metric a run
+  /// The distribution kept of metric `m` (metrics/metric_table.hpp), or nullptr for a metric a run
   /// summary does not keep (ttft_from_send, ttft_from_scheduled, normalized_latency, fluidity).
   [[nodiscard]] const distribution* of(metric_id m) const noexcept {
     return const_cast<run_summary&>(*this).of(m);

@@ -38,10 +38,10 @@
 
 #include "tokchron/collect/distributions.hpp"
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/metrics/fluidity.hpp"
-#include "tokchron/metrics/metric.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 #include "tokchron/quantile/detail/capabilities.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/quantile/exact.hpp"

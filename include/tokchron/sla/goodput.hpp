@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 #include "tokchron/metrics/canonical.hpp"
-#include "tokchron/metrics/profiles.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/objective.hpp"
 

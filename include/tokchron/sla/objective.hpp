@@ -10,7 +10,7 @@
 ///
 ///     objective  := statistic "(" metric ")" comparator number [unit]
 ///     statistic  := "p" number (0..100) | "median" | "mean" | "avg" | "max" | "min"
-///     metric     := a name or alias from metric_table (metrics/metric.hpp), e.g. ttft, itl,
+///     metric     := a name or alias from metric_table (metrics/metric_table.hpp), e.g. ttft, itl,
 ///                   e2e (alias e2el), queue_time (alias queue), output_rate, fluidity
 ///     comparator := "<" | "<=" | ">" | ">="
 ///     unit       := time metrics: "s" | "ms" | "us" | "µs" | "ns" | "min" (required);
@@ -38,11 +38,11 @@
 
 #include "tokchron/config.hpp"
 #include "tokchron/detail/decimal.hpp"
-#include "tokchron/metrics/metric.hpp"
+#include "tokchron/metrics/metric_table.hpp"
 
 TOKCHRON_BEGIN_NAMESPACE
 
-/// What an objective measures: any metric of the table (metrics/metric.hpp), per request
+/// What an objective measures: any metric of the table (metrics/metric_table.hpp), per request
 /// except `itl` (one sample per output token gap).
 using slo_metric = metric_id;
 /// The number of `slo_metric` values (for arrays indexed by metric).

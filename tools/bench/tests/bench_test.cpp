@@ -22,7 +22,7 @@
 #include "scripted_server.hpp"
 #include "tokchron/io/trace_json_reader.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 
 #if defined(__linux__)
 #include <netinet/in.h>

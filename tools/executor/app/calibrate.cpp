@@ -19,7 +19,7 @@
 #include "plot.hpp"
 #include "report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 #include "tokchron/clock.hpp"
-#include "tokchron/metrics/profiles.hpp"
+#include "tokchron/metrics/builtin_profiles.hpp"
 
 namespace batching {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_METRICS_PROFILES_HPP
-#define TOKCHRON_METRICS_PROFILES_HPP
+#ifndef TOKCHRON_METRICS_BUILTIN_PROFILES_HPP
+#define TOKCHRON_METRICS_BUILTIN_PROFILES_HPP
 
 /// \file
 /// The built-in compatibility profiles: each public benchmark tool's definitions of TTFT, TPOT,
@@ -574,4 +574,4 @@ inline constexpr std::array all = {&canonical,
 
 TOKCHRON_END_NAMESPACE
 
-#endif  // TOKCHRON_METRICS_PROFILES_HPP
+#endif  // TOKCHRON_METRICS_BUILTIN_PROFILES_HPP

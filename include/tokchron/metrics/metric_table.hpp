@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_METRICS_METRIC_HPP
-#define TOKCHRON_METRICS_METRIC_HPP
+#ifndef TOKCHRON_METRICS_METRIC_TABLE_HPP
+#define TOKCHRON_METRICS_METRIC_TABLE_HPP
 
 /// \file
 /// The one metric vocabulary: `metric_id` names every per-request metric tokchron computes, and
@@ -264,4 +264,4 @@ inline constexpr unknown_metric_message unknown_metric_text{};
 
 TOKCHRON_END_NAMESPACE
 
-#endif  // TOKCHRON_METRICS_METRIC_HPP
+#endif  // TOKCHRON_METRICS_METRIC_TABLE_HPP
