@@ -8,11 +8,14 @@
 # order is written once, in that script).
 # No `detail::` name in tools/ or examples/: they use the public API only (and a tool's own
 # helpers are part of its own interface, not a detail namespace).
+# .ci/check_public_api.py: no public declaration of the library (outside `detail`) names a
+# `detail::` type in what a user meets (returns, parameters, fields, aliases, public bases):
+# libclang over the same translation units clang-tidy reads (about 30 s).
 # Commit subjects: every commit after the rule came (SUBJECTS_SINCE; .githooks/commit-msg)
 # has a subject of at most 72 characters, the detail in the body (a shallow clone without that
 # commit checks HEAD's subject alone).
 tc_need_pkgs git clang-format clang-tidy libboost-dev nlohmann-json3-dev prometheus-cpp-dev catch2 \
-  python3
+  python3 python3-clang-14 libclang1-14
 cd "$TOKCHRON_ROOT"
 
 echo "--- unused standard includes in include/tokchron/"
@@ -58,3 +61,8 @@ for tu in all_headers catch2_adaptor; do
     -I"$TOKCHRON_ROOT/include" 2>&1 | { grep -v '^[0-9]* warnings\? generated\.$' || true; }
 done
 echo "clang-tidy: $(( $(grep -c '^#include' "$tidy/all_headers.cpp") + 1 )) headers clean"
+
+# Debian's python3 (the bindings are its package), not another python3 first on the PATH.
+echo "--- public declarations name no detail:: type"
+/usr/bin/python3 .ci/check_public_api.py "$TOKCHRON_ROOT" "$tidy/all_headers.cpp" \
+  "$tidy/catch2_adaptor.cpp" -- -std=c++17 -I"$TOKCHRON_ROOT/include"

@@ -46,8 +46,11 @@ struct basic_schedule_event {
   bool preempted;  ///< true for a preemption, false for a scheduling (first or later)
 };
 
-namespace detail {
-/// State common to both stores: token and chunk counts and the first/last token times.
+/// The counts and times both stores keep (the public base of `full_store<>::bind` and
+/// `streaming_store::bind`, so what `timeline.store()` answers besides its chunks): token and
+/// chunk counts, the first, second and last token times, reasoning tokens, the largest gap
+/// between token chunks, preemptions. The stores count through its protected `check` and
+/// `count`.
 template <class Clock>
 class store_counters {
  public:
@@ -147,7 +150,6 @@ class store_counters {
   std::uint32_t chunks_ = 0, token_chunks_ = 0, first_tokens_ = 0, preemptions_ = 0,
                 answer_chunks_ = 0, reasoning_chunks_ = 0;
 };
-}  // namespace detail
 
 /// Keeps every chunk, and every scheduling and preemption in order among the chunks (what
 /// `replay` needs). Allocator-aware; 16 bytes per chunk with a 64-bit clock, and 16 per
@@ -156,8 +158,8 @@ class store_counters {
 template <class Allocator = std::allocator<std::byte>>
 struct full_store {
   template <class Clock>
-  class bind : public detail::store_counters<Clock> {
-    using base = detail::store_counters<Clock>;
+  class bind : public store_counters<Clock> {
+    using base = store_counters<Clock>;
 
    public:
     using time_point = typename Clock::time_point;
@@ -257,7 +259,7 @@ struct null_gap_sink {
 template <class Sink = null_gap_sink>
 struct streaming_store {
   template <class Clock>
-  class bind : public detail::store_counters<Clock> {
+  class bind : public store_counters<Clock> {
    public:
     using time_point = typename Clock::time_point;
     using duration = typename Clock::duration;
