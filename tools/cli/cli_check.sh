@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs a command (the executor) under a virtual-memory limit and checks its exit code and that its
+# Runs a command (a tool) under a virtual-memory limit and checks its exit code and that its
 # output (stdout and stderr together) contains a text. A ctest driver (CMakeLists.txt).
 #   cli_check.sh RC TEXT MEMORY_KB COMMAND [ARG...]     MEMORY_KB 0: no limit (sanitizer builds)
 want=$1
