@@ -13,9 +13,7 @@
 #include <string>
 #include <vector>
 
-#if TOKCHRON_BENCH_HAS_V0
 #include "baseline/log_histogram_v0.hpp"
-#endif
 #include "bench_data.hpp"
 #include "tokchron/quantile/log_histogram.hpp"
 
@@ -61,12 +59,10 @@ const bool registered = [] {
                                  tu_add_single<tokchron::log_histogram>, s);
     benchmark::RegisterBenchmark((base + "add_batch256/now/" + shape).c_str(),
                                  tu_add_batch<tokchron::log_histogram>, s);
-#if TOKCHRON_BENCH_HAS_V0
     benchmark::RegisterBenchmark((base + "add_x/v0/" + shape).c_str(),
                                  tu_add_single<TOKCHRON_BENCH_V0_NAMESPACE::log_histogram>, s);
     benchmark::RegisterBenchmark((base + "add_batch256/v0/" + shape).c_str(),
                                  tu_add_batch<TOKCHRON_BENCH_V0_NAMESPACE::log_histogram>, s);
-#endif
   }
   return true;
 }();

@@ -5,8 +5,8 @@
 // serialise / deserialise, windowed insert. Inputs are generated before the timed loops. Insert
 // benchmarks also report each estimator's worst relative error at P50 / P99 / P99.9 over 10^6
 // samples of the same data shape (counters err_p50 / err_p99 / err_p999, in percent), so speed
-// and accuracy sit side by side. `tokchron_v0::log_histogram` is the log_histogram of commit
-// 9fd5ae2 (generated from git by bench/baseline_v0.cmake), timed next to today's so that every
+// and accuracy sit side by side. `tokchron_v0::log_histogram` is the baseline, tokchron's first
+// log_histogram (bench/baseline/log_histogram_v0.hpp), timed next to today's so that every
 // change is a ratio in one run (bench/ratios.py prints them).
 #include <benchmark/benchmark.h>
 #include <boost/accumulators/accumulators.hpp>
@@ -20,9 +20,7 @@
 #include <random>
 #include <vector>
 
-#if TOKCHRON_BENCH_HAS_V0
 #include "baseline/log_histogram_v0.hpp"
-#endif
 #include "bench_data.hpp"
 #include "tokchron/clock.hpp"
 #include "tokchron/quantile/accumulators.hpp"
@@ -40,9 +38,7 @@ using tokchron_bench::pareto;
 using tokchron_bench::ring;
 using tokchron_bench::shape_name;
 using tokchron_bench::sorted;
-#if TOKCHRON_BENCH_HAS_V0
 using v0_histogram = tokchron_v0::log_histogram;
-#endif
 
 // A Boost.Accumulators user's log_histogram (quantile/accumulators.hpp): the samples go in
 // through the accumulator_set, and Boost's own quantile extractor reads them back.
@@ -111,9 +107,7 @@ BENCHMARK_TEMPLATE(BM_insert, tokchron::log_histogram)
     ->Arg(sorted)
     ->Arg(bimodal)
     ->Arg(pareto);
-#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_insert, v0_histogram)->Arg(lognormal)->Arg(sorted)->Arg(bimodal)->Arg(pareto);
-#endif
 BENCHMARK_TEMPLATE(BM_insert, accumulator_set_histogram)
     ->Arg(lognormal)
     ->Arg(sorted)
@@ -145,13 +139,11 @@ BENCHMARK_TEMPLATE(BM_insert_batch256, tokchron::log_histogram)
     ->Arg(sorted)
     ->Arg(bimodal)
     ->Arg(pareto);
-#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_insert_batch256, v0_histogram)
     ->Arg(lognormal)
     ->Arg(sorted)
     ->Arg(bimodal)
     ->Arg(pareto);
-#endif
 
 template <class E>
 void BM_query_p99(benchmark::State& state) {
@@ -161,9 +153,7 @@ void BM_query_p99(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::log_histogram);
-#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_query_p99, v0_histogram);
-#endif
 BENCHMARK_TEMPLATE(BM_query_p99, accumulator_set_histogram);
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::p2_quantiles);
 BENCHMARK_TEMPLATE(BM_query_p99, tokchron::exact_quantiles<>);  // already sorted: O(1)
@@ -179,9 +169,7 @@ void BM_query(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK_TEMPLATE(BM_query, tokchron::log_histogram)->Arg(100)->Arg(5000)->Arg(9000)->Arg(9990);
-#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_query, v0_histogram)->Arg(100)->Arg(5000)->Arg(9000)->Arg(9990);
-#endif
 
 // Eight per-thread shards of 10^5 lognormal samples each, merged into a fresh histogram.
 template <class E>
@@ -197,9 +185,7 @@ void BM_log_histogram_merge8(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 8);
 }
 BENCHMARK_TEMPLATE(BM_log_histogram_merge8, tokchron::log_histogram)->Unit(benchmark::kMicrosecond);
-#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_log_histogram_merge8, v0_histogram)->Unit(benchmark::kMicrosecond);
-#endif
 
 // What a histogram of 10^6 samples of each shape holds, before (v0) and after: bytes of the
 // object and its counters (memory_bytes(), heap included), serialised bytes, and the error
@@ -219,9 +205,7 @@ BENCHMARK_TEMPLATE(BM_footprint, tokchron::log_histogram)
     ->Arg(lognormal)
     ->Arg(bimodal)
     ->Arg(pareto);
-#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_footprint, v0_histogram)->Arg(lognormal)->Arg(bimodal)->Arg(pareto);
-#endif
 
 template <class E>
 void BM_log_histogram_serialize(benchmark::State& state) {
@@ -234,9 +218,7 @@ void BM_log_histogram_serialize(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_log_histogram_serialize, tokchron::log_histogram)
     ->Unit(benchmark::kMicrosecond);
-#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_log_histogram_serialize, v0_histogram)->Unit(benchmark::kMicrosecond);
-#endif
 
 template <class E>
 void BM_log_histogram_deserialize(benchmark::State& state) {
@@ -248,9 +230,7 @@ void BM_log_histogram_deserialize(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_log_histogram_deserialize, tokchron::log_histogram)
     ->Unit(benchmark::kMicrosecond);
-#if TOKCHRON_BENCH_HAS_V0
 BENCHMARK_TEMPLATE(BM_log_histogram_deserialize, v0_histogram)->Unit(benchmark::kMicrosecond);
-#endif
 
 // windowed<log_histogram>: 60 s as 6 x 10 s, timestamps already read (1 ms apart), so slices
 // roll over during the loop.

@@ -3,9 +3,9 @@
 """Ratios inside one tokchron_bench run, from its JSON output (--benchmark_out=FILE).
 
 Per benchmark: the median CPU time per item (per sample for inserts, per query, per merge of
-8 shards). Then today's log_histogram over the baseline (`v0_histogram`, generated from git by
-bench/baseline_v0.cmake) for every benchmark that exists in both forms, and the batch over the
-single add in each separate translation unit (batch_tu/...). A ratio below 1 means today's is faster.
+8 shards). Then today's log_histogram over the baseline (`v0_histogram`, tokchron's first
+log_histogram, bench/baseline/log_histogram_v0.hpp) for every benchmark that exists in both forms,
+and the batch over the single add in each separate translation unit (batch_tu/...). A ratio below 1 means today's is faster.
 
   tokchron_bench --benchmark_filter=... --benchmark_repetitions=5 \\
       --benchmark_enable_random_interleaving=true --benchmark_out=run.json
