@@ -87,6 +87,67 @@ TEST_CASE("goodput: vLLM counts a missing TPOT as met, AIPerf as not good") {
                   std::invalid_argument);
 }
 
+TEST_CASE("goodput: GuideLLM's population, errored in, undetermined out; token goodput") {
+  // GuideLLM (tests/unit/benchmark/schemas/generative/test_metrics.py, TestGoodputPopulation and
+  // test_single_token_requests_are_undetermined_under_tpot): an errored request counts against
+  // attainment, a request the objectives cannot judge is left out of the population.
+  std::vector<tokchron::testing::scripted_timeline> tls;
+  // good: TTFT 100 ms, TPOT 20 ms, 11 output tokens, 40 prompt tokens
+  tls.push_back(script()
+                    .arrive(0ms)
+                    .prompt_tokens(40)
+                    .first_token(100ms)
+                    .tokens(10, 20ms)
+                    .finish()
+                    .timeline());
+  // good, without a prompt count: 6 output tokens
+  tls.push_back(script().arrive(0ms).first_token(200ms).tokens(5, 30ms).finish().timeline());
+  // one token only: no TPOT, undetermined under a TPOT limit
+  tls.push_back(script().arrive(0ms).prompt_tokens(7).first_token(100ms).finish().timeline());
+  // one token and a TTFT over its limit: the failed limit decides, so it is in and not good
+  tls.push_back(script().arrive(0ms).prompt_tokens(7).first_token(3s).finish().timeline());
+  // errored: in the population, not good
+  tls.push_back(script().arrive(0ms).finish(50ms, tokchron::finish_reason::error).timeline());
+  const auto slo = request_slo::parse("ttft:1.5s,tpot:100ms");
+  tokchron::goodput_counter guidellm(slo, {tokchron::missing_metric_rule::excluded});
+  tokchron::goodput_counter vllm(slo, {tokchron::missing_metric_rule::met});
+  std::vector<bool> verdicts;
+  for (const auto& tl : tls) {
+    verdicts.push_back(guidellm.add_timeline(tl));
+    vllm.add_timeline(tl);
+  }
+  CHECK(verdicts == std::vector<bool>{true, true, false, false, false});
+  const auto g = guidellm.result(2.0), v = vllm.result(2.0);
+  CHECK(g.requests == 5);
+  CHECK(g.completed == 4);
+  CHECK(g.excluded == 1);
+  CHECK(g.good == 2);
+  CHECK(g.missing == 0);
+  CHECK(g.missed_ttft == 1);
+  CHECK(*g.attainment() == doctest::Approx(2.0 / 4.0));  // 2 good of the 4 judged
+  CHECK(*g.goodput() == doctest::Approx(1.0));
+  // inference-perf: prompt and output tokens of the good requests; GuideLLM: output tokens
+  CHECK(g.good_output_tokens == 17);
+  CHECK(g.good_prompt_tokens == 40);
+  CHECK(g.good_without_prompt_count == 1);
+  CHECK(*g.token_goodput() == doctest::Approx(57.0 / 2.0));
+  CHECK(*g.output_token_goodput() == doctest::Approx(17.0 / 2.0));
+  // vLLM's rule lets the 1-token request pass: 3 good of 5, its 1 token and 7 prompt tokens in
+  CHECK(v.excluded == 0);
+  CHECK(v.good == 3);
+  CHECK(*v.attainment() == doctest::Approx(3.0 / 5.0));
+  CHECK(v.good_output_tokens == 18);
+  CHECK(*v.token_goodput() == doctest::Approx((18.0 + 47.0) / 2.0));
+  CHECK(!guidellm.result(0).token_goodput());
+  // nothing judged: no attainment (not 0)
+  tokchron::goodput_counter none(request_slo::parse("tpot:1s"),
+                                 {tokchron::missing_metric_rule::excluded});
+  none.add_timeline(tls[2]);
+  CHECK(none.result(1.0).excluded == 1);
+  CHECK(!none.result(1.0).attainment());
+  CHECK(*none.result(1.0).goodput() == 0);
+}
+
 TEST_CASE("DistServe goodput interpolates the target crossing between load points") {
   using tokchron::attainment_point;
   const std::vector<attainment_point> pts = {{4, 0.5}, {1, 0.99}, {3, 0.85}, {2, 0.95}};

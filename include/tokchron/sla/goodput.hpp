@@ -10,9 +10,13 @@
 /// value <= limit (vLLM and GenAI-Perf both treat a value equal to the limit as good). A limit on
 /// a metric the request does not define (TPOT of a 1-token response) follows the tool's rule:
 /// vLLM counts the missing TPOT as 0, so it meets the limit (`missing_metric_rule::met`); AIPerf
-/// makes the request not good (`missing_metric_rule::not_good`). Attainment = good / finished
-/// requests (failed ones count as not good); goodput = good / duration (the tools' figure at one
-/// load point).
+/// makes the request not good (`missing_metric_rule::not_good`); GuideLLM leaves the request out
+/// of the population, neither good nor counted (`missing_metric_rule::excluded`). Attainment =
+/// good / the finished requests not left out (failed ones count as not good); goodput = good /
+/// duration (the tools' figure at one load point); token goodput = the prompt and output tokens
+/// of the good requests / duration (inference-perf's), output token goodput = their output tokens
+/// / duration (GuideLLM's). Requests the run itself cut short (in flight when it stopped
+/// measuring: GuideLLM's "incomplete") are the caller's to leave out: they are never added.
 
 #include <algorithm>
 #include <array>
@@ -165,6 +169,9 @@ inline request_slo request_slo::parse(std::string_view text) {
 enum class missing_metric_rule : std::uint8_t {
   met,       ///< vLLM: the missing value counts as 0 and meets the limit
   not_good,  ///< AIPerf: the request is not good
+  /// GuideLLM: the request has no verdict and is left out of the population (counted in
+  /// `goodput_result::excluded`, not in attainment), unless another limit already failed it.
+  excluded,
 };
 
 /// Goodput settings.
@@ -192,17 +199,36 @@ struct goodput_result {
   /// Misses of the other limits (`request_slo::other`), indexed by `metric_id`.
   std::array<std::uint64_t, metric_count> missed_other{};
   std::uint64_t missing = 0;  ///< not good only because a limited metric was undefined
+  /// Left out of the population (`missing_metric_rule::excluded`): no limit failed and a limited
+  /// metric was undefined. Counted in `requests`, not in attainment.
+  std::uint64_t excluded = 0;
+  /// The good requests' prompt tokens (those that reported a count) and output tokens.
+  std::uint64_t good_prompt_tokens = 0, good_output_tokens = 0;
+  /// Good requests without a prompt-token count (their prompt is not in `token_goodput`).
+  std::uint64_t good_without_prompt_count = 0;
   double duration_s = 0;
 
-  /// good / requests; empty with no requests.
+  /// good / (requests - excluded); empty when no request has a verdict.
   [[nodiscard]] std::optional<double> attainment() const noexcept {
-    if (requests == 0) return std::nullopt;
-    return static_cast<double>(good) / static_cast<double>(requests);
+    if (requests <= excluded) return std::nullopt;
+    return static_cast<double>(good) / static_cast<double>(requests - excluded);
   }
   /// good / duration in requests per second; empty unless duration > 0.
   [[nodiscard]] std::optional<double> goodput() const noexcept {
     if (!(duration_s > 0)) return std::nullopt;
     return static_cast<double>(good) / duration_s;
+  }
+  /// inference-perf's token goodput: the good requests' prompt and output tokens / duration, in
+  /// tokens per second; empty unless duration > 0.
+  [[nodiscard]] std::optional<double> token_goodput() const noexcept {
+    if (!(duration_s > 0)) return std::nullopt;
+    return static_cast<double>(good_prompt_tokens + good_output_tokens) / duration_s;
+  }
+  /// GuideLLM's output token goodput: the good requests' output tokens / duration; empty unless
+  /// duration > 0.
+  [[nodiscard]] std::optional<double> output_token_goodput() const noexcept {
+    if (!(duration_s > 0)) return std::nullopt;
+    return static_cast<double>(good_output_tokens) / duration_s;
   }
 };
 
@@ -218,12 +244,13 @@ class goodput_counter {
     ++r_.requests;
     if (!m.counted()) return false;
     ++r_.completed;
-    bool good = true, limit_missed = false;
+    bool good = true, limit_missed = false, undetermined = false;
     auto check = [&](const std::optional<double>& limit, const std::optional<double>& value,
                      std::uint64_t& missed) {
       if (!limit) return;
       if (!value) {
         if (opt_.missing == missing_metric_rule::not_good) good = false;
+        if (opt_.missing == missing_metric_rule::excluded) undetermined = true;
         return;
       }
       if (!(*value <= *limit)) {
@@ -239,10 +266,20 @@ class goodput_counter {
       const auto i = static_cast<std::size_t>(d.id);
       if (slo_.other[i]) check(slo_.other[i], m.value(d.id), r_.missed_other[i]);
     }
-    if (good)
+    if (undetermined && !limit_missed) {
+      ++r_.excluded;
+      return false;
+    }
+    if (good) {
       ++r_.good;
-    else if (!limit_missed)
+      r_.good_output_tokens += m.output_tokens;
+      if (m.prompt_tokens)
+        r_.good_prompt_tokens += *m.prompt_tokens;
+      else
+        ++r_.good_without_prompt_count;
+    } else if (!limit_missed) {
       ++r_.missing;
+    }
     return good;
   }
   /// Records a finished timeline (unfinished ones are ignored and return false).
