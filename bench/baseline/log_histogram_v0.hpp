@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Benchmark-only: the benchmarks' baseline, tokchron's first log_histogram (commit 9fd5ae2) with
-// its detail/log_index.hpp, verbatim but for the namespace: a per-sample scalar insert, a linear
-// scan of the buckets per quantile, a merge bucket by bucket. tokchron_bench times today's
-// log_histogram against it in one binary (bench/ratios.py prints the ratios). Not part of the
-// library; never include it outside bench/. It borrows tokchron's quantile_method and two helpers
-// of quantile/exact.hpp.
+// Benchmark-only: the benchmarks' baseline, tokchron's first log_histogram (commit 9fd5ae2),
+// verbatim but for the namespace and the bucket index it shares with today's: a per-sample scalar
+// insert, a linear scan of the buckets per quantile, a merge bucket by bucket. tokchron_bench times
+// today's log_histogram against it in one binary (bench/ratios.py prints the ratios). Not part of
+// the library; never include it outside bench/. It borrows tokchron's quantile_method, two helpers
+// of quantile/exact.hpp and the bucket index of quantile/detail/log_index.hpp.
 #ifndef TOKCHRON_BENCH_BASELINE_LOG_HISTOGRAM_V0_HPP
 #define TOKCHRON_BENCH_BASELINE_LOG_HISTOGRAM_V0_HPP
 
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tokchron/config.hpp"
+#include "tokchron/quantile/detail/log_index.hpp"
 #include "tokchron/quantile/estimator.hpp"
 #include "tokchron/quantile/exact.hpp"
 
@@ -41,152 +42,19 @@ using ::tokchron::quantile_method;
 
 namespace detail {
 
-[[nodiscard]] inline std::uint64_t double_bits(double x) noexcept {
-  std::uint64_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-[[nodiscard]] inline double bits_double(std::uint64_t b) noexcept {
-  double x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-
-/// A double-double number hi + lo (|lo| <= ulp(hi) / 2): about 104 significant bits, enough to
-/// decide on which side of an irrational bucket boundary every double lies.
-struct double_double {
-  double hi;
-  double lo;
-};
-[[nodiscard]] inline double_double dd_quick_two_sum(double a, double b) noexcept {
-  const double s = a + b;
-  return {s, b - (s - a)};
-}
-[[nodiscard]] inline double_double dd_mul(double_double a, double_double b) noexcept {
-  const double p = a.hi * b.hi;
-  double e = std::fma(a.hi, b.hi, -p);
-  e += a.hi * b.lo + a.lo * b.hi;
-  return dd_quick_two_sum(p, e);
-}
-/// One Newton step from the double square root doubles its precision.
-[[nodiscard]] inline double_double dd_sqrt(double_double a) noexcept {
-  const double s = std::sqrt(a.hi);
-  const double p = s * s;
-  const double pe = std::fma(s, s, -p);
-  return dd_quick_two_sum(s, ((a.hi - p) - pe + a.lo) / (2.0 * s));
-}
-
-/// The finest scale `log_histogram` supports (2^12 buckets per octave, 0.0085 % error).
-inline constexpr int log_max_scale = 12;
-/// The coarsest (OpenTelemetry's minimum): base 2^1024.
-inline constexpr int log_min_scale = -10;
-
-/// One cell of the sub-octave table: the top (scale + 1) mantissa bits select a cell, which
-/// holds at most one bucket boundary. `base` is the biased index of the cell's first values less
-/// (b >> (51 - s) >> 1) (see the table), `next` the boundary inside it (as a 52-bit mantissa
-/// threshold; a sample's mantissa m lies above it when m > next).
-struct log_index_cell {
-  std::uint64_t next;
-  std::int64_t base;
-};
-
-/// The biased bucket index at scale s >= 0 of a positive normal double with bits `b`, from the
-/// scale's cells and `shift` = 51 - s (the one index formula; negative scales shift it further).
-inline std::uint64_t cell_index(std::uint64_t b, const log_index_cell* cells,
-                                unsigned shift) noexcept {
-  const std::uint64_t m = b & ((std::uint64_t{1} << 52) - 1);
-  const log_index_cell& c = cells[m >> shift];
-  return (b >> shift >> 1) + static_cast<std::uint64_t>(c.base) + (m > c.next ? 1u : 0u);
-}
-
-/// Exact tables for one scale s >= 0 (scales below 0 use scale 0 and shift).
-///
-/// Boundary k of an octave is b_k = 2^(k / 2^s); a double 2^e (1 + m / 2^52) lies above it
-/// exactly when m > T_k = floor((b_k - 1) 2^52). T_k is computed in double-double arithmetic;
-/// `min_margin` (the closest any b_k comes to a representable mantissa, in units of 2^-52) tells
-/// how safely: tests check it is far above the double-double rounding error (~2^-48).
-struct log_index_table {
-  int scale = 0;
-  std::vector<log_index_cell> cells;      // 2^(s+1)
-  std::vector<double> bounds;             // 2^s: the double nearest b_k
-  std::vector<std::uint64_t> thresholds;  // 2^s + 1: T_k, then a sentinel
-  double min_margin = 1.0;
-
-  explicit log_index_table(int s) : scale(s) {
-    const std::size_t n = std::size_t{1} << s;
-    // roots[i] = 2^(1 / 2^i)
-    std::vector<double_double> roots(static_cast<std::size_t>(s) + 1, double_double{2.0, 0.0});
-    for (std::size_t i = 1; i < roots.size(); ++i) roots[i] = dd_sqrt(roots[i - 1]);
-    bounds.assign(n, 1.0);
-    thresholds.assign(n + 1, std::numeric_limits<std::uint64_t>::max());
-    thresholds[0] = 0;  // b_0 = 1: every mantissa but 0 lies above it
-    for (std::size_t k = 1; k < n; ++k) {
-      double_double b{1.0, 0.0};
-      for (int j = 0; j < s; ++j)
-        if (k & (std::size_t{1} << j)) b = dd_mul(b, roots[static_cast<std::size_t>(s - j)]);
-      const double a = std::ldexp(b.hi - 1.0, 52);  // an integer: hi has 52 fraction bits
-      const auto ai = static_cast<std::uint64_t>(a);
-      thresholds[k] = b.lo < 0 ? ai - 1 : ai;
-      bounds[k] = b.hi;
-      const double margin = std::fabs(std::ldexp(b.lo, 52));
-      if (margin < min_margin) min_margin = margin;
-    }
-    const std::size_t cells_n = n * 2;
-    const int shift = 51 - s;
-    cells.resize(cells_n);
-    std::size_t below = 0;  // boundaries k with T_k < cell start
-    for (std::size_t h = 0; h < cells_n; ++h) {
-      const std::uint64_t start = static_cast<std::uint64_t>(h) << shift;
-      while (below < n && thresholds[below] < start) ++below;
-      // The biased index of a positive normal double with bits b in this cell is
-      // (b >> shift >> 1) + base + (m > next): b >> shift >> 1 is E 2^s + h / 2 (E the exponent
-      // field), so base folds in the bias 1025 2^s, the -h / 2, and the boundaries below.
-      cells[h].base = static_cast<std::int64_t>(below) - 1 + (std::int64_t{1025} << s) -
-                      static_cast<std::int64_t>(h >> 1);
-      cells[h].next = thresholds[below];
-      // At most one boundary per cell: cells are 2^(51-s) wide, boundaries >= 0.69 2^(52-s) apart.
-      TOKCHRON_ASSERT(below + 1 > n ||
-                      thresholds[below + 1] >= start + (std::uint64_t{1} << shift));
-    }
-  }
-};
-
-template <int S>
-const log_index_table& log_index_table_instance() {
-  static const log_index_table t(S);
-  return t;
-}
-/// The table for scale `s` in [0, log_max_scale], built on first use (thread-safe); may throw
-/// std::bad_alloc on that first use.
-inline const log_index_table& log_index_table_for(int s) {
-  using fn = const log_index_table& (*)();
-  static constexpr fn tables[] = {
-      &log_index_table_instance<0>, &log_index_table_instance<1>,  &log_index_table_instance<2>,
-      &log_index_table_instance<3>, &log_index_table_instance<4>,  &log_index_table_instance<5>,
-      &log_index_table_instance<6>, &log_index_table_instance<7>,  &log_index_table_instance<8>,
-      &log_index_table_instance<9>, &log_index_table_instance<10>, &log_index_table_instance<11>,
-      &log_index_table_instance<12>};
-  static_assert(sizeof(tables) / sizeof(tables[0]) == log_max_scale + 1);
-  return tables[s]();
-}
-
-/// The bits [lo, lo + span) of the values log_histogram::add counts on its fast path; span 0
-/// (nothing) when default-made or moved from, since a moved-from histogram has no counters.
-struct fast_window {
-  std::uint64_t lo = 0;
-  std::uint64_t span = 0;
-  fast_window() noexcept = default;
-  fast_window(std::uint64_t l, std::uint64_t s) noexcept : lo(l), span(s) {}
-  fast_window(const fast_window&) noexcept = default;
-  fast_window& operator=(const fast_window&) noexcept = default;
-  fast_window(fast_window&& o) noexcept : lo(o.lo), span(o.span) { o.span = 0; }
-  fast_window& operator=(fast_window&& o) noexcept {
-    lo = o.lo;
-    span = o.span;
-    if (this != &o) o.span = 0;
-    return *this;
-  }
-};
+// The index (value -> bucket by the bits of the double, and its tables) is today's, unchanged
+// since: what the baseline keeps of its own is what changed, the counters, the insert, the query,
+// the merge and the decoder.
+using ::tokchron::detail::bits_double;
+using ::tokchron::detail::cell_index;
+using ::tokchron::detail::double_bits;
+using ::tokchron::detail::double_double;
+using ::tokchron::detail::fast_window;
+using ::tokchron::detail::log_index_cell;
+using ::tokchron::detail::log_index_table;
+using ::tokchron::detail::log_index_table_for;
+using ::tokchron::detail::log_max_scale;
+using ::tokchron::detail::log_min_scale;
 
 /// Dense bucket counters over a contiguous window of *biased* indices (always >= 0), widening
 /// from 16- to 32- to 64-bit counters only when a counter would overflow. Single writer.
