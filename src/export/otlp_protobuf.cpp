@@ -78,15 +78,24 @@ std::string otlp_metrics_protobuf(const std::vector<otlp_histogram>& histograms,
     if (e.max) p->set_max(*e.max);
     p->set_zero_threshold(e.zero_threshold);
   }
-  for (const auto& h : explicit_histograms) {
-    metrics::Metric* m = sm->add_metrics();
-    m->set_name(h.name);
-    m->set_description(h.description);
-    m->set_unit(h.unit);
-    metrics::Histogram* hist = m->mutable_histogram();
-    hist->set_aggregation_temporality(temporality_enum);
+  metrics::Histogram* hist = nullptr;
+  for (std::size_t i = 0; i < explicit_histograms.size(); ++i) {
+    const otlp_explicit_histogram& h = explicit_histograms[i];
+    if (i == 0 || !otlp_same_metric(explicit_histograms[i - 1], h)) {
+      metrics::Metric* m = sm->add_metrics();
+      m->set_name(h.name);
+      m->set_description(h.description);
+      m->set_unit(h.unit);
+      hist = m->mutable_histogram();
+      hist->set_aggregation_temporality(temporality_enum);
+    }
     metrics::HistogramDataPoint* p = hist->add_data_points();
     add_attributes(*p->mutable_attributes(), h.attributes);
+    for (const auto& [key, value] : h.int_attributes) {
+      common::KeyValue* kv = p->mutable_attributes()->Add();
+      kv->set_key(key);
+      kv->mutable_value()->set_int_value(value);
+    }
     p->set_start_time_unix_nano(start_ns);
     p->set_time_unix_nano(time_ns);
     p->set_count(h.count);

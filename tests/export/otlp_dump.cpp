@@ -16,6 +16,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,10 +62,10 @@ std::vector<double> samples_for(const case_spec& c, std::mt19937_64& rng) {
   return xs;
 }
 
-// --genai: OpenTelemetry's GenAI server metrics of a seeded run of requests (some failed or
-// cut) recorded under otel_live_options, scraped, exported as explicit-bucket histograms; the
-// known file holds, per metric, the samples tokchron observed (successful responses only) and
-// the attributes.
+// --genai: OpenTelemetry's GenAI server metrics of a seeded run of requests (some failed, cut,
+// timed out or rejected) recorded under otel_live_options, scraped, exported as explicit-bucket
+// histograms; the known file holds, per metric and per error.type ("" for a successful
+// response), the samples tokchron observed, and the attributes.
 int genai(int argc, char** argv) {
   using clock = tokchron::manual_clock;
   tokchron::basic_live_metrics<clock> m(
@@ -72,10 +73,17 @@ int genai(int argc, char** argv) {
   std::mt19937_64 rng(20261207);
   std::lognormal_distribution<double> ttft_ms(std::log(150.0), 0.8), gap_ms(std::log(25.0), 0.5);
   std::uniform_int_distribution<int> chunks(1, 40), tokens(1, 3), outcome(0, 19);
-  nlohmann::ordered_json samples = {
-      {"gen_ai.server.request.duration", nlohmann::ordered_json::array()},
-      {"gen_ai.server.time_per_output_token", nlohmann::ordered_json::array()},
-      {"gen_ai.server.time_to_first_token", nlohmann::ordered_json::array()}};
+  const char* const names[] = {"gen_ai.server.request.duration",
+                               "gen_ai.server.time_per_output_token",
+                               "gen_ai.server.time_to_first_token"};
+  nlohmann::ordered_json samples;
+  for (const char* n : names) samples[n] = nlohmann::ordered_json::object();
+  auto add = [&](const char* metric, std::string_view error_type, double v) {
+    auto& by = samples[metric];
+    const std::string k(error_type);
+    if (!by.contains(k)) by[k] = nlohmann::ordered_json::array();
+    by[k].push_back(v);
+  };
   auto at = [](double ms) {
     return clock::time_point(
         std::chrono::duration_cast<clock::duration>(std::chrono::duration<double, std::milli>(ms)));
@@ -84,38 +92,45 @@ int genai(int argc, char** argv) {
   for (int i = 0; i < 300; ++i) {
     tokchron::basic_live_request<clock> r;
     const double t0 = 10.0 * i;
-    if (m.arrive(r, at(t0), {tokchron::live_series{}, 100, 0}) != tokchron::record_status::ok ||
-        m.scheduled(r, at(t0 + 1)) != tokchron::record_status::ok)
+    if (m.arrive(r, at(t0), {tokchron::live_series{}, 100, 0}) != tokchron::record_status::ok)
       return 1;
-    double t = t0 + 1 + ttft_ms(rng);
-    const int n = chunks(rng);
-    for (int c = 0; c < n; ++c) {
-      if (m.chunk(r, at(t), static_cast<std::uint32_t>(tokens(rng))) != tokchron::record_status::ok)
-        return 1;
-      t += gap_ms(rng);
+    tokchron::finish_reason why = tokchron::finish_reason::rejected;
+    double t = t0 + 0.5;
+    if (i % 29 != 7) {  // the others refused before being scheduled
+      if (m.scheduled(r, at(t0 + 1)) != tokchron::record_status::ok) return 1;
+      t = t0 + 1 + ttft_ms(rng);
+      const int n = chunks(rng);
+      for (int c = 0; c < n; ++c) {
+        if (m.chunk(r, at(t), static_cast<std::uint32_t>(tokens(rng))) !=
+            tokchron::record_status::ok)
+          return 1;
+        t += gap_ms(rng);
+      }
+      const int o = outcome(rng);
+      why = o < 15   ? tokchron::finish_reason::stop
+            : o < 17 ? tokchron::finish_reason::length
+            : o < 18 ? tokchron::finish_reason::aborted
+            : o < 19 ? tokchron::finish_reason::error
+                     : tokchron::finish_reason::timed_out;
     }
-    const int o = outcome(rng);
-    const auto why = o < 15   ? tokchron::finish_reason::stop
-                     : o < 17 ? tokchron::finish_reason::length
-                     : o < 19 ? tokchron::finish_reason::aborted
-                              : tokchron::finish_reason::error;
     if (m.finish(r, at(t), why) != tokchron::record_status::ok) return 1;
-    if (!tokchron::is_success(why)) {  // "for successful responses": not observed
+    const auto& tl = r.timeline();
+    // Every request's duration, arrival to finish; a failed one's under its error.type.
+    const std::string_view error_type =
+        tokchron::otel_genai_error_types[static_cast<std::size_t>(why)];
+    add(names[0], error_type, tokchron::to_seconds(*tl.finish_time() - *tl.arrival()));
+    if (!tokchron::is_success(why)) {  // "for successful responses": TPOT and TTFT not observed
       ++failed;
       continue;
     }
-    const auto& tl = r.timeline();
-    samples["gen_ai.server.request.duration"].push_back(
-        tokchron::to_seconds(*tl.last_token_time() - *tl.arrival()));
-    if (const auto v = tokchron::tpot(tl))
-      samples["gen_ai.server.time_per_output_token"].push_back(tokchron::to_seconds(*v));
-    samples["gen_ai.server.time_to_first_token"].push_back(
-        tokchron::to_seconds(*tl.first_token_time() - *tl.arrival()));
+    if (const auto v = tokchron::tpot(tl)) add(names[1], "", tokchron::to_seconds(*v));
+    add(names[2], "", tokchron::to_seconds(*tl.first_token_time() - *tl.arrival()));
   }
   const auto hs = tokchron::otlp_genai_histograms(tokchron::scrape(m));
   const std::uint64_t start_ns = 1764979200000000000ULL, time_ns = start_ns + 3'000'000'000ULL;
   const tokchron::label_set resource = {{"service.name", "tokchron-serve"}};
   nlohmann::ordered_json known;
+  known["kind"] = "server";
   known["failed"] = failed;
   known["samples"] = samples;
   known["attributes"] = {{"gen_ai.operation.name", "chat"},
@@ -134,8 +149,8 @@ int genai(int argc, char** argv) {
     return 2;
   }
 #endif
-  std::cout << "tokchron_otlp_dump --genai: " << hs.size() << " GenAI histograms, " << failed
-            << " failed requests left out, to " << argv[2] << "\n";
+  std::cout << "tokchron_otlp_dump --genai: " << hs.size() << " GenAI data points, " << failed
+            << " failed requests (their durations under error.type), to " << argv[2] << "\n";
   return 0;
 }
 

@@ -144,4 +144,31 @@ TEST_CASE("OTLP JSON of the GenAI server metrics: the conventions' names, bucket
         R"({"key":"gen_ai.provider.name","value":{"stringValue":"tokchron"}},)"
         R"({"key":"gen_ai.request.model","value":{"stringValue":"m"}},)"
         R"({"key":"other","value":{"stringValue":"x"}}])");
+
+  // A failed request's duration point: error_type back to error.type; the two points of one
+  // metric in one Metric (consecutive entries of one name), an int attribute as intValue.
+  tokchron::histogram_data d;
+  d.buckets.push_back({0.01, 0});
+  d.count = 1;
+  d.sum = 0.5;
+  auto& dur =
+      s.family("gen_ai_server_request_duration_seconds", "", tokchron::metric_kind::histogram);
+  dur.add(d, {{"gen_ai_operation_name", "chat"}});
+  dur.add(d, {{"gen_ai_operation_name", "chat"}, {"error_type", "timeout"}});
+  auto two = tokchron::otlp_genai_histograms(s);
+  REQUIRE(two.size() == 3);
+  CHECK(two[0].name == "gen_ai.server.request.duration");
+  CHECK(two[1].attributes.back().name == "error.type");
+  CHECK(tokchron::otlp_same_metric(two[0], two[1]));
+  CHECK(!tokchron::otlp_same_metric(two[1], two[2]));
+  two[1].int_attributes = {{"server.port", 8000}};
+  const auto k = tokchron::otlp_metrics({}, two, {}, 1000, 2000);
+  const auto& ms = k["resourceMetrics"][0]["scopeMetrics"][0]["metrics"];
+  REQUIRE(ms.size() == 2);
+  REQUIRE(ms[0]["histogram"]["dataPoints"].size() == 2);
+  CHECK(ms[0]["histogram"]["dataPoints"][1]["attributes"].dump() ==
+        R"([{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},)"
+        R"({"key":"error.type","value":{"stringValue":"timeout"}},)"
+        R"({"key":"server.port","value":{"intValue":"8000"}}])");
+  CHECK(ms[1]["name"] == "gen_ai.server.time_to_first_token");
 }

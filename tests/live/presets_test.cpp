@@ -380,14 +380,30 @@ TEST_CASE("live presets: OpenTelemetry's GenAI server metrics of the scripted ru
   const auto& ttft = hist(s, "gen_ai_server_time_to_first_token_seconds", attrs);
   CHECK(ttft.count == 4);
   CHECK(ttft.sum == doctest::Approx(0.040 + 0.080 + 0.025 + 0.0046));
-  // (duration - TTFT) / (tokens after the first), the duration ending at the last token;
-  // c (one token) has none.
+  // (last token - first token) / (tokens after the first); c (one token) has none.
   const auto& tpot = hist(s, "gen_ai_server_time_per_output_token_seconds");
   CHECK(tpot.count == 3);
   CHECK(tpot.sum == doctest::Approx(0.045 / 4 + 0.340 / 2 + 0.0014 / 3));
+  // Every finished request, arrival to finish: the successful ones without error.type, d
+  // (aborted) under error_type="cancelled", e (rejected at once) under "rejected".
+  const auto* fam = live_test::family(s, "gen_ai_server_request_duration_seconds");
+  REQUIRE(fam != nullptr);
+  CHECK(fam->points.size() == 3);
   const auto& duration = hist(s, "gen_ai_server_request_duration_seconds");
   CHECK(duration.count == 4);
   CHECK(duration.sum == doctest::Approx(0.085 + 0.420 + 0.025 + 0.006));
+  for (const auto& l : fam->points.front().labels) CHECK(l.name != "error_type");
+  const auto& cancelled =
+      hist(s, "gen_ai_server_request_duration_seconds", {{"error_type", "cancelled"}});
+  CHECK(cancelled.count == 1);
+  CHECK(cancelled.sum == doctest::Approx(0.755));
+  const auto& rejected =
+      hist(s, "gen_ai_server_request_duration_seconds", {{"error_type", "rejected"}});
+  CHECK(rejected.count == 1);
+  CHECK(rejected.sum == 0.0);
+  // No point for an error type never seen (an SDK exports an attribute set once recorded).
+  for (const auto& p : fam->points)
+    for (const auto& l : p.labels) CHECK(!(l.name == "error_type" && l.value == "timeout"));
   // The conventions' recommended boundaries.
   CHECK(ttft.buckets.size() == 16);
   CHECK(ttft.buckets.back().upper_bound == 10.0);
@@ -566,4 +582,47 @@ TEST_CASE("bad input L10: live presets: arguments no server preset can carry are
   tokchron::live_options o = good;
   o.families[4].kind = metric_kind::gauge;
   CHECK_NOTHROW(metrics{o});
+}
+
+TEST_CASE("live presets: a histogram kept by finish reason, and the options it refuses") {
+  // E2E of every request, by reason: successes unlabelled, the rest labelled; E2E's other family
+  // counts the successes only, from the same buckets.
+  tokchron::live_options o;
+  o.inclusion = tokchron::live_inclusion::all;
+  tokchron::live_family all =
+      tokchron::live_histogram_family("e2e_seconds", tokchron::live_histogram::e2e, {0.1, 1.0});
+  all.label = "outcome";
+  all.label_values = {"", "", "gone", "failed", "failed", "refused"};
+  tokchron::live_family ok =
+      tokchron::live_histogram_family("e2e_ok_seconds", tokchron::live_histogram::e2e, {0.1, 1.0});
+  ok.reasons = static_cast<std::uint8_t>(tokchron::live_reason_bit(finish_reason::stop));
+  o.families = {all, ok};
+  metrics m(o);
+  run(m);
+  const auto s = tokchron::scrape(m);
+  CHECK(hist(s, "e2e_seconds").count == 4);                            // a, b, c, g
+  CHECK(hist(s, "e2e_seconds", {{"outcome", "gone"}}).count == 1);     // d
+  CHECK(hist(s, "e2e_seconds", {{"outcome", "refused"}}).count == 1);  // e
+  CHECK(live_test::family(s, "e2e_seconds")->points.size() == 3);      // no "failed" point yet
+  CHECK(hist(s, "e2e_ok_seconds").count == 3);                         // a, c, g (b: length)
+  CHECK(hist(s, "e2e_ok_seconds").sum == doctest::Approx(0.085 + 0.025 + 0.006));
+  CHECK(live_test::family(s, "e2e_ok_seconds")->points.size() == 1);
+
+  auto refused = [](tokchron::live_options x) {
+    CHECK_THROWS_AS(metrics{x}, std::invalid_argument);
+  };
+  tokchron::live_options bad = o;
+  bad.families[0].label_values.pop_back();  // one value per reason
+  refused(bad);
+  bad = o;
+  bad.families[0].label = "le";
+  refused(bad);
+  bad = o;  // TTFT is observed at the first token unless ttft_at_finish
+  bad.families[1].histogram = tokchron::live_histogram::ttft;
+  refused(bad);
+  bad.rules.ttft_at_finish = true;
+  CHECK_NOTHROW(metrics{bad});
+  bad = o;  // ITL is observed per chunk, never at the finish
+  bad.families[1].histogram = tokchron::live_histogram::itl;
+  refused(bad);
 }

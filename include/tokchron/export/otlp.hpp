@@ -42,15 +42,16 @@ enum class otlp_temporality : std::uint8_t { delta = 1, cumulative = 2 };
 namespace detail {
 /// The fields every histogram data point begins with, in OTLP/JSON's order: attributes (left
 /// out when none), start and time, count, and the sum when anything was counted.
-[[nodiscard]] inline nlohmann::ordered_json otlp_point_head(const label_set& attributes,
-                                                            std::uint64_t start_ns,
-                                                            std::uint64_t time_ns,
-                                                            std::uint64_t count, double sum) {
+[[nodiscard]] inline nlohmann::ordered_json otlp_point_head(
+    const label_set& attributes, std::uint64_t start_ns, std::uint64_t time_ns, std::uint64_t count,
+    double sum, const std::vector<std::pair<std::string, std::int64_t>>& int_attributes = {}) {
   using nlohmann::ordered_json;
   ordered_json p;
   ordered_json attrs = ordered_json::array();
   for (const auto& a : attributes)
     attrs.push_back({{"key", a.name}, {"value", {{"stringValue", a.value}}}});
+  for (const auto& [key, value] : int_attributes)  // int64 as a decimal string (OTLP/JSON)
+    attrs.push_back({{"key", key}, {"value", {{"intValue", std::to_string(value)}}}});
   if (!attrs.empty()) p["attributes"] = std::move(attrs);
   p["startTimeUnixNano"] = std::to_string(start_ns);
   p["timeUnixNano"] = std::to_string(time_ns);
@@ -131,7 +132,16 @@ struct otlp_explicit_histogram {
   std::uint64_t count = 0;
   double sum = 0;
   label_set attributes;
+  /// Attributes of type int (`server.port`), after `attributes`.
+  std::vector<std::pair<std::string, std::int64_t>> int_attributes;
 };
+
+/// True if `a` and `b` are points of one metric (name, description and unit): consecutive
+/// entries of one metric are written as one Metric with a data point each (its attribute sets).
+[[nodiscard]] inline bool otlp_same_metric(const otlp_explicit_histogram& a,
+                                           const otlp_explicit_histogram& b) noexcept {
+  return a.name == b.name && a.description == b.description && a.unit == b.unit;
+}
 
 /// An OTLP attribute name for a Prometheus label name of the GenAI preset
 /// (`otel_live_options`): `gen_ai_operation_name` -> `gen_ai.operation.name`, ...; any other
@@ -178,7 +188,8 @@ struct otlp_explicit_histogram {
 [[nodiscard]] inline nlohmann::ordered_json otlp_explicit_data_point(
     const otlp_explicit_histogram& h, std::uint64_t start_ns, std::uint64_t time_ns) {
   using nlohmann::ordered_json;
-  ordered_json p = detail::otlp_point_head(h.attributes, start_ns, time_ns, h.count, h.sum);
+  ordered_json p =
+      detail::otlp_point_head(h.attributes, start_ns, time_ns, h.count, h.sum, h.int_attributes);
   ordered_json counts = ordered_json::array();
   for (const auto c : h.counts) counts.push_back(std::to_string(c));
   p["bucketCounts"] = std::move(counts);
@@ -188,8 +199,9 @@ struct otlp_explicit_histogram {
 
 /// A whole ExportMetricsServiceRequest: one resource (attributes `resource`, e.g.
 /// {"service.name", "my-server"}), one scope ("tokchron", its version), one ExponentialHistogram
-/// metric with one data point per entry of `histograms`, then one Histogram metric per entry of
-/// `explicit_histograms`.
+/// metric with one data point per entry of `histograms`, then one Histogram metric per run of
+/// consecutive entries of `explicit_histograms` that are one metric (`otlp_same_metric`), a
+/// data point per entry.
 [[nodiscard]] inline nlohmann::ordered_json otlp_metrics(
     const std::vector<otlp_histogram>& histograms,
     const std::vector<otlp_explicit_histogram>& explicit_histograms, const label_set& resource,
@@ -208,7 +220,13 @@ struct otlp_explicit_histogram {
         {"aggregationTemporality", static_cast<int>(temporality)}};
     metrics.push_back(std::move(m));
   }
-  for (const auto& h : explicit_histograms) {
+  for (std::size_t i = 0; i < explicit_histograms.size(); ++i) {
+    const otlp_explicit_histogram& h = explicit_histograms[i];
+    if (i > 0 && otlp_same_metric(explicit_histograms[i - 1], h)) {
+      metrics.back()["histogram"]["dataPoints"].push_back(
+          otlp_explicit_data_point(h, start_ns, time_ns));
+      continue;
+    }
     ordered_json m;
     m["name"] = h.name;
     m["description"] = h.description;

@@ -48,8 +48,8 @@ inline constexpr std::string_view otlp_protobuf_content_type = "application/x-pr
     otlp_temporality temporality = otlp_temporality::cumulative);
 
 /// The same with `otlp_metrics`' explicit-bucket Histogram metrics after the exponential ones
-/// (one data point each: attributes, times, count, sum when there are samples, bucket counts,
-/// explicit bounds).
+/// (one Metric per run of entries of one metric, `otlp_same_metric`; a data point per entry:
+/// attributes, times, count, sum when there are samples, bucket counts, explicit bounds).
 [[nodiscard]] std::string otlp_metrics_protobuf(
     const std::vector<otlp_histogram>& histograms,
     const std::vector<otlp_explicit_histogram>& explicit_histograms, const label_set& resource,

@@ -115,15 +115,26 @@ struct live_family {
   /// `histogram`: upper bounds (finite, strictly increasing; +Inf is implicit; a value is
   /// counted in the first bound >= it). Two families of one histogram carry the same edges.
   std::vector<double> buckets;
-  /// The label the family adds to the series' labels: the finish reason (`requests`), the
-  /// source (`prompt_tokens_by_source`), the draft position (`spec_accepted_per_position`).
+  /// The label the family adds to the series' labels: the finish reason (`requests`, or a
+  /// histogram kept by reason, below), the source (`prompt_tokens_by_source`), the draft
+  /// position (`spec_accepted_per_position`).
   std::string label;
   /// `requests`: the label value of each `finish_reason` (indexed by it; empty: not counted),
   /// then values the server exports that tokchron never records (always 0). Reasons sharing a
   /// value are summed into it; values are written in order, each once.
   /// `prompt_tokens_by_source`: the values of the computed, cache-hit and transferred sources.
+  /// `histogram` with a `label`: the value of each `finish_reason` (exactly one per reason);
+  /// empty: that reason's samples go in the point without the label.
   std::vector<std::string> label_values;
-  std::uint8_t reasons = 0;  ///< `finished`: the reasons counted (`live_reason_bit`)
+  /// The reasons counted (`live_reason_bit`): by `finished`, and by a histogram family (0:
+  /// every reason `live_rules::reasons` lets in). A histogram family with reasons or a `label`
+  /// keeps its histogram by finish reason (one set of buckets per reason): it must be one the
+  /// recorder observes at the finish under the preset's rules (E2E, TPOT, the phase times,
+  /// generation and prefill-computed tokens; TTFT under `ttft_at_finish`; queue time unless
+  /// `queue_at_schedule`). Its points: the reasons whose label value is empty summed in one
+  /// point without the label, each other value (reasons sharing it summed) in a point with it,
+  /// written once it holds a sample (OpenTelemetry's `error.type` on failed requests).
+  std::uint8_t reasons = 0;
   /// Labels with fixed values on every point of this family, after the series' labels and
   /// before `label` (Dynamo's `endpoint` and `request_type` on its requests counter).
   label_set const_labels;

@@ -856,7 +856,7 @@ enum class otel_genai_semconv : std::uint8_t {
 
 /// One of OpenTelemetry's GenAI model-server metrics
 /// (`open-telemetry/semantic-conventions-genai/docs/gen-ai/gen-ai-metrics.md` at
-/// 7269173edd774fb00a9fabc374955e0888714fa7): its name, the name OpenTelemetry's Prometheus
+/// 004902b8cb70aa5ae6ca4ae07132b7daabcd3e10): its name, the name OpenTelemetry's Prometheus
 /// exporters give it (dots to underscores, the unit `s` as `_seconds`), its UCUM unit, the
 /// conventions' description, the histogram that records it and its recommended explicit
 /// bucket boundaries.
@@ -868,6 +868,9 @@ struct otel_genai_metric {
   live_histogram histogram;
   const double* bounds;
   std::size_t bound_count;
+  /// True: successful responses only (finish reasons stop and length); false: every request,
+  /// a failed one's point carrying `error.type` (`otel_genai_error_types`).
+  bool successful_only;
 };
 
 namespace detail {
@@ -884,13 +887,29 @@ inline constexpr double otel_ttft_bounds[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.
 inline constexpr otel_genai_metric otel_genai_server_metrics[] = {
     {"gen_ai.server.request.duration", "gen_ai_server_request_duration_seconds", "s",
      "Generative AI server request duration such as time-to-last byte or last output token.",
-     live_histogram::e2e, detail::otel_duration_bounds, std::size(detail::otel_duration_bounds)},
+     live_histogram::e2e, detail::otel_duration_bounds, std::size(detail::otel_duration_bounds),
+     false},
     {"gen_ai.server.time_per_output_token", "gen_ai_server_time_per_output_token_seconds", "s",
      "Time per output token generated after the first token for successful responses.",
-     live_histogram::tpot, detail::otel_tpot_bounds, std::size(detail::otel_tpot_bounds)},
+     live_histogram::tpot, detail::otel_tpot_bounds, std::size(detail::otel_tpot_bounds), true},
     {"gen_ai.server.time_to_first_token", "gen_ai_server_time_to_first_token_seconds", "s",
      "Time to generate first token for successful responses.", live_histogram::ttft,
-     detail::otel_ttft_bounds, std::size(detail::otel_ttft_bounds)},
+     detail::otel_ttft_bounds, std::size(detail::otel_ttft_bounds), true},
+};
+
+/// The `error.type` of a request that finished for each `finish_reason` (indexed by it; empty:
+/// a successful response, no `error.type`). The conventions ask for the provider's error code,
+/// an exception's canonical name "or another low-cardinality error identifier", and that an
+/// instrumentation document the list it reports: this is the list. `timeout` is the
+/// conventions' own example value; `_OTHER` their fallback for an error the instrumentation
+/// names no further (tokchron's `error`: the server failed the request).
+inline constexpr std::string_view otel_genai_error_types[finish_reason_count] = {
+    "",           // stop
+    "",           // length
+    "cancelled",  // aborted: the client went away or cancelled
+    "_OTHER",     // error: the server failed the request
+    "timeout",    // timed_out: an allotted time ran out
+    "rejected",   // rejected: refused before being scheduled (queue full, queue timeout)
 };
 
 /// The attributes `otel_live_options` writes, by their OpenTelemetry name and their Prometheus
@@ -905,39 +924,48 @@ inline constexpr otel_genai_attribute otel_genai_attributes[] = {
     {"gen_ai.provider.name", "gen_ai_provider_name"},
     {"gen_ai.system", "gen_ai_system"},
     {"gen_ai.request.model", "gen_ai_request_model"},
+    {"error.type", "error_type"},
 };
 
 /// OpenTelemetry's GenAI model-server metrics
 /// (`open-telemetry/semantic-conventions-genai/docs/gen-ai/gen-ai-metrics.md` at
-/// 7269173edd774fb00a9fabc374955e0888714fa7, status
-/// Development; attributes of semantic-conventions v1.41.1) in the Prometheus exposition, named
-/// as OpenTelemetry's Prometheus exporters translate them (dots to underscores, the unit `s`
-/// as the suffix `_seconds`): `gen_ai_server_time_to_first_token_seconds`,
-/// `gen_ai_server_time_per_output_token_seconds` and `gen_ai_server_request_duration_seconds`,
-/// each on the conventions' recommended explicit buckets, for successful responses (stop,
-/// length: the conventions' "for successful responses"; the request duration too, so that no
-/// point needs the `error.type` a failed request's duration must carry); TTFT from arrival
-/// (queue and prefill), TPOT (duration - TTFT) / (tokens after the first) with the duration
-/// ending at the last token. Labels: `gen_ai_operation_name` (`operation`, e.g. `chat`,
-/// `text_completion`), the provider (`gen_ai_provider_name`, or `gen_ai_system` under
-/// `otel_genai_semconv::v1_36`), `gen_ai_request_model`.
+/// 004902b8cb70aa5ae6ca4ae07132b7daabcd3e10, status Development; attributes of
+/// semantic-conventions v1.42.0) in the Prometheus exposition, named as OpenTelemetry's
+/// Prometheus exporters translate them (dots to underscores, the unit `s` as the suffix
+/// `_seconds`): `gen_ai_server_time_to_first_token_seconds` and
+/// `gen_ai_server_time_per_output_token_seconds` for successful responses (stop, length: the
+/// conventions' "for successful responses"), `gen_ai_server_request_duration_seconds` for every
+/// finished request (inclusion `all`), a failed one's in a point labelled `error_type`
+/// (`otel_genai_error_types`), each on the conventions' recommended explicit buckets. TTFT from
+/// arrival (queue and prefill), observed at the finish; TPOT (last token - first token) / (tokens
+/// after the first); the duration from arrival to the finish (the response's last byte).
+/// Labels: `gen_ai_operation_name` (`operation`, e.g. `chat`, `text_completion`), the provider
+/// (`gen_ai_provider_name`, or `gen_ai_system` under `otel_genai_semconv::v1_36`),
+/// `gen_ai_request_model`.
 [[nodiscard]] inline live_options otel_live_options(
     std::string model, std::string provider, std::string operation = "chat",
     otel_genai_semconv version = otel_genai_semconv::latest) {
   live_options o;
   o.rules.itl = itl_grain::per_token_with_first;
   o.rules.ttft_at_finish = true;  // successful responses only: known at the finish
-  o.rules.e2e_to_last_token = true;
-  o.rules.reasons = static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
-                                              live_reason_bit(finish_reason::length));
+  o.inclusion = live_inclusion::all;
   o.label_names = {"gen_ai_operation_name",
                    version == otel_genai_semconv::latest ? "gen_ai_provider_name" : "gen_ai_system",
                    "gen_ai_request_model"};
   o.default_label_values = {std::move(operation), std::move(provider), std::move(model)};
-  for (const auto& m : otel_genai_server_metrics)
-    o.families.push_back(live_histogram_family(
-        std::string(m.prometheus), m.histogram,
-        std::vector<double>(m.bounds, m.bounds + m.bound_count), std::string(m.description)));
+  for (const auto& m : otel_genai_server_metrics) {
+    live_family f = live_histogram_family(std::string(m.prometheus), m.histogram,
+                                          std::vector<double>(m.bounds, m.bounds + m.bound_count),
+                                          std::string(m.description));
+    if (m.successful_only) {
+      f.reasons = static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |
+                                            live_reason_bit(finish_reason::length));
+    } else {
+      f.label = "error_type";
+      f.label_values.assign(std::begin(otel_genai_error_types), std::end(otel_genai_error_types));
+    }
+    o.families.push_back(std::move(f));
+  }
   live_append(o.families, live_own_families());
   return o;
 }

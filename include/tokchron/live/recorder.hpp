@@ -464,10 +464,10 @@ class basic_live_metrics {
 
   /// Observes latency `v` of histogram `h` unless the rules drop it (trtllm: 0 is not
   /// observed; tensorrt_llm/metrics/perf_utils.py keeps values > 0 only).
-  void observe_latency(detail::live_writer<>& d, std::uint32_t s, live_histogram h,
-                       double v) const noexcept {
+  void observe_latency(detail::live_writer<>& d, std::uint32_t s, live_histogram h, double v,
+                       std::uint32_t reason = 0) const noexcept {
     if (hot_.rules.positive_only && !(v > 0)) return;
-    d.observe(s, h, v);
+    d.observe(s, h, v, 1, reason);
   }
 
   /// The instant TTFT and E2E start from: the arrival, or under `from_queued` the time the
@@ -521,12 +521,13 @@ class basic_live_metrics {
     const bool included = includes(inc, inclusion_family::per_request, tl) &&
                           (rules.reasons == 0 || (rules.reasons & live_reason_bit(reason)) != 0);
     if (!included) return;
+    const auto why = static_cast<std::uint32_t>(reason);  // the part of a histogram by reason
     const auto first = tl.first_token_time();
     const auto last = tl.last_token_time();
     const auto start = start_of(tl);
     if (inc == live_inclusion::completed || rules.ttft_at_finish)
       if (start && first && *first >= *start)
-        observe_latency(d, s, live_histogram::ttft, seconds(*first - *start));
+        observe_latency(d, s, live_histogram::ttft, seconds(*first - *start), why);
     if (rules.tokens_at_finish) {
       count_prompt(d, s, tl, shared);
       count_generation(d, s, n, tl.reasoning_tokens());
@@ -537,50 +538,53 @@ class basic_live_metrics {
     }
     if (rules.e2e_to_last_token) {
       if (start && last && *last >= *start)
-        observe_latency(d, s, live_histogram::e2e, seconds(*last - *start));
+        observe_latency(d, s, live_histogram::e2e, seconds(*last - *start), why);
     } else if (const auto v = e2e(tl)) {
-      observe_latency(d, s, live_histogram::e2e, seconds(*v));
+      observe_latency(d, s, live_histogram::e2e, seconds(*v), why);
     }
     if (!rules.queue_at_schedule)
-      if (const auto v = queue_time(tl)) d.observe(s, live_histogram::queue_time, seconds(*v));
+      if (const auto v = queue_time(tl))
+        d.observe(s, live_histogram::queue_time, seconds(*v), 1, why);
     if (const auto a = tl.arrival()) {  // arrival to queued (0 when never queued)
       const auto q = tl.queued_time().value_or(*a);
-      if (q >= *a) d.observe(s, live_histogram::validation_time, seconds(q - *a));
+      if (q >= *a) d.observe(s, live_histogram::validation_time, seconds(q - *a), 1, why);
     }
     if (const auto v = prefill_time(tl))
-      observe_latency(d, s, live_histogram::prefill_time, seconds(*v));
+      observe_latency(d, s, live_histogram::prefill_time, seconds(*v), why);
     const auto dec = decode_time(tl);
-    if (dec) observe_latency(d, s, live_histogram::decode_time, seconds(*dec));
+    if (dec) observe_latency(d, s, live_histogram::decode_time, seconds(*dec), why);
     if (tl.first_scheduled() && last)
-      observe_latency(d, s, live_histogram::inference_time, seconds(*last - *tl.first_scheduled()));
+      observe_latency(d, s, live_histogram::inference_time, seconds(*last - *tl.first_scheduled()),
+                      why);
     if (rules.tpot == tpot_span::origin_to_last_over_n) {
       // TGI (router/src/server.rs): time_per_token = inference_time / generated_tokens, where
       // inference_time runs from the batch start to the last token.
       if (n > 0 && tl.first_scheduled() && last && *last >= *tl.first_scheduled())
         d.observe(s, live_histogram::tpot,
-                  seconds(*last - *tl.first_scheduled()) / static_cast<double>(n));
+                  seconds(*last - *tl.first_scheduled()) / static_cast<double>(n), 1, why);
     } else if (rules.tpot_small_n == small_n_rule::zero) {
       // vLLM (stats.py): decode_time / (N - 1) when N - 1 > 0, else 0 (also for N = 0 and 1).
       d.observe(s, live_histogram::tpot,
-                n > 1 && dec ? seconds(*dec) / static_cast<double>(n - 1) : 0.0);
+                n > 1 && dec ? seconds(*dec) / static_cast<double>(n - 1) : 0.0, 1, why);
     } else if (const auto v = tpot(tl)) {
-      observe_latency(d, s, live_histogram::tpot, seconds(*v));
+      observe_latency(d, s, live_histogram::tpot, seconds(*v), why);
     }
     if (!rules.lengths_at_arrival) {
       // At the first token instead: observed there as the tokens streamed (first_token_series).
       const bool at_first = rules.lengths_at_first_token;
       if (!at_first || (inc == live_inclusion::completed && first))
         if (const auto p = tl.prompt_tokens())
-          d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
-      if (max_tokens > 0) d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens));
+          d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p), 1, why);
+      if (max_tokens > 0)
+        d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens), 1, why);
     }
-    d.observe(s, live_histogram::generation_tokens, static_cast<double>(n));
+    d.observe(s, live_histogram::generation_tokens, static_cast<double>(n), 1, why);
     // vLLM's request_prefill_kv_computed_tokens (vllm/v1/metrics/stats.py, PR 30189):
     // num_prompt_tokens - max(num_cached_tokens, 0) for every finished request.
     if (const auto p = tl.prompt_tokens()) {
       const std::uint64_t c = tl.cached_prompt_tokens().value_or(0);
       d.observe(s, live_histogram::prefill_computed_tokens,
-                static_cast<double>(c < *p ? *p - c : 0));
+                static_cast<double>(c < *p ? *p - c : 0), 1, why);
     }
   }
 

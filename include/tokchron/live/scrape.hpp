@@ -142,7 +142,7 @@ inline void live_take(live_state& st, live_scrape_data& d) {
   for (std::uint32_t s = 0; s < lay.series; ++s) {
     if (const live_block* b = st.total.find(s)) {
       d.counts[s].assign(b->n, b->n + lay.counts);
-      d.sums[s].assign(b->sum, b->sum + live_histogram_count);
+      d.sums[s].assign(b->sum, b->sum + lay.sums);
       d.present[s] = true;
     }
   }
@@ -238,23 +238,68 @@ inline void live_series_labels(const live_state& st, live_scrape_data& d) {
   return l;
 }
 
-/// The points of a histogram family: cumulative buckets, count and sum per series.
+/// One point of histogram `h` in series `s`: cumulative buckets, count and sum over the parts
+/// in `parts` (bit `1 << p`; a histogram not kept by reason has part 0 only).
+[[nodiscard]] inline histogram_data live_histogram_point(const live_layout& lay,
+                                                         const live_scrape_data& d, std::uint32_t s,
+                                                         std::size_t h, unsigned parts) {
+  const auto width = static_cast<std::uint32_t>(lay.bounds[h].size()) + 1;
+  auto part_count = [&](std::uint32_t b) {
+    std::uint64_t n = 0;
+    for (std::uint32_t p = 0; p < finish_reason_count; ++p)
+      if ((parts & (1u << p)) != 0)
+        n = live_sat_add(n, d.counter(s, lay.offset[h] + p * width + b));
+    return n;
+  };
+  histogram_data x;
+  x.buckets.reserve(width - 1);
+  std::uint64_t cum = 0;
+  for (std::uint32_t b = 0; b + 1 < width; ++b) {
+    cum = live_sat_add(cum, part_count(b));
+    x.buckets.push_back(histogram_bucket{lay.bounds[h][b], cum});
+  }
+  x.count = live_sat_add(cum, part_count(width - 1));
+  x.sum = 0.0;
+  if (d.present[s])
+    for (std::uint32_t p = 0; p < finish_reason_count; ++p)
+      if ((parts & (1u << p)) != 0) x.sum += d.sums[s][lay.sum_at[h] + p];
+  return x;
+}
+
+/// The points of a histogram family, per series. A histogram not kept by reason: one point.
+/// Kept by reason (live_family::reasons, label): the reasons the family selects (all when
+/// none), grouped by label value: the reasons whose value is empty in one point without the
+/// label (written always), each other value in a point with it, written once it holds a sample
+/// (as an OpenTelemetry SDK exports an attribute set once recorded).
 inline void live_histogram_points(metric_family& out, const live_family& f, const live_state& st,
                                   const live_scrape_data& d) {
   const live_layout& lay = st.layout;
   const auto h = static_cast<std::size_t>(f.histogram);
-  for (const auto& [s, labels] : d.series) {
-    histogram_data x;
-    std::uint64_t cum = 0;
-    for (std::size_t b = 0; b < lay.bounds[h].size(); ++b) {
-      cum = live_sat_add(cum, d.counter(s, lay.offset[h] + static_cast<std::uint32_t>(b)));
-      x.buckets.push_back(histogram_bucket{lay.bounds[h][b], cum});
-    }
-    x.count = live_sat_add(
-        cum, d.counter(s, lay.offset[h] + static_cast<std::uint32_t>(lay.bounds[h].size())));
-    x.sum = d.present[s] ? d.sums[s][h] : 0.0;
-    out.add(std::move(x), live_point_labels(f, labels));
+  if (!lay.by_reason[h]) {
+    for (const auto& [s, labels] : d.series)
+      out.add(live_histogram_point(lay, d, s, h, 1u), live_point_labels(f, labels));
+    return;
   }
+  const unsigned chosen = f.reasons != 0 ? f.reasons : (1u << finish_reason_count) - 1;
+  // (value, reasons), the unlabelled group first
+  std::vector<std::pair<std::string, unsigned>> groups{{std::string(), 0u}};
+  for (std::uint32_t r = 0; r < finish_reason_count; ++r) {
+    if ((chosen & (1u << r)) == 0) continue;
+    const std::string v = f.label.empty() ? std::string() : f.label_values[r];
+    std::size_t g = 0;
+    while (g < groups.size() && groups[g].first != v) ++g;
+    if (g == groups.size()) groups.emplace_back(v, 0u);
+    groups[g].second |= 1u << r;
+  }
+  for (const auto& [s, labels] : d.series)
+    for (const auto& [v, reasons] : groups) {
+      if (reasons == 0) continue;
+      histogram_data x = live_histogram_point(lay, d, s, h, reasons);
+      if (!v.empty() && x.count == 0) continue;
+      label_set l = live_point_labels(f, labels);
+      if (!v.empty()) l.push_back(label{f.label, v});
+      out.add(std::move(x), std::move(l));
+    }
 }
 
 /// The points of the requests counter: per series, one per label value of the family (each

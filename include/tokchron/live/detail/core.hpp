@@ -149,7 +149,8 @@ class live_writer {
   /// Adds `delta` to `counter` of series `s` (see live_side::count).
   void count(std::uint32_t s, std::uint32_t counter, std::uint64_t delta) noexcept;
   /// Records `times` samples of `v` in histogram `h` of series `s`.
-  void observe(std::uint32_t s, live_histogram h, double v, std::uint64_t times = 1) noexcept;
+  void observe(std::uint32_t s, live_histogram h, double v, std::uint64_t times = 1,
+               std::uint32_t reason = 0) noexcept;
   /// Counts one refused recording call in the exported misuse counter.
   void count_misuse() noexcept;
   /// Makes the families of `feature` (a live_feature) part of every scrape from now on.

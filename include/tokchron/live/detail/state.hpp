@@ -30,17 +30,53 @@
 TOKCHRON_BEGIN_NAMESPACE
 namespace detail {
 
-/// Where each histogram's bucket counts live in a block, computed once from the options: the
-/// edges of the families it feeds (a histogram no family exports keeps one +Inf bucket).
+/// True if histogram family `f` is kept by finish reason: it counts some reasons only or
+/// labels its points by reason.
+[[nodiscard]] inline bool live_by_reason(const live_family& f) noexcept {
+  return f.source == live_source::histogram && (f.reasons != 0 || !f.label.empty());
+}
+
+/// True if the recorder observes histogram `h` only when a request finishes (its reason known)
+/// under `rules`: the histograms a family may keep by finish reason.
+[[nodiscard]] constexpr bool live_observed_at_finish(live_histogram h,
+                                                     const live_rules& rules) noexcept {
+  switch (h) {
+    case live_histogram::e2e:
+    case live_histogram::tpot:
+    case live_histogram::prefill_time:
+    case live_histogram::decode_time:
+    case live_histogram::inference_time:
+    case live_histogram::validation_time:
+    case live_histogram::generation_tokens:
+    case live_histogram::prefill_computed_tokens: return true;
+    case live_histogram::ttft: return rules.ttft_at_finish;
+    case live_histogram::queue_time: return !rules.queue_at_schedule;
+    default: return false;
+  }
+}
+
+/// Where each histogram's bucket counts and sums live in a block, computed once from the
+/// options: the edges of the families it feeds (a histogram no family exports keeps one +Inf
+/// bucket). A histogram kept by finish reason (`by_reason`: a family of it selects reasons or
+/// adds a label, live_family) has one set of buckets and one sum per reason, in reason order.
 struct live_layout {
   std::array<std::vector<double>, live_histogram_count> bounds;
   std::array<std::uint32_t, live_histogram_count> offset{};  // first bucket count of each
-  std::uint32_t spec_offset = lc_count;  // first per-position acceptance counter
-  std::uint32_t counts = lc_count;       // total uint64 slots per block
-  std::uint32_t series = 1;              // blocks per side: max_series + 1 (the overflow series)
+  std::array<std::uint32_t, live_histogram_count> sum_at{};  // its (first) sum
+  std::array<bool, live_histogram_count> by_reason{};
+  std::uint32_t spec_offset = lc_count;       // first per-position acceptance counter
+  std::uint32_t counts = lc_count;            // total uint64 slots per block
+  std::uint32_t sums = live_histogram_count;  // total sums per block
+  std::uint32_t series = 1;  // blocks per side: max_series + 1 (the overflow series)
 
-  /// The bucket of `v` in histogram `h`: the first bound >= v, or the +Inf bucket.
-  [[nodiscard]] std::uint32_t bucket(std::size_t h, double v) const noexcept {
+  /// The part of histogram `h` a sample of a request finished for reason `reason` goes to.
+  [[nodiscard]] std::uint32_t part(std::size_t h, std::uint32_t reason) const noexcept {
+    return by_reason[h] ? reason : 0;
+  }
+  /// The bucket of `v` in part `part` of histogram `h`: the first bound >= v, or the +Inf
+  /// bucket.
+  [[nodiscard]] std::uint32_t bucket(std::size_t h, double v,
+                                     std::uint32_t part = 0) const noexcept {
     const std::vector<double>& b = bounds[h];
     std::size_t lo = 0, hi = b.size();
     while (lo < hi) {
@@ -50,7 +86,8 @@ struct live_layout {
       else
         hi = mid;
     }
-    return offset[h] + static_cast<std::uint32_t>(lo);
+    return offset[h] + part * static_cast<std::uint32_t>(b.size() + 1) +
+           static_cast<std::uint32_t>(lo);
   }
 };
 
@@ -86,7 +123,7 @@ class live_side {
     live_block& b = blocks_[s];
     if (TOKCHRON_UNLIKELY(b.n == nullptr)) {
       auto* n = new (std::nothrow) std::uint64_t[layout_->counts]();
-      auto* sum = new (std::nothrow) double[live_histogram_count]();
+      auto* sum = new (std::nothrow) double[layout_->sums]();
       if (n == nullptr || sum == nullptr) {
         delete[] n;
         delete[] sum;
@@ -116,12 +153,16 @@ class live_side {
     else
       a = live_sat_add(a, d);
   }
-  void observe(std::uint32_t s, live_histogram h, double v, std::uint64_t times = 1) noexcept {
+  /// Observes `v` `times` times in histogram `h`; `reason`: the finish reason of the request,
+  /// for a histogram kept by reason (observed at the finish only: live_check_families).
+  void observe(std::uint32_t s, live_histogram h, double v, std::uint64_t times = 1,
+               std::uint32_t reason = 0) noexcept {
     if (live_block* b = block(s)) {
       const auto i = static_cast<std::size_t>(h);
-      const std::uint32_t at = layout_->bucket(i, v);
+      const std::uint32_t part = layout_->part(i, reason);
+      const std::uint32_t at = layout_->bucket(i, v, part);
       add(b->n[at], times, at);
-      b->sum[i] += v * static_cast<double>(times);
+      b->sum[layout_->sum_at[i] + part] += v * static_cast<double>(times);
     }
   }
 
@@ -138,9 +179,9 @@ class live_side {
         continue;
       }
       for (std::uint32_t i = 0; i < layout_->counts; ++i) add(t->n[i], b.n[i], i);
-      for (std::size_t i = 0; i < live_histogram_count; ++i) t->sum[i] += b.sum[i];
+      for (std::uint32_t i = 0; i < layout_->sums; ++i) t->sum[i] += b.sum[i];
       for (std::uint32_t i = 0; i < layout_->counts; ++i) b.n[i] = 0;
-      for (std::size_t i = 0; i < live_histogram_count; ++i) b.sum[i] = 0;
+      for (std::uint32_t i = 0; i < layout_->sums; ++i) b.sum[i] = 0;
     }
     total.misuse += misuse;
     total.dropped += dropped;
@@ -303,13 +344,20 @@ struct live_state {
   static live_layout make_layout(const live_options& o) {
     live_layout l;
     for (const live_family& f : o.families)  // live_check: one set of edges per histogram
-      if (f.source == live_source::histogram)
-        l.bounds[static_cast<std::size_t>(f.histogram)] = f.buckets;
-    std::uint32_t at = lc_count;
+      if (f.source == live_source::histogram) {
+        const auto h = static_cast<std::size_t>(f.histogram);
+        l.bounds[h] = f.buckets;
+        l.by_reason[h] = l.by_reason[h] || live_by_reason(f);
+      }
+    std::uint32_t at = lc_count, sum = 0;
     for (std::size_t h = 0; h < live_histogram_count; ++h) {
+      const std::uint32_t parts = l.by_reason[h] ? finish_reason_count : 1;
       l.offset[h] = at;
-      at += static_cast<std::uint32_t>(l.bounds[h].size()) + 1;
+      at += (static_cast<std::uint32_t>(l.bounds[h].size()) + 1) * parts;
+      l.sum_at[h] = sum;
+      sum += parts;
     }
+    l.sums = sum;
     l.spec_offset = at;
     at += static_cast<std::uint32_t>(o.speculative_positions);
     l.counts = at;
@@ -474,7 +522,8 @@ void live_check_families(const live_options& o) {
     }
     const bool labelled = f.source == live_source::requests ||
                           f.source == live_source::prompt_tokens_by_source ||
-                          f.source == live_source::spec_accepted_per_position;
+                          f.source == live_source::spec_accepted_per_position ||
+                          (f.source == live_source::histogram && !f.label.empty());
     if (labelled) {
       bool clash = f.label == "le";
       for (const std::string& n : o.label_names) clash = clash || n == f.label;
@@ -486,6 +535,11 @@ void live_check_families(const live_options& o) {
       fail("the requests counter needs a label value per finish reason");
     if (f.source == live_source::prompt_tokens_by_source && f.label_values.size() != 3)
       fail("prompt tokens by source need three label values");
+    if (f.source == live_source::histogram && !f.label.empty() &&
+        f.label_values.size() != finish_reason_count)
+      fail("a histogram labelled by finish reason needs one label value per reason");
+    if (live_by_reason(f) && !live_observed_at_finish(f.histogram, o.rules))
+      fail("kept by finish reason, but not observed at the finish under these rules");
     for (const std::string& v : f.label_values)
       if (!live_valid_utf8(v)) fail("a label value is not valid UTF-8");
     if (f.reasons >= (1u << finish_reason_count)) fail("reasons: not a set of reasons");
@@ -786,9 +840,9 @@ void live_writer<I>::count(std::uint32_t s, std::uint32_t counter, std::uint64_t
 }
 
 template <int I>
-void live_writer<I>::observe(std::uint32_t s, live_histogram h, double v,
-                             std::uint64_t times) noexcept {
-  side_->observe(s, h, v, times);
+void live_writer<I>::observe(std::uint32_t s, live_histogram h, double v, std::uint64_t times,
+                             std::uint32_t reason) noexcept {
+  side_->observe(s, h, v, times, reason);
 }
 
 template <int I>

@@ -582,11 +582,6 @@ def direct_counter(run, family, want, **labels):
                           if labels else ""))
 
 
-def ends_at_last_token(r):
-    """The record ending at its last token (its tokens unchanged)."""
-    return starting_at(r, r.get("arrival", r["send"]), True)
-
-
 def check_dynamo(run):
     recs = run.records
     # Inclusion all: every request as it ends; TTFT and the prompt length at the first token.
@@ -645,16 +640,27 @@ def check_lmdeploy(run):
         direct_counter(run, g, 0)
 
 
+# error.type of a failed request under the otel preset (live/presets.hpp otel_genai_error_types).
+OTEL_ERROR_TYPES = {"aborted": "cancelled", "error": "_OTHER", "timed_out": "timeout",
+                    "rejected": "rejected"}
+
+
 def check_otel(run):
     recs = run.records
-    # "For successful responses": stop and length; the request duration ends at the last token.
+    # "For successful responses": stop and length.
     succ = [r for r in recs if reason(r) in ("stop", "length")]
     canon = run.report(succ)
     direct_histogram(run, "gen_ai_server_time_to_first_token_seconds", canon["metrics"]["ttft"])
     direct_histogram(run, "gen_ai_server_time_per_output_token_seconds", canon["metrics"]["tpot"])
-    direct_histogram(run, "gen_ai_server_request_duration_seconds",
-                     run.report([ends_at_last_token(r) for r in succ
-                                 if first_token(r) is not None])["metrics"]["e2e"])
+    # Every finished request, arrival to finish; a failed one's under its error_type.
+    duration = "gen_ai_server_request_duration_seconds"
+    direct_histogram(run, duration, run.report(recs)["metrics"]["e2e"])
+    for why, error_type in OTEL_ERROR_TYPES.items():
+        n = sum(1 for r in recs if reason(r) == why)
+        got = run.prom.total(f"{duration}_count", error_type=error_type)
+        run.c.equal(0 if got is None else got, n, f'{duration}_count{{error_type="{error_type}"}}')
+    types = {ls.get("error_type") for n, ls, _ in run.prom.samples if n.startswith(duration)}
+    run.c.ok(types <= {None} | set(OTEL_ERROR_TYPES.values()), f"error_type values: {types}")
     labels = {ls.get("gen_ai_operation_name") for n, ls, _ in run.prom.samples
               if n.startswith("gen_ai_server_")}
     run.c.ok(labels == {"chat"}, f"gen_ai_operation_name on every point: {sorted(labels)}")
