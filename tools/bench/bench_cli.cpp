@@ -21,6 +21,7 @@
 #include "report/sla.hpp"
 #include "report/summaries.hpp"
 #include "scrape.hpp"
+#include "sessions.hpp"
 #include "tls.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/quantile/exact.hpp"
@@ -97,6 +98,19 @@ const std::vector<own_option>& own_options() {
       {"prefix_groups", "N",
        "request i's prompt starts with the --shared-prefix tokens of group i mod N (default 1 "
        "with --shared-prefix), then words of its own"},
+      {"sessions", "FILE",
+       "multi-turn sessions from FILE (JSON Lines: AIPerf multi_turn, vLLM conversations, or a "
+       "turn a line with session_id); each turn carries the conversation with the live replies"},
+      {"session_turns", "DIST",
+       "synthetic sessions of DIST turns (e.g. fixed:4), user messages of --prompt-len words"},
+      {"turn_think", "DIST",
+       "sessions: think time between a reply's end and the next turn (default fixed:0; a file "
+       "turn's delay wins)"},
+      {"session_header", "NAME",
+       "sessions: the affinity header naming the session (default x-session-id; none: not sent)"},
+      {"max_sessions", "N", "sessions: start at most N sessions (default: every session, 0)"},
+      {"session_log", "FILE",
+       "sessions: one JSON line per turn sent (session, turn, request id, user words, reply)"},
       {"progress", "WHEN", "auto (default: on a terminal), always or never"},
       {"give_up", "SECONDS",
        "stop sending when no stream received a byte for this long while requests failed "
@@ -178,6 +192,12 @@ struct settings {
   double replay_speed = 1;
   std::uint32_t prefix_groups = 0;  // 0: no --prefix-groups
   bool duration_given = false;
+  // Sessions (sessions.hpp): the file, or synthetic sessions of `session_turns` turns.
+  std::string sessions, session_log;
+  std::optional<batching::distribution> session_turns;
+  batching::distribution turn_think = batching::distribution::fixed(0, batching::quantity::seconds);
+  std::string session_header = "x-session-id";
+  std::uint64_t max_sessions = 0;
 };
 
 // A positive decimal number (--replay-speed).
@@ -320,6 +340,41 @@ settings parse(const std::vector<std::string>& argv) {
         throw usage_error("--prefix-groups '" + value + "': must be an integer in [1, " +
                           std::to_string(max_prefix_groups) + "]");
       s.prefix_groups = static_cast<std::uint32_t>(*d);
+    } else if (name == "sessions") {
+      s.sessions = value;
+    } else if (name == "session_log") {
+      s.session_log = value;
+    } else if (name == "session_turns" || name == "turn_think") {
+      try {
+        const auto d = batching::distribution::parse(
+            value,
+            name == "turn_think" ? batching::quantity::seconds : batching::quantity::output_length);
+        if (name == "turn_think")
+          s.turn_think = d;
+        else
+          s.session_turns = d;
+      } catch (const std::invalid_argument& e) {
+        throw usage_error("--" + dashes(name) + " '" + value + "': " + e.what());
+      }
+    } else if (name == "session_header") {
+      if (value == "none") {
+        s.session_header.clear();
+      } else {
+        // A header name by --header's rules (a ':' would end the name early: refused first).
+        if (value.find(':') != std::string::npos)
+          throw usage_error("--session-header '" + value + "': a header name holds no ':'");
+        try {
+          s.session_header = parse_header(value + ": x").first;
+        } catch (const std::invalid_argument& e) {
+          const std::string why = e.what();
+          throw usage_error("--session-header '" + value + "': " + why.substr(why.find("': ") + 3));
+        }
+      }
+    } else if (name == "max_sessions") {
+      const auto d = batching::parse_decimal(value);
+      if (!d || *d < 1 || *d > 1e12 || *d != std::floor(*d))
+        throw usage_error("--max-sessions '" + value + "': must be an integer in [1, 1e12]");
+      s.max_sessions = static_cast<std::uint64_t>(*d);
     } else if (name == "progress") {
       if (value != "auto" && value != "always" && value != "never")
         throw usage_error("--progress '" + value + "': expected auto, always or never");
@@ -343,6 +398,23 @@ settings parse(const std::vector<std::string>& argv) {
     if (!s.duration_given) s.run.load.duration_s = batching::max_arrival_s;
   } else if (once.seen("replay-format") || once.seen("replay-speed")) {
     throw usage_error("--replay-format and --replay-speed go with --replay");
+  }
+  if (!s.sessions.empty() || s.session_turns) {
+    if (!s.sessions.empty() && s.session_turns)
+      throw usage_error("--session-turns makes synthetic sessions; --sessions reads them: one");
+    if (s.endpoint != "chat")
+      throw usage_error("sessions need --endpoint chat (a conversation is chat messages)");
+    for (const char* o : {"replay", "shared-prefix", "prefix-groups", "max-requests"})
+      if (once.seen(o))
+        throw usage_error(std::string("--") + o +
+                          " does not go with sessions (--max-sessions counts sessions)");
+    // Without --duration a sessions file is run whole (within the longest run a workload
+    // takes: under 1e7 s).
+    if (!s.sessions.empty() && !s.duration_given) s.run.load.duration_s = 9.99e6;
+  } else {
+    for (const char* o : {"turn-think", "session-header", "max-sessions", "session-log"})
+      if (once.seen(o))
+        throw usage_error(std::string("--") + o + " goes with --sessions or --session-turns");
   }
   try {
     const target t = parse_target(s.url, s.endpoint, s.model);
@@ -669,6 +741,31 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       err << "; " << plan->no_output << " recorded without output tokens are not sent";
     err << '\n';
   }
+  // The sessions file, read whole before anything is sent.
+  std::shared_ptr<const session_plan> sessions;
+  if (!s.sessions.empty()) {
+    std::ifstream in(s.sessions);
+    if (!in) {
+      err << "tokchron-bench: --sessions: cannot read " << s.sessions << '\n';
+      return 2;
+    }
+    try {
+      sessions = std::make_shared<const session_plan>(read_sessions(in, s.sessions));
+    } catch (const session_error& e) {
+      err << "tokchron-bench: --sessions: " << e.what() << '\n';
+      return 2;
+    }
+    err << "tokchron-bench: sessions from " << s.sessions << ": " << sessions->sessions.size()
+        << " sessions, " << sessions->turns << " turns\n";
+  }
+  std::ofstream session_log;
+  if (!s.session_log.empty()) {
+    session_log.open(s.session_log);
+    if (!session_log) {
+      err << "tokchron-bench: cannot write " << s.session_log << '\n';
+      return 1;
+    }
+  }
   std::vector<std::string> points = s.sweep_values;
   if (points.empty()) points.emplace_back();
   int worst = 0;
@@ -720,6 +817,31 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       lo.schedule = std::move(h.schedule);
       lo.body = std::move(h.body);
       prefixes = h.counts;
+    }
+    session_hooks sh;
+    if (sessions || s.session_turns) {
+      session_settings ss;
+      ss.plan = sessions;
+      ss.work = rc.load;
+      if (s.session_turns) ss.turns = *s.session_turns;
+      ss.think = s.turn_think;
+      ss.header = s.session_header;
+      ss.max_sessions = s.max_sessions;
+      ss.id_prefix = s.id_prefix;
+      ss.first_session = next_request_id;
+      ss.warmup_s = rc.warmup_s;
+      if (session_log.is_open()) ss.log = &session_log;
+      try {
+        sh = make_session_hooks(ss);
+      } catch (const std::invalid_argument& e) {
+        err << "tokchron-bench: " << e.what() << '\n';
+        return 2;
+      }
+      lo.schedule = sh.schedule;
+      lo.body = sh.body;
+      lo.headers = sh.headers;
+      lo.on_outcome = sh.on_outcome;
+      lo.keep_reply = sh.keep_reply;
     }
     const bool show = s.progress == "always" || (s.progress == "auto" && terminal);
     if (show)
@@ -780,6 +902,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       return 1;
     }
     if (show) err << '\n';
+    if (sh.finish) sh.finish();
     std::optional<scrape_change> scraped;
     if (scraped_before) try {
         scraped = difference(*scraped_before, scrape_now());
@@ -800,7 +923,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
         if (args[i] == "--plot") args[i + 1] += "/" + s.sweep_name + "=" + v;
     args.push_back(path);
     int rc_report = 0;
-    if (!scraped) {
+    if (!scraped && !sh.stats) {
       rc_report = tokchron_report::run(args, out, err);
     } else {
       // The change sits beside the report: after the table or CSV, inside the JSON document.
@@ -812,13 +935,15 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       if (json) {
         nlohmann::json doc = nlohmann::json::parse(report.str(), nullptr, false);
         if (doc.is_object()) {
-          doc["server_metrics"] = change_json(s.scrape, *scraped);
+          if (scraped) doc["server_metrics"] = change_json(s.scrape, *scraped);
+          if (sh.stats) doc["sessions"] = nlohmann::json::parse(sessions_json(*sh.stats));
           out << doc.dump(2) << '\n';
         } else {
           out << report.str();
         }
       } else {
-        print_change(out, s.scrape, *scraped, client);
+        if (scraped) print_change(out, s.scrape, *scraped, client);
+        if (sh.stats) print_sessions(out, *sh.stats);
       }
     }
     if (rc_report == 0 && !r.gave_up.empty()) rc_report = exit_gave_up;

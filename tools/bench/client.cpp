@@ -169,19 +169,36 @@ std::string request_body(const target& t, std::uint32_t prompt_tokens, std::uint
   return request_body(t, std::move(prompt), max_tokens);
 }
 
-std::string request_body(const target& t, std::string prompt, std::uint32_t max_tokens) {
+namespace {
+
+// The body of a streamed request for `model` with `conversation` as its `field` (`messages`
+// or `prompt`).
+std::string body_of(const std::string& model, const char* field,
+                    nlohmann::ordered_json conversation, std::uint32_t max_tokens) {
   nlohmann::ordered_json j;
-  j["model"] = t.model;
-  if (t.endpoint == endpoint_kind::chat)
-    j["messages"] = nlohmann::ordered_json::array(
-        {nlohmann::ordered_json{{"role", "user"}, {"content", std::move(prompt)}}});
-  else
-    j["prompt"] = std::move(prompt);
+  j["model"] = model;
+  j[field] = std::move(conversation);
   j["max_tokens"] = max_tokens;
   j["ignore_eos"] = true;
   j["stream"] = true;
   j["stream_options"] = {{"include_usage", true}};
   return j.dump();
+}
+
+}  // namespace
+
+std::string chat_request_body(const target& t, nlohmann::ordered_json messages,
+                              std::uint32_t max_tokens) {
+  return body_of(t.model, "messages", std::move(messages), max_tokens);
+}
+
+std::string request_body(const target& t, std::string prompt, std::uint32_t max_tokens) {
+  if (t.endpoint == endpoint_kind::chat)
+    return chat_request_body(t,
+                             nlohmann::ordered_json::array({nlohmann::ordered_json{
+                                 {"role", "user"}, {"content", std::move(prompt)}}}),
+                             max_tokens);
+  return body_of(t.model, "prompt", std::move(prompt), max_tokens);
 }
 
 // ---- reads and their times --------------------------------------------------------------------
@@ -487,8 +504,10 @@ class request_connection {
 class session : public std::enable_shared_from_this<session> {
  public:
   session(net::io_context& ioc, const tcp::endpoint& ep, const target& tgt, const timeouts& lim,
-          receive_time rx, request_outcome& out, std::string body, connection_pool* pool,
-          tls_client* tls, std::atomic<clock::rep>* progress, std::function<void()> done)
+          receive_time rx, request_outcome& out, std::string body,
+          const std::vector<std::pair<std::string, std::string>>& headers, std::size_t keep_reply,
+          connection_pool* pool, tls_client* tls, std::atomic<clock::rep>* progress,
+          std::function<void()> done)
       : ioc_(ioc),
         conn_(ioc, ep, pool, tls),
         host_(tgt.host),
@@ -509,6 +528,8 @@ class session : public std::enable_shared_from_this<session> {
            "\r\nX-Request-Id: " + out.request_id + "\r\n";
     if (!tgt.api_key.empty()) req_ += "Authorization: Bearer " + tgt.api_key + "\r\n";
     for (const auto& [name, value] : tgt.headers) req_ += name + ": " + value + "\r\n";
+    for (const auto& [name, value] : headers) req_ += name + ": " + value + "\r\n";
+    if (keep_reply > 0) sse_.keep_text(&out.reply, keep_reply, &out.reply_cut);
     req_ += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     new_parser();
   }
@@ -1083,6 +1104,7 @@ load_result run_load(const load_options& opt) {
         }
         try {
           asked.erase(key);
+          if (opt.on_outcome) opt.on_outcome(o);
           if (sending) gen.on_finish(q, virtual_now(resume));
           if (opt.on_end) {
             auto taken = std::move(flight.at(key));
@@ -1127,6 +1149,8 @@ load_result run_load(const load_options& opt) {
         if (r->arrival >= gen.end()) continue;
         std::string body = opt.body ? opt.body(opt.tgt, *r)
                                     : request_body(opt.tgt, r->prompt_tokens, r->output_tokens);
+        std::vector<std::pair<std::string, std::string>> headers;
+        if (opt.headers) headers = opt.headers(*r);
         const std::uint64_t key = opt.on_end ? next_key++ : result.requests.size();
         request_outcome& o =
             opt.on_end ? *flight.emplace(key, std::make_unique<request_outcome>()).first->second
@@ -1140,9 +1164,9 @@ load_result run_load(const load_options& opt) {
         ++in_flight;
         ++sent;
         auto s = std::make_shared<session>(
-            *iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o, std::move(body),
-            pools.empty() ? nullptr : &pools[next_thread], tls ? &*tls : nullptr, &progress_at,
-            [&m, &cv, &ended, key] {
+            *iocs[next_thread], ep, opt.tgt, opt.limits, opt.rx_time, o, std::move(body), headers,
+            opt.keep_reply, pools.empty() ? nullptr : &pools[next_thread], tls ? &*tls : nullptr,
+            &progress_at, [&m, &cv, &ended, key] {
               {
                 std::lock_guard<std::mutex> lock(m);
                 ended.push_back(key);

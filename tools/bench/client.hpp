@@ -39,6 +39,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "distribution.hpp"  // batching::workload's distributions (tools/executor)
 #include "loadgen.hpp"
 #include "sse.hpp"  // the SSE decoder, the timeline type, endpoint_kind, failure_kind
@@ -97,6 +99,10 @@ void check_id_prefix(const std::string& prefix);
 /// The same body with `prompt` as the prompt (the user message of a chat request).
 [[nodiscard]] std::string request_body(const target& t, std::string prompt,
                                        std::uint32_t max_tokens);
+/// The same body for the chat endpoint with `messages` (a JSON array of chat messages) as the
+/// conversation.
+[[nodiscard]] std::string chat_request_body(const target& t, nlohmann::ordered_json messages,
+                                            std::uint32_t max_tokens);
 
 /// Which time a read's events get.
 /// - `kernel`: the kernel's software receive timestamp of the last TCP segment the read returned
@@ -202,6 +208,11 @@ struct request_outcome {
   /// handshake resumed an earlier session.
   bool new_connection = false, tls_resumed = false;
   clock::duration connect_time{}, handshake_time{};
+  /// The text of the measured choice (chat `delta.content`, completions `text`) as received,
+  /// kept only when `load_options::keep_reply` is set, at most that many bytes; `reply_cut`:
+  /// the stream carried more.
+  std::string reply;
+  bool reply_cut = false;
 };
 
 /// Whether a Content-Type value names `text/event-stream`: the media type compared
@@ -276,6 +287,16 @@ struct load_options {
   /// The JSON body of each request (empty: `request_body` of its prompt and output lengths);
   /// called on the scheduling thread, in order of intended send.
   std::function<std::string(const target&, const batching::request&)> body;
+  /// More headers of each request, after the target's (called with `body`); each must pass
+  /// `parse_header`'s rules.
+  std::function<std::vector<std::pair<std::string, std::string>>(const batching::request&)> headers;
+  /// Keep each request's reply text, at most this many bytes (`request_outcome::reply`); 0:
+  /// none.
+  std::size_t keep_reply = 0;
+  /// Called on the scheduling thread as each request ends, before its schedule hears of it
+  /// (`request_source::on_finish`) and before `on_end`: a schedule whose next request depends
+  /// on this one's outcome (a session's next turn) reads it here, and may take its `reply`.
+  std::function<void(request_outcome&)> on_outcome;
 };
 
 /// The outcome of a run: every request it sent (none when `load_options::on_end` took them),

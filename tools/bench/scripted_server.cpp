@@ -54,6 +54,7 @@ struct scripted_server::impl {
   mutable std::mutex m;
   std::map<std::string, std::vector<emission>> sent;
   std::map<std::string, std::string> prompts;  // by X-Request-Id
+  std::map<std::string, seen_request> seen;    // by X-Request-Id
   std::uint64_t received = 0, accepted = 0;
   std::uint16_t port = 0;
 };
@@ -103,8 +104,12 @@ class connection : public std::enable_shared_from_this<connection> {
     prompt_tokens_ = prompt.empty() ? 0 : 1;
     for (char c : prompt) prompt_tokens_ += c == ' ';
     {
+      seen_request r;
+      r.body = req_.body();
+      for (const auto& f : req_) r.headers.emplace_back(f.name_string(), f.value());
       std::lock_guard<std::mutex> lock(srv_.m);
       srv_.prompts[id_] = prompt;
+      srv_.seen[id_] = std::move(r);
     }
     if (model_ == "http500") return respond(500, "scripted failure");
     if (model_ == "http503") return respond(503, "overloaded");
@@ -188,8 +193,10 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   nlohmann::json text_choice(const char* reason) const {
-    nlohmann::json choice = chat_ ? nlohmann::json{{"index", 0}, {"delta", {{"content", " w"}}}}
-                                  : nlohmann::json{{"index", 0}, {"text", " w"}};
+    // `numbered`: chunk k of request ID is " ID.k", so a reply names its request.
+    const std::string piece = model_ == "numbered" ? " " + id_ + "." + std::to_string(k_) : " w";
+    nlohmann::json choice = chat_ ? nlohmann::json{{"index", 0}, {"delta", {{"content", piece}}}}
+                                  : nlohmann::json{{"index", 0}, {"text", piece}};
     if (chat_ && model_ == "tools")  // a tool call's arguments, streamed; no content
       choice["delta"] = {
           {"content", nullptr},
@@ -281,7 +288,8 @@ class connection : public std::enable_shared_from_this<connection> {
       if (last) {
         payload += event(chunk(text_choice("length")));
       } else {
-        if (text_event_.empty() || split_) text_event_ = event(chunk(text_choice(nullptr)));
+        if (text_event_.empty() || split_ || model_ == "numbered")
+          text_event_ = event(chunk(text_choice(nullptr)));
         payload += text_event_;  // the same bytes every step: the server stays cheap
       }
       kinds.emplace_back("text");
@@ -445,6 +453,11 @@ std::map<std::string, std::vector<emission>> scripted_server::emissions() const 
 std::map<std::string, std::string> scripted_server::prompts() const {
   std::lock_guard<std::mutex> lock(impl_->m);
   return impl_->prompts;
+}
+
+std::map<std::string, seen_request> scripted_server::seen() const {
+  std::lock_guard<std::mutex> lock(impl_->m);
+  return impl_->seen;
 }
 
 std::uint64_t scripted_server::requests() const {

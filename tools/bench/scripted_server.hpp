@@ -37,7 +37,9 @@
 /// and over the whole stream: `merged` holds every event after the first back for the last
 /// write (one read brings them all); `line_split` sends each event's blank line with the next
 /// write; `bom` starts the body with a UTF-8 byte order mark; `media_type` answers
-/// `Text/Event-Stream ; Charset=UTF-8`, `not_media` `text/event-streamx`; `error_null` puts
+/// `Text/Event-Stream ; Charset=UTF-8`, `not_media` `text/event-streamx`; `numbered` makes text
+/// chunk k of the request with X-Request-Id ID carry " ID.k" (every other stream carries " w");
+/// `error_null` puts
 /// `"error": null` in every chunk; `tools` (chat) streams tool-call deltas and no content,
 /// finish_reason `tool_calls`; `other_choice` puts the text in choice 1 beside an empty
 /// choice 0; `interim` sends 100 Continue, 103 Early Hints and 100 Continue before the answer,
@@ -54,7 +56,8 @@
 /// A request with `Connection: keep-alive` keeps its
 /// connection open after a whole stream for the next request (HTTP/1.1 keep-alive), except with
 /// model `drop`, which says keep-alive and closes it anyway (a server dropping idle connections).
-/// Handlers run on one thread. Memory: one record per chunk written, and each request's prompt.
+/// Handlers run on one thread. Memory: one record per chunk written, and each request's prompt,
+/// body and headers.
 
 #include <chrono>
 #include <cstdint>
@@ -82,6 +85,12 @@ struct server_script {
   std::vector<std::string> models;
 };
 
+/// A request as the server read it: its body and its header fields (names as sent).
+struct seen_request {
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
 /// One written event: when its bytes went to the kernel, and its kind ("role", "text", "usage",
 /// "done").
 struct emission {
@@ -104,6 +113,8 @@ class scripted_server {
   /// The prompt (or the first message's content) of each request so far, per `X-Request-Id`
   /// (a copy; thread-safe).
   [[nodiscard]] std::map<std::string, std::string> prompts() const;
+  /// Each request's body and headers so far, per `X-Request-Id` (a copy; thread-safe).
+  [[nodiscard]] std::map<std::string, seen_request> seen() const;
   /// Requests received so far (thread-safe).
   [[nodiscard]] std::uint64_t requests() const;
   /// Connections accepted so far (thread-safe).

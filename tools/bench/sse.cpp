@@ -278,6 +278,9 @@ bool sse_decoder::event() {
     if (!x->is_string()) bad = true;
     return x->is_string() && !x->get_ref<const std::string&>().empty();
   };
+  // The measured choice's text, for `keep_text`: each choice's as `carries` reads it.
+  const std::string* mine_text = nullptr;
+  const std::string* text_of = nullptr;
   const auto carries = [&](const nlohmann::json& choice, bool& bad) {
     carried c;
     if (endpoint_ == endpoint_kind::chat) {
@@ -288,6 +291,7 @@ bool sse_decoder::event() {
       // older `function_call`.
       if (const auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
         c.text = nonempty(*d, "content", bad);
+        if (c.text) text_of = &d->find("content")->get_ref<const std::string&>();
         c.reasoning = nonempty(*d, "reasoning_content", bad) || nonempty(*d, "reasoning", bad);
         const auto tc_ = d->find("tool_calls");
         const auto fc = d->find("function_call");
@@ -296,6 +300,7 @@ bool sse_decoder::event() {
       }
     } else {
       c.text = nonempty(choice, "text", bad);
+      if (c.text) text_of = &choice.find("text")->get_ref<const std::string&>();
     }
     return c;
   };
@@ -324,7 +329,9 @@ bool sse_decoder::event() {
     for (const auto& ch : *c) {
       bool ignored = false;
       if (&ch == measured) {
+        text_of = nullptr;
         mine = carries(ch, bad);
+        mine_text = text_of;
       } else {
         const carried o = carries(ch, ignored);
         others.text = others.text || o.text || o.reasoning || o.tool_calls;
@@ -422,6 +429,14 @@ bool sse_decoder::event() {
   }
   token_chunks_ = token_chunks;
   count_read();
+  if (kept_ && mine.text && mine_text && !kept_full_) {
+    if (kept_->size() + mine_text->size() <= keep_most_) {
+      kept_->append(*mine_text);
+    } else {
+      kept_full_ = true;
+      if (kept_cut_) *kept_cut_ = true;
+    }
+  }
   if (has_choice) {
     if (mine.text) ++content_.text;
     if (mine.reasoning) ++content_.reasoning;

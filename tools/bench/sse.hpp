@@ -160,6 +160,14 @@ class sse_decoder {
   /// empty, or ", inside an event (a data line without the blank line that ends it)", or
   /// ", inside a line".
   [[nodiscard]] std::string unfinished() const;
+  /// From now on, appends the measured choice's text of each event taken (chat
+  /// `delta.content`, completions `text`; not reasoning, not tool calls) to `*out`, at most
+  /// `most` bytes in all; past them `*cut` is set and nothing more is appended.
+  void keep_text(std::string* out, std::size_t most, bool* cut) noexcept {
+    kept_ = out;
+    keep_most_ = most;
+    kept_cut_ = cut;
+  }
   /// The bytes the decoder holds now (its line and event buffers' capacity).
   [[nodiscard]] std::size_t buffered() const noexcept {
     return line_.capacity() + data_.capacity();
@@ -185,6 +193,10 @@ class sse_decoder {
   bool any_token_ = false;
   clock::time_point done_time_{};
   failure_kind kind_ = failure_kind::none;
+  std::string* kept_ = nullptr;  // `keep_text`'s
+  std::size_t keep_most_ = 0;
+  bool* kept_cut_ = nullptr;
+  bool kept_full_ = false;
   server_finish finish_;
   stream_content content_;
 };
