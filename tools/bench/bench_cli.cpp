@@ -950,6 +950,10 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     if (rc_report == 0 && sum.failed > 0) rc_report = exit_failed_requests;
     worst = worse(worst, rc_report);
   }
+  if (session_log.is_open() && !session_log.flush()) {
+    err << "tokchron-bench: cannot write " << s.session_log << '\n';
+    worst = worse(worst, 1);
+  }
   // Over a sweep the report ends with the planner's pick (JSON output stays one document per
   // point: the planner then goes to standard error).
   if (!s.sweep_values.empty()) {

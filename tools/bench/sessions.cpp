@@ -478,6 +478,7 @@ class session_source final : public batching::request_source {
         ++s.too_long;
       }
     }
+    const std::uint64_t number = o.number;  // `o` goes with its entry
     if (o.start && st_->s.work.mode == batching::arrival_mode::closed) {
       const batching::request* b = o.start;
       batching::time_point resume = t;
@@ -495,11 +496,11 @@ class session_source final : public batching::request_source {
           k = 0;
         }
       }
-      st_->open.erase(o.number);
+      st_->open.erase(number);
       starts_.on_finish(*b, resume);
       return;
     }
-    st_->open.erase(o.number);
+    st_->open.erase(number);
   }
 
   std::shared_ptr<session_state> st_;
