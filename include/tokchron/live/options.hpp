@@ -71,6 +71,18 @@ enum class live_source : std::uint8_t {
   /// the previous scrape and this one, over their decode seconds; 0 when none. Every scrape
   /// starts a new window (llama.cpp's `predicted_tokens_seconds`).
   decode_throughput,
+  /// Disaggregated serving (`kv_transfer`), exported once a transfer was recorded: counters
+  /// of the requests whose KV cache moved between nodes, of its bytes and of its tokens, as
+  /// each transfer is recorded.
+  kv_transfers,
+  kv_transfer_bytes,
+  kv_transfer_tokens,
+  /// Gauges of the most recent transfer of the series (SGLang's, set by its prefill node):
+  /// its time in milliseconds, its size in MiB (bytes / 2^20) and its speed in GiB/s
+  /// (MiB / 1024 / seconds; 0 for a transfer of 0 s).
+  kv_transfer_last_ms,
+  kv_transfer_last_mb,
+  kv_transfer_last_gb_s,
   rejected,           ///< counter: requests rejected before scheduling
   misuse,             ///< counter: refused recording calls
   label_overflow,     ///< counter: requests recorded into the overflow series
@@ -88,6 +100,9 @@ enum class live_source : std::uint8_t {
     case live_source::in_flight:
     case live_source::before_first_token:
     case live_source::kv_cache_usage:
+    case live_source::kv_transfer_last_ms:
+    case live_source::kv_transfer_last_mb:
+    case live_source::kv_transfer_last_gb_s:
     case live_source::decode_throughput: return metric_kind::gauge;
     default: return metric_kind::counter;
   }
@@ -161,6 +176,10 @@ enum class live_long_label_value : std::uint8_t {
 struct live_options {
   /// How events are recorded (tokchron's canonical definitions by default).
   live_rules rules;
+  /// The server's part in disaggregated serving: where a KV-cache transfer (`kv_transfer`)
+  /// counts as prompt tokens not computed (`decode`, `both`) or as one sent (`prefill`).
+  /// `live_with_role` (live/presets.hpp) also labels every family with it.
+  live_role role = live_role::both;
   live_inclusion inclusion = live_inclusion::scheduled;
   /// Label names on every series, fixed for the object's life (e.g. {"model_name", "engine"}).
   std::vector<std::string> label_names;

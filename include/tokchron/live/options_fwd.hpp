@@ -79,9 +79,12 @@ enum class live_histogram : std::uint8_t {
   /// prompt tokens computed in prefill (prompt - cached, the whole prompt when the server
   /// reported no cached count), per finished request whose prompt length is known, tokens
   prefill_computed_tokens,
+  /// the time a request's KV cache took to move between a prefill and a decode node, per
+  /// transfer (`kv_transfer`), s
+  kv_transfer_time,
 };
 /// The number of `live_histogram`s.
-inline constexpr std::size_t live_histogram_count = 14;
+inline constexpr std::size_t live_histogram_count = 15;
 
 namespace detail {
 /// True for the histograms of times (seconds); the others count tokens.
@@ -93,6 +96,18 @@ namespace detail {
 }  // namespace detail
 
 struct live_options;
+
+/// The part a server plays in disaggregated serving (prefill and decode on separate nodes, the
+/// KV cache moved between them): `both` (no split: the default), `prefill` (computes prompts
+/// and sends their KV caches) or `decode` (receives KV caches and generates). On a `decode` or
+/// `both` node the tokens of a transferred KV cache are prompt tokens not computed there
+/// (vLLM's `external_kv_transfer` source); on a `prefill` node a transfer is one sent.
+enum class live_role : std::uint8_t { both, prefill, decode };
+
+/// `both`, `prefill` or `decode`.
+[[nodiscard]] constexpr const char* to_string(live_role r) noexcept {
+  return r == live_role::prefill ? "prefill" : r == live_role::decode ? "decode" : "both";
+}
 
 /// Bit `1 << r` of finish reason `r`, for sets of reasons (`live_rules::reasons`,
 /// `live_family::reasons`).

@@ -105,6 +105,8 @@ inline constexpr live_family_name live_family_names[] = {
     // vllm/v1/metrics/loggers.py (PR 30189): prompt - cached per finished request.
     {live_source::histogram, live_histogram::prefill_computed_tokens, "",
      "vllm:request_prefill_kv_computed_tokens"},
+    // Disaggregated serving: each KV-cache transfer's time (`kv_transfer`).
+    {live_source::histogram, live_histogram::kv_transfer_time, "tokchron_kv_transfer_seconds", ""},
     // The aliases vLLM's earlier example Grafana dashboard queries.
     {live_source::histogram, live_histogram::itl, "", "vllm:time_per_output_token_seconds"},
     {live_source::histogram, live_histogram::max_tokens, "", "vllm:request_params_max_tokens"},
@@ -143,6 +145,9 @@ inline constexpr live_family_name live_family_names[] = {
     {live_source::spec_accepted_per_position, live_histogram::ttft,
      "tokchron_spec_decode_accepted_tokens_per_pos",
      "vllm:spec_decode_num_accepted_tokens_per_pos"},
+    {live_source::kv_transfers, live_histogram::ttft, "tokchron_kv_transfers", ""},
+    {live_source::kv_transfer_bytes, live_histogram::ttft, "tokchron_kv_transfer_bytes", ""},
+    {live_source::kv_transfer_tokens, live_histogram::ttft, "tokchron_kv_transfer_tokens", ""},
     {live_source::rejected, live_histogram::ttft, "", "tokchron_rejected_requests"},
     {live_source::misuse, live_histogram::ttft, "tokchron_misuse", "tokchron_misuse"},
     {live_source::label_overflow, live_histogram::ttft, "tokchron_label_overflow",
@@ -402,6 +407,19 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
   return o;
 }
 
+/// `o` for a server in `role` of disaggregated serving (`live_options::role`: how a KV-cache
+/// transfer counts), and with `label_name` (unless empty) = "prefill", "decode" or "both" on
+/// every point of every family, so that the nodes of one deployment, scraped into one
+/// Prometheus, are told apart and summed by role. Throws std::invalid_argument (at the
+/// metrics' construction) when `label_name` is a series label or one a family already adds.
+[[nodiscard]] inline live_options live_with_role(live_options o, live_role role,
+                                                 const std::string& label_name = "role") {
+  o.role = role;
+  if (!label_name.empty())
+    for (live_family& f : o.families) f.const_labels.push_back(label{label_name, to_string(role)});
+  return o;
+}
+
 /// A `finished` family: requests finished for one of `reasons`, with its help.
 [[nodiscard]] inline live_family live_finished_family(std::string name, std::uint8_t reasons,
                                                       std::string help) {
@@ -470,6 +488,15 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
       live_source_family("sglang:num_running_reqs", src::running),
       live_source_family("sglang:num_queue_reqs", src::waiting),
       live_source_family("sglang:token_usage", src::kv_cache_usage),
+      // The KV-transfer gauges a prefill node sets from its most recent transfer
+      // (metrics_collector.py at 44cedc2 `SchedulerMetricsCollector.log_stats`, fed by the
+      // prefill scheduler's last `compute_and_observe_kv_transfer_metrics`).
+      live_source_family("sglang:kv_transfer_speed_gb_s", src::kv_transfer_last_gb_s,
+                         "The transfer speed of the KV cache in GB/s."),
+      live_source_family("sglang:kv_transfer_latency_ms", src::kv_transfer_last_ms,
+                         "The transfer latency of the KV cache in ms."),
+      live_source_family("sglang:kv_transfer_total_mb", src::kv_transfer_last_mb,
+                         "The total number of tokens transferred in the KV cache."),
       cached,
       live_finished_family("sglang:num_requests",
                            static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |

@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,6 +92,14 @@ struct live_request_info {
   std::optional<std::uint64_t> cached_prompt_tokens{};
 };
 
+/// A request's KV cache moved between nodes of a disaggregated deployment (prefill on one
+/// node, decode on another): what the server's KV connector reports for it.
+struct live_kv_transfer {
+  std::uint64_t bytes = 0;   ///< the KV cache's size, bytes
+  double seconds = 0;        ///< the transfer's time, s (finite, >= 0)
+  std::uint64_t tokens = 0;  ///< the prompt tokens whose KV cache moved
+};
+
 /// One request's state as a `basic_live_metrics` object tracks it: its timeline (O(1) memory,
 /// a streaming store), its series and its phase. The server keeps one per request (e.g. in its
 /// request object) and passes it to every recording call. Not thread-safe by itself: the
@@ -122,6 +131,8 @@ class basic_live_request {
   phase_t phase_ = idle;
   bool counted_prompt_ = false;
   bool shared_prompt_ = false;
+  bool kv_transferred_ = false;  // `kv_transfer` recorded
+  std::uint64_t kv_tokens_ = 0;  // of the cached prompt tokens, those transferred
 };
 
 /// Live server metrics: lock-free recording from any number of threads, labelled series with
@@ -231,6 +242,19 @@ class basic_live_metrics {
   /// shared prompt started). Before the first token, once the prompt length is known (else
   /// `invalid_count`).
   record_status set_shared_prompt(request_type& r) noexcept;
+  /// The request's KV cache moved between nodes (disaggregated prefill and decode), once per
+  /// request, before it finishes. On a `decode` or `both` node (`live_options::role`) the KV
+  /// cache arrived from elsewhere: `x.tokens` prompt tokens were not computed here. They count
+  /// as cached prompt tokens (vLLM's `num_cached_tokens` holds local hits and transferred
+  /// tokens alike) and, of those, as the `external_kv_transfer` source
+  /// (vllm/v1/metrics/stats.py `PromptTokenStats.update_from_output`); call it before the
+  /// first token. On a `prefill` node the KV cache was sent: the prompt accounting is
+  /// unchanged. Either way the transfer counters, the transfer-time histogram and the series'
+  /// last-transfer gauges move now. Refused: a second transfer of one request
+  /// (`already_started`), a time that is not a finite number >= 0 or tokens beyond the prompt
+  /// with the cached ones (`invalid_count`), on a receiving node after the first token
+  /// (`out_of_order`).
+  record_status kv_transfer(request_type& r, const live_kv_transfer& x) noexcept;
   /// One speculative draft of the request in one engine step: `drafted` tokens proposed,
   /// `accepted` of them accepted (vllm/v1/spec_decode/metrics.py `observe_draft`). The counters
   /// move now; the request's timeline keeps the totals (`set_speculative`). Refused
@@ -325,7 +349,7 @@ class basic_live_metrics {
           }
         }
         if (streaming) {
-          first_token_series(d, s, tl, false);
+          first_token_series(d, s, tl, false, 0);
           if (!hot_.rules.tokens_at_finish)
             count_generation(d, s, tl.output_tokens(), tl.reasoning_tokens());
           counted_prompt = true;
@@ -346,7 +370,7 @@ class basic_live_metrics {
         d.count(s, detail::lc_spec_draft_tokens, *drafted);
         d.count(s, detail::lc_spec_accepted, tl.speculative_accepted_tokens().value_or(0));
       }
-      finished(d, s, tl, max_tokens, counted_prompt, false);
+      finished(d, s, tl, max_tokens, counted_prompt, false, 0);
     });
     return record_status::ok;
   }
@@ -423,11 +447,13 @@ class basic_live_metrics {
 
   /// The prompt counters of a timeline's request: prompt tokens, and with cached ones vLLM's
   /// split by source (vllm/v1/metrics/stats.py `PromptTokenStats.update_from_output`: computed
-  /// = prompt - cached; local_cache_hit = cached + recomputed, where one token is recomputed
-  /// when all but one were cached). None for a prompt another request computed (`shared`).
+  /// = prompt - cached; external_kv_transfer = the transferred tokens `kv`, part of the
+  /// cached; local_cache_hit = cached + recomputed - transferred, where one token is
+  /// recomputed when all but one were cached). None for a prompt another request computed
+  /// (`shared`).
   template <class Timeline>
-  void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
-                    bool shared) const noexcept {
+  void count_prompt(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl, bool shared,
+                    std::uint64_t kv) const noexcept {
     if (shared) return;
     const std::optional<std::uint64_t> p = tl.prompt_tokens();
     const std::optional<std::uint64_t> c = tl.cached_prompt_tokens();
@@ -439,9 +465,11 @@ class basic_live_metrics {
     }
     if (!p || (c && *c > *p)) return;  // no split without the prompt length
     const std::uint64_t cached = c.value_or(0);
+    const std::uint64_t external = kv < cached ? kv : cached;
     const std::uint64_t recomputed = c && cached + 1 == *p ? 1 : 0;
     d.count(s, detail::lc_prompt_computed, *p - cached);
-    d.count(s, detail::lc_prompt_cache_hit, cached + recomputed);
+    d.count(s, detail::lc_prompt_cache_hit, cached - external + recomputed);
+    d.count(s, detail::lc_prompt_external, external);
     d.count(s, detail::lc_prompt_recomputed, recomputed);
   }
   /// `n` generation tokens, `reasoning` of them in reasoning chunks.
@@ -483,12 +511,12 @@ class basic_live_metrics {
   /// finish) and the prompt counters (unless counted at the finish).
   template <class Timeline>
   void first_token_series(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
-                          bool shared) const noexcept {
+                          bool shared, std::uint64_t kv) const noexcept {
     const auto first = tl.first_token_time();
     if (!hot_.rules.ttft_at_finish)
       if (const auto a = start_of(tl); a && first && *first >= *a)
         observe_latency(d, s, live_histogram::ttft, seconds(*first - *a));
-    if (!hot_.rules.tokens_at_finish) count_prompt(d, s, tl, shared);
+    if (!hot_.rules.tokens_at_finish) count_prompt(d, s, tl, shared, kv);
     if (hot_.rules.lengths_at_first_token)
       if (const auto p = tl.prompt_tokens())
         d.observe(s, live_histogram::prompt_tokens, static_cast<double>(*p));
@@ -498,7 +526,8 @@ class basic_live_metrics {
   /// preset's rules say.
   template <class Timeline>
   void finished(detail::live_writer<>& d, std::uint32_t s, const Timeline& tl,
-                std::uint64_t max_tokens, bool counted_prompt, bool shared) const noexcept {
+                std::uint64_t max_tokens, bool counted_prompt, bool shared,
+                std::uint64_t kv) const noexcept {
     const finish_reason reason = *tl.reason();
     const live_rules& rules = hot_.rules;
     d.count(s, detail::lc_requests + static_cast<std::uint32_t>(reason), 1);
@@ -529,12 +558,12 @@ class basic_live_metrics {
       if (start && first && *first >= *start)
         observe_latency(d, s, live_histogram::ttft, seconds(*first - *start), why);
     if (rules.tokens_at_finish) {
-      count_prompt(d, s, tl, shared);
+      count_prompt(d, s, tl, shared, kv);
       count_generation(d, s, n, tl.reasoning_tokens());
     } else {
       if (inc == live_inclusion::completed) count_generation(d, s, n, tl.reasoning_tokens());
       if (!counted_prompt && includes(inc, inclusion_family::prompt_tokens, tl))
-        count_prompt(d, s, tl, shared);
+        count_prompt(d, s, tl, shared, kv);
     }
     if (rules.e2e_to_last_token) {
       if (start && last && *last >= *start)
@@ -616,6 +645,8 @@ record_status basic_live_metrics<Clock>::arrive(request_type& r, time_point t,
   r.max_tokens_ = info.max_tokens;
   r.counted_prompt_ = false;
   r.shared_prompt_ = false;
+  r.kv_transferred_ = false;
+  r.kv_tokens_ = 0;
   r.phase_ = request_type::waiting;
   in_shard([&](detail::live_writer<>& d) noexcept {
     d.count(r.series_, detail::lc_waiting, 1);
@@ -650,9 +681,41 @@ record_status basic_live_metrics<Clock>::set_cached_prompt_tokens(request_type& 
                                                                   std::uint64_t n) noexcept {
   if (!mine(r)) return not_mine(r);
   if (r.counted_prompt_) return misuse(record_status::out_of_order);
-  if (const auto p = r.tl_.prompt_tokens(); p && n > *p)
+  // The transferred tokens (`kv_transfer`) are cached too: n is the local hits.
+  const std::uint64_t kv = r.kv_tokens_;
+  if (n > ~std::uint64_t{0} - kv) return misuse(record_status::invalid_count);
+  if (const auto p = r.tl_.prompt_tokens(); p && n + kv > *p)
     return misuse(record_status::invalid_count);
-  r.tl_.set_cached_prompt_tokens(n);
+  r.tl_.set_cached_prompt_tokens(n + kv);
+  return record_status::ok;
+}
+
+template <class Clock>
+record_status basic_live_metrics<Clock>::kv_transfer(request_type& r,
+                                                     const live_kv_transfer& x) noexcept {
+  if (!mine(r)) return not_mine(r);
+  if (r.kv_transferred_) return misuse(record_status::already_started);
+  if (!(x.seconds >= 0 && x.seconds <= std::numeric_limits<double>::max()))
+    return misuse(record_status::invalid_count);
+  if (hot_.role != live_role::prefill) {
+    if (r.counted_prompt_ || r.tl_.first_token_time()) return misuse(record_status::out_of_order);
+    const std::uint64_t local = r.tl_.cached_prompt_tokens().value_or(0);
+    if (x.tokens > ~std::uint64_t{0} - local) return misuse(record_status::invalid_count);
+    if (const auto p = r.tl_.prompt_tokens(); p && local + x.tokens > *p)
+      return misuse(record_status::invalid_count);
+    if (x.tokens > 0) r.tl_.set_cached_prompt_tokens(local + x.tokens);
+    r.kv_tokens_ = x.tokens;
+  }
+  r.kv_transferred_ = true;
+  in_shard([&](detail::live_writer<>& d) noexcept {
+    const std::uint32_t s = r.series_;
+    d.use(detail::lf_kv_transfer);
+    d.count(s, detail::lc_kv_transfers, 1);
+    d.count(s, detail::lc_kv_bytes, x.bytes);
+    d.count(s, detail::lc_kv_tokens, x.tokens);
+    d.observe(s, live_histogram::kv_transfer_time, x.seconds);
+  });
+  detail::live_core<>::note_kv_transfer(*state_, r.series_, x.seconds, x.bytes);
   return record_status::ok;
 }
 
@@ -758,7 +821,7 @@ record_status basic_live_metrics<Clock>::chunk(request_type& r, time_point t, st
       if (hot_.rules.itl == itl_grain::per_token_with_first && tokens > 1)
         d.observe(s, live_histogram::itl, 0.0, tokens - 1u);
       if (streaming) {
-        first_token_series(d, s, r.tl_, r.shared_prompt_);
+        first_token_series(d, s, r.tl_, r.shared_prompt_, r.kv_tokens_);
         r.counted_prompt_ = true;
       }
     }
@@ -780,7 +843,7 @@ record_status basic_live_metrics<Clock>::finish(request_type& r, time_point t,
     d.count(s, was == request_type::running ? detail::lc_running : detail::lc_waiting,
             ~std::uint64_t{0});
     if (!r.tl_.first_token_time()) d.count(s, detail::lc_before_first, ~std::uint64_t{0});
-    finished(d, s, r.tl_, r.max_tokens_, r.counted_prompt_, r.shared_prompt_);
+    finished(d, s, r.tl_, r.max_tokens_, r.counted_prompt_, r.shared_prompt_, r.kv_tokens_);
   });
   return record_status::ok;
 }

@@ -177,7 +177,16 @@ class basic_request_recorder {
   record_status set_cached_prompt_tokens(std::uint64_t n) noexcept {
     const record_status s = m_->set_cached_prompt_tokens(live_, n);
     if (s != record_status::ok) return refused(s);
-    if (keep_) tl_.set_cached_prompt_tokens(n);
+    if (keep_) tl_.set_cached_prompt_tokens(live_.timeline().cached_prompt_tokens().value_or(n));
+    return s;
+  }
+  /// The request's KV cache moved between nodes (`basic_live_metrics::kv_transfer`); on a
+  /// receiving node its tokens are cached prompt tokens in the timeline too.
+  record_status kv_transfer(const live_kv_transfer& x) noexcept {
+    const record_status s = m_->kv_transfer(live_, x);
+    if (s != record_status::ok) return refused(s);
+    if (const auto c = live_.timeline().cached_prompt_tokens(); keep_ && c)
+      tl_.set_cached_prompt_tokens(*c);
     return s;
   }
   /// The prompt was computed by another request whose KV cache this one copies

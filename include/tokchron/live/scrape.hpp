@@ -201,6 +201,14 @@ inline void live_series_labels(const live_state& st, live_scrape_data& d) {
     case live_source::spec_accepted_tokens: return (d.features & lf_speculative) != 0;
     case live_source::spec_accepted_per_position:
       return (d.features & lf_speculative) != 0 && o.speculative_positions > 0;
+    case live_source::kv_transfers:
+    case live_source::kv_transfer_bytes:
+    case live_source::kv_transfer_tokens:
+    case live_source::kv_transfer_last_ms:
+    case live_source::kv_transfer_last_mb:
+    case live_source::kv_transfer_last_gb_s: return (d.features & lf_kv_transfer) != 0;
+    case live_source::histogram:
+      return f.histogram != live_histogram::kv_transfer_time || (d.features & lf_kv_transfer) != 0;
     default: return true;
   }
 }
@@ -224,6 +232,9 @@ inline void live_series_labels(const live_state& st, live_scrape_data& d) {
     case live_source::spec_drafts: return lc_spec_drafts;
     case live_source::spec_draft_tokens: return lc_spec_draft_tokens;
     case live_source::spec_accepted_tokens: return lc_spec_accepted;
+    case live_source::kv_transfers: return lc_kv_transfers;
+    case live_source::kv_transfer_bytes: return lc_kv_bytes;
+    case live_source::kv_transfer_tokens: return lc_kv_tokens;
     case live_source::rejected:
       return lc_requests + static_cast<std::uint32_t>(finish_reason::rejected);
     default: return lc_count;
@@ -356,6 +367,19 @@ void live_labelled_points(metric_family& out, const live_family& f, const live_s
       return static_cast<double>(
           static_cast<std::int64_t>(d.counter(s, lc_running) + d.counter(s, lc_waiting)));
     case live_source::kv_cache_usage: return st.kv_cache_usage[s].load(std::memory_order_relaxed);
+    case live_source::kv_transfer_last_ms:
+    case live_source::kv_transfer_last_mb:
+    case live_source::kv_transfer_last_gb_s: {
+      // sglang/srt/observability/req_time_stats.py compute_and_observe_kv_transfer_metrics:
+      // latency_ms = s * 1000, total_mb = bytes / 2^20, speed = total_mb / 1024 / s (0 at 0 s).
+      double seconds = 0;
+      std::uint64_t bytes = 0;
+      if (!st.last_transfer[s].load(seconds, bytes)) return live_state::not_set();
+      const double mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
+      if (f.source == live_source::kv_transfer_last_ms) return seconds * 1000;
+      if (f.source == live_source::kv_transfer_last_mb) return mb;
+      return seconds > 0 ? mb / 1024 / seconds : 0.0;
+    }
     case live_source::decode_seconds: return static_cast<double>(d.counter(s, lc_decode_us)) / 1e6;
     case live_source::decode_throughput: {
       // tools/server server_metrics::bucket::n_per_second: time > 0 ? steps / time * 1e6 : 0,
@@ -377,6 +401,13 @@ void live_labelled_points(metric_family& out, const live_family& f, const live_s
   }
 }
 
+/// True for the gauges a series has a point in only once set: the KV-cache usage the server
+/// sets, the last KV-cache transfer.
+[[nodiscard]] constexpr bool live_server_set(live_source source) noexcept {
+  return source == live_source::kv_cache_usage || source == live_source::kv_transfer_last_ms ||
+         source == live_source::kv_transfer_last_mb || source == live_source::kv_transfer_last_gb_s;
+}
+
 /// The points of family `f` in this scrape.
 inline void live_points(metric_family& out, const live_family& f, const live_state& st,
                         const live_scrape_data& d) {
@@ -384,14 +415,14 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
     case live_source::histogram: live_histogram_points(out, f, st, d); return;
     case live_source::requests: live_requests_points(out, f, d); return;
     case live_source::prompt_tokens_by_source:
-      // vllm/v1/metrics/stats.py PromptTokenStats: computed, cache hit (cached + recomputed),
-      // transferred (tokchron knows of no external KV transfer: 0).
+      // vllm/v1/metrics/stats.py PromptTokenStats: computed, cache hit (cached + recomputed -
+      // transferred), transferred (`kv_transfer` on a receiving node).
       live_labelled_points(
           out, f, d, 3,
           [&](std::uint32_t s, std::uint32_t v) -> std::uint64_t {
-            return v == 0   ? d.counter(s, lc_prompt_computed)
-                   : v == 1 ? d.counter(s, lc_prompt_cache_hit)
-                            : 0;
+            return d.counter(s, v == 0   ? lc_prompt_computed
+                                : v == 1 ? lc_prompt_cache_hit
+                                         : lc_prompt_external);
           },
           [&](std::uint32_t v) { return f.label_values[v]; });
       return;
@@ -411,7 +442,7 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
     double total = 0;
     for (const auto& entry : d.series) {
       const double v = live_series_value(f, st, d, entry.first);
-      if (f.source != live_source::kv_cache_usage || v != live_state::not_set()) total += v;
+      if (!live_server_set(f.source) || v != live_state::not_set()) total += v;
     }
     out.add(total, f.const_labels);
     return;
@@ -419,7 +450,7 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
   for (const auto& [s, labels] : d.series) {
     const double v = live_series_value(f, st, d, s);
     // A server-set gauge has a point once the server set it.
-    if (f.source == live_source::kv_cache_usage && v == live_state::not_set()) continue;
+    if (live_server_set(f.source) && v == live_state::not_set()) continue;
     out.add(v, live_point_labels(f, labels));
   }
 }
@@ -474,6 +505,16 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
     case live_source::decode_throughput:
       return "Decode steps (tokens after the first) per second of decode time, over the "
              "requests finished since the previous scrape.";
+    case live_source::kv_transfers:
+      return "Requests whose KV cache moved between prefill and decode nodes.";
+    case live_source::kv_transfer_bytes: return "Bytes of KV cache moved between nodes.";
+    case live_source::kv_transfer_tokens:
+      return "Prompt tokens whose KV cache moved between nodes.";
+    case live_source::kv_transfer_last_ms:
+      return "Time of the most recent KV-cache transfer, milliseconds.";
+    case live_source::kv_transfer_last_mb: return "Size of the most recent KV-cache transfer, MiB.";
+    case live_source::kv_transfer_last_gb_s:
+      return "Speed of the most recent KV-cache transfer, GiB/s.";
     case live_source::rejected: return "Requests rejected before scheduling.";
     case live_source::misuse: return "Recording calls refused as misuse (nothing recorded).";
     case live_source::label_overflow:
@@ -529,6 +570,8 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
       return "Prompt tokens served from a prefix cache, per request that reported them.";
     case live_histogram::prefill_computed_tokens:
       return "Prompt tokens computed in prefill (prompt - cached) of finished requests.";
+    case live_histogram::kv_transfer_time:
+      return "Time a request's KV cache took to move between nodes, seconds.";
   }
   return "";
 }
@@ -556,8 +599,8 @@ template <class Clock>
         f.name, f.help.empty() ? live_default_help(f, o.rules) : f.help, f.kind, f.unit, {}};
     x.total_suffix = f.total_suffix;
     detail::live_points(x, f, st, d);
-    // The KV-cache gauge is written once the server set it for some series.
-    if (f.source == live_source::kv_cache_usage && x.points.empty()) continue;
+    // A server-set gauge is written once it was set for some series.
+    if (detail::live_server_set(f.source) && x.points.empty()) continue;
     out.families.push_back(std::move(x));
   }
   return out;

@@ -75,6 +75,10 @@ enum live_counter : std::uint32_t {
   lc_decode_us,          ///< their decode times, whole microseconds (at least 1 each), us
   lc_decode_steps,       ///< their decode steps: N - 1 each
   lc_before_first,       ///< gauge delta, two's complement: arrived, no token, not finished
+  lc_prompt_external,    ///< prompt tokens whose KV cache was transferred (vLLM's source)
+  lc_kv_transfers,       ///< KV-cache transfers recorded (`kv_transfer`)
+  lc_kv_bytes,           ///< their bytes
+  lc_kv_tokens,          ///< their tokens
   lc_count,
 };
 
@@ -83,6 +87,7 @@ enum live_feature : std::uint32_t {
   lf_cached_prompt = 1,
   lf_reasoning = 2,
   lf_speculative = 4,
+  lf_kv_transfer = 8,
 };
 
 /// What the recording calls read of the options, copied once out of the state into the
@@ -95,6 +100,7 @@ struct live_hot_options {
   live_inclusion inclusion = live_inclusion::scheduled;
   std::uint32_t spec_offset = 0;     ///< first per-position acceptance counter of a block
   std::uint32_t spec_positions = 0;  ///< live_options::speculative_positions
+  live_role role = live_role::both;  ///< live_options::role
 };
 
 /// The block index of series `s`: its own below the overflow index, else the overflow series;
@@ -127,6 +133,11 @@ struct live_core {
   static void set_kv_cache_usage(live_state& s, std::uint32_t series, double fraction) noexcept;
   static void add_prefix_cache(live_state& s, std::uint32_t series, std::uint64_t queries,
                                std::uint64_t hits) noexcept;
+  /// Keeps series `series`' (a resolved index) most recent KV-cache transfer (`seconds`, `bytes`)
+  /// for the last-transfer gauges. Lock-free; a writer that finds another writing the same series
+  /// leaves the value to it (both are recent).
+  static void note_kv_transfer(live_state& s, std::uint32_t series, double seconds,
+                               std::uint64_t bytes) noexcept;
   /// Counts one refused recording call.
   static void count_misuse(live_state& s) noexcept;
   static std::uint64_t misuse(const live_state& s) noexcept;

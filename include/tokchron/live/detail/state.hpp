@@ -282,6 +282,38 @@ struct live_series_entry {
   return h;
 }
 
+/// A series' most recent KV-cache transfer (the last-transfer gauges), behind a sequence
+/// number: odd while a writer stores, so that a scrape reads a time and a size of one transfer.
+struct live_last_transfer {
+  std::atomic<std::uint32_t> seq{0};  ///< 0: never set; odd: being written
+  std::atomic<double> seconds{0};
+  std::atomic<std::uint64_t> bytes{0};
+
+  /// Stores a transfer, unless another writer is storing one (then that one is kept).
+  void store(double s, std::uint64_t b) noexcept {
+    std::uint32_t e = seq.load(std::memory_order_relaxed);
+    if ((e & 1u) != 0 || !seq.compare_exchange_strong(e, e + 1, std::memory_order_acquire,
+                                                      std::memory_order_relaxed))
+      return;
+    std::atomic_thread_fence(std::memory_order_release);
+    seconds.store(s, std::memory_order_relaxed);
+    bytes.store(b, std::memory_order_relaxed);
+    seq.store(e + 2, std::memory_order_release);
+  }
+  /// The transfer stored last as {seconds, bytes}; false if none was.
+  bool load(double& s, std::uint64_t& b) const noexcept {
+    for (;;) {
+      const std::uint32_t before = seq.load(std::memory_order_acquire);
+      if (before == 0) return false;
+      if ((before & 1u) != 0) continue;
+      s = seconds.load(std::memory_order_relaxed);
+      b = bytes.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (seq.load(std::memory_order_relaxed) == before) return true;
+    }
+  }
+};
+
 /// Everything a live_metrics object shares with its writer threads' shard caches and with the
 /// scrapes. Reference counted: the owner holds one reference and every thread-local cache entry
 /// one, so a thread that exits after the metrics object was destroyed still finds its shard.
@@ -294,6 +326,7 @@ struct live_state {
     by_index = std::vector<std::atomic<live_series_entry*>>(layout.series);
     kv_cache_usage = std::vector<std::atomic<double>>(layout.series);
     for (auto& g : kv_cache_usage) g.store(not_set(), std::memory_order_relaxed);
+    last_transfer = std::vector<live_last_transfer>(layout.series);
   }
   live_state(const live_state&) = delete;
   live_state& operator=(const live_state&) = delete;
@@ -325,6 +358,7 @@ struct live_state {
   std::atomic<std::uint64_t> overflowed_lookups{0};
   std::atomic<std::uint64_t> long_label_values{0};  // lookups with a value over the bound
   std::vector<std::atomic<double>> kv_cache_usage;  // by series; NaN = never set
+  std::vector<live_last_transfer> last_transfer;    // by series
   std::atomic<bool> prefix_cache_used{false};
 
   // Scrape side: serialised by `scrape_lock` (a scrape spins; writers never take it).
@@ -562,6 +596,8 @@ void live_check(const live_options& o) {
   if (o.max_series == 0 || o.max_series > (std::uint32_t{1} << 20))
     TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.max_series must be 1..2^20");
   live_check_rules(o.rules);
+  if (static_cast<unsigned>(o.role) > static_cast<unsigned>(live_role::decode))
+    TOKCHRON_THROW(std::invalid_argument, "tokchron: live_options.role: not a role");
   if (o.speculative_positions > 64)
     TOKCHRON_THROW(std::invalid_argument,
                    "tokchron: live_options.speculative_positions must be 0..64");
@@ -709,6 +745,7 @@ live_hot_options live_core<I>::hot(const live_state& s) noexcept {
   h.inclusion = s.options.inclusion;
   h.spec_offset = s.layout.spec_offset;
   h.spec_positions = static_cast<std::uint32_t>(s.options.speculative_positions);
+  h.role = s.options.role;
   return h;
 }
 
@@ -795,6 +832,12 @@ void live_core<I>::add_prefix_cache(live_state& s, std::uint32_t series, std::ui
   if (!w) return;
   w.count(i, lc_prefix_queries, queries);
   w.count(i, lc_prefix_hits, hits);
+}
+
+template <int I>
+void live_core<I>::note_kv_transfer(live_state& s, std::uint32_t series, double seconds,
+                                    std::uint64_t bytes) noexcept {
+  if (series < s.last_transfer.size()) s.last_transfer[series].store(seconds, bytes);
 }
 
 template <int I>
