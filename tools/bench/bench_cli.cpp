@@ -22,6 +22,7 @@
 #include "report/summaries.hpp"
 #include "scrape.hpp"
 #include "sessions.hpp"
+#include "sweep.hpp"
 #include "tls.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/quantile/exact.hpp"
@@ -78,6 +79,11 @@ const std::vector<own_option>& own_options() {
        "when an SSE event arrived: the kernel's receive stamp of its bytes (default; the read's "
        "time where the kernel gives none) or the time the client read them"},
       {"sweep", "NAME=V1,V2,...", "run once per value of a load option (e.g. rate=2,4,8)"},
+      {"sweep_points", "N",
+       "--rate sweep: the open-loop rates run after the synchronous and throughput points "
+       "(default 8; GuideLLM's --rate N+2)"},
+      {"repeat", "K", "run each point K times; the summary gives t intervals (default 1)"},
+      {"confidence", "C", "the level of --repeat's intervals, in (0, 1) (default 0.95)"},
       {"id_prefix", "STR",
        "put STR before every request id (X-Request-Id, trace), e.g. host1-, so that several "
        "clients' requests to one server can be joined"},
@@ -198,7 +204,19 @@ struct settings {
   batching::distribution turn_think = batching::distribution::fixed(0, batching::quantity::seconds);
   std::string session_header = "x-session-id";
   std::uint64_t max_sessions = 0;
+  bool rate_sweep = false;  // --rate sweep (sweep.hpp)
+  unsigned sweep_points = 8, repeat = 1;
+  double confidence = 0.95;
 };
+
+// An integer option in [1, most].
+unsigned count_of(const std::string& opt, const std::string& v, unsigned most) {
+  const auto d = batching::parse_decimal(v);
+  if (!d || !(*d >= 1) || *d > most || *d != static_cast<double>(static_cast<unsigned>(*d)))
+    throw usage_error("--" + dashes(opt) + " '" + v + "': must be an integer in [1, " +
+                      std::to_string(most) + "]");
+  return static_cast<unsigned>(*d);
+}
 
 // A positive decimal number (--replay-speed).
 double positive_of(const std::string& opt, const std::string& v, double most) {
@@ -239,6 +257,10 @@ settings parse(const std::vector<std::string>& argv) {
             ? !own->repeatable && bool(repeated = once.note(dashes(name), value))
             : bool(repeated = batching::note_option(once, name, value)))
       throw usage_error(*repeated);
+    if (load && name == "rate" && value == "sweep") {
+      s.rate_sweep = true;
+      continue;
+    }
     if (load) {
       try {
         batching::set_option(s.run, name, value);
@@ -323,6 +345,15 @@ settings parse(const std::vector<std::string>& argv) {
         throw usage_error(e.what());
       }
       s.scrape = value;
+    } else if (name == "sweep_points") {
+      s.sweep_points = count_of(name, value, 100);
+    } else if (name == "repeat") {
+      s.repeat = count_of(name, value, 1000);
+    } else if (name == "confidence") {
+      const auto d = batching::parse_decimal(value);
+      if (!d || !(*d > 0 && *d < 1))
+        throw usage_error("--confidence '" + value + "': must be a number in (0, 1)");
+      s.confidence = *d;
     } else if (name == "trace_out") {
       s.trace_out = value;
     } else if (name == "replay") {
@@ -387,6 +418,15 @@ settings parse(const std::vector<std::string>& argv) {
     throw usage_error("--shared-prefix: at most " + std::to_string(max_replay_length) + " tokens");
   if (s.prefix_groups > 0 && s.run.load.shared_prefix == 0)
     throw usage_error("--prefix-groups needs --shared-prefix (the length of each group's prefix)");
+  if (s.rate_sweep) {
+    // The sweep chooses the arrivals of every point: synchronous, throughput (--users), rates.
+    for (const char* o : {"sweep", "think-time", "replay"})
+      if (once.seen(o))
+        throw usage_error(std::string("--") + o +
+                          " does not go with --rate sweep (the sweep sets each point's arrivals)");
+  } else if (once.seen("sweep-points")) {
+    throw usage_error("--sweep-points goes with --rate sweep");
+  }
   if (!s.replay.empty()) {
     // The trace gives the arrivals and the lengths; these would be ignored, so they are refused.
     for (const char* o : {"users", "think-time", "rate", "burstiness", "prompt-len", "output-len",
@@ -780,12 +820,25 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     err << "tokchron-bench: --tls-verify off: the server's certificate and name are not "
            "checked\n";
   std::uint64_t next_request_id = 0;  // request ids continue from one sweep point to the next
-  for (const std::string& v : points) {
-    batching::run_config rc = s.run;
-    if (!v.empty()) {
-      batching::set_option(rc, s.sweep_name, v);
-      out << "== " << dashes(s.sweep_name) << " = " << v << " ==\n";
-    }
+  std::string format = "table";
+  std::optional<tc::request_slo> goodput_limits;  // --goodput, for the steady-state windows
+  for (std::size_t i = 0; i + 1 < s.report_args.size(); i += 2) {
+    if (s.report_args[i] == "--format") format = s.report_args[i + 1];
+    if (s.report_args[i] == "--goodput") try {
+        goodput_limits = tc::request_slo::parse(s.report_args[i + 1]);
+      } catch (const std::invalid_argument&) {  // tokchron-report refuses it with the reason
+      }
+  }
+  const bool json = format == "json";
+  std::vector<point_runs> by_point;     // each point's runs' windows, for the summary
+  std::vector<std::string> run_labels;  // each run's point (and run number), for the planner
+  int fatal = 1;                        // the exit code of a run that could not be made
+  // One run: its requests, its trace (NAME=V, the file's and the pictures' tag; empty: none),
+  // its report and its steady-state window; empty when the run could not be made (exit 1).
+  const auto run_point = [&](batching::run_config rc, const std::string& tag_name,
+                             const std::string& tag_value,
+                             const std::string& heading) -> std::optional<window_metrics> {
+    if (!heading.empty()) out << "== " << heading << " ==\n";
     load_options lo;
     lo.tgt = parse_target(s.url, s.endpoint, s.model);
     lo.tgt.api_key = s.api_key;
@@ -835,7 +888,8 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
         sh = make_session_hooks(ss);
       } catch (const std::invalid_argument& e) {
         err << "tokchron-bench: " << e.what() << '\n';
-        return 2;
+        fatal = 2;
+        return std::nullopt;
       }
       lo.schedule = sh.schedule;
       lo.body = sh.body;
@@ -852,15 +906,16 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       };
     // The trace file of this point: each measured request is written as it ends, so the run
     // keeps only the requests in flight.
-    std::string path = s.trace_out.empty()
-                           ? std::string()
-                           : (v.empty() ? s.trace_out : point_path(s.trace_out, s.sweep_name, v));
+    std::string path =
+        s.trace_out.empty()
+            ? std::string()
+            : (tag_value.empty() ? s.trace_out : point_path(s.trace_out, tag_name, tag_value));
     if (path.empty()) {
       char tmpl[] = "/tmp/tokchron-bench-XXXXXX";
       const int fd = mkstemp(tmpl);
       if (fd < 0) {
         err << "tokchron-bench: cannot create a temporary trace file\n";
-        return 1;
+        return std::nullopt;
       }
       close(fd);
       path = tmpl;
@@ -870,7 +925,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     std::ofstream trace_file(path);
     if (!trace_file) {
       err << "tokchron-bench: cannot write " << path << '\n';
-      return 1;
+      return std::nullopt;
     }
     run_summary sum;
     std::optional<tc::clock_anchor> anchor;  // read at the first request's end (trace-format.md)
@@ -884,7 +939,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
         scraped_before = scrape_now();
       } catch (const std::exception& e) {
         err << "tokchron-bench: --scrape: " << e.what() << '\n';
-        return 1;
+        return std::nullopt;
       }
     client_counts client;  // every request sent, warm-up ones too, as the server counts them
     lo.on_end = [&](request_outcome&& o, clock::time_point zero) {
@@ -899,7 +954,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       r = run_load(lo);
     } catch (const std::exception& e) {
       err << "tokchron-bench: " << e.what() << '\n';
-      return 1;
+      return std::nullopt;
     }
     if (show) err << '\n';
     if (sh.finish) sh.finish();
@@ -913,55 +968,146 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     trace_file.close();
     if (!trace_file) {
       err << "tokchron-bench: cannot write " << path << '\n';
-      return 1;
+      return std::nullopt;
     }
     sum.print(err, s.rx_time, r);
     if (prefixes) sum.print_prompts(err, *prefixes);
     std::vector<std::string> args = s.report_args;
-    if (!v.empty())  // each point's pictures in a folder of their own: DIR/NAME=V
+    if (!tag_value.empty())  // each point's pictures in a folder of their own: DIR/NAME=V
       for (std::size_t i = 0; i + 1 < args.size(); i += 2)
-        if (args[i] == "--plot") args[i + 1] += "/" + s.sweep_name + "=" + v;
+        if (args[i] == "--plot") args[i + 1] += "/" + tag_name + "=" + tag_value;
     args.push_back(path);
-    int rc_report = 0;
-    if (!scraped && !sh.stats) {
-      rc_report = tokchron_report::run(args, out, err);
-    } else {
-      // The change sits beside the report: after the table or CSV, inside the JSON document.
-      bool json = false;
-      for (std::size_t i = 0; i + 1 < s.report_args.size(); i += 2)
-        json = json || (s.report_args[i] == "--format" && s.report_args[i + 1] == "json");
-      std::ostringstream report;
-      rc_report = tokchron_report::run(args, json ? report : out, err);
-      if (json) {
-        nlohmann::json doc = nlohmann::json::parse(report.str(), nullptr, false);
-        if (doc.is_object()) {
-          if (scraped) doc["server_metrics"] = change_json(s.scrape, *scraped);
-          if (sh.stats) doc["sessions"] = nlohmann::json::parse(sessions_json(*sh.stats));
-          out << doc.dump(2) << '\n';
-        } else {
-          out << report.str();
-        }
+    // The run's steady-state window, read back from its trace (sweep.hpp).
+    window_metrics window;
+    try {
+      window = measure_window(tokchron_report::load_inputs({path}).timelines, goodput_limits);
+    } catch (const std::exception& e) {
+      err << "tokchron-bench: steady state: " << e.what() << '\n';
+    }
+    // The server's change and the window sit beside the report: after the table (the window of
+    // a CSV report on standard error), inside the JSON document.
+    std::ostringstream report;
+    int rc_report = tokchron_report::run(args, json ? report : out, err);
+    if (json) {
+      nlohmann::json doc = nlohmann::json::parse(report.str(), nullptr, false);
+      // One profile's report is an object, several profiles' an array of them (each gets the
+      // run's figures, as each gets its "slo").
+      const auto add = [&](nlohmann::json& one) {
+        if (scraped) one["server_metrics"] = change_json(s.scrape, *scraped);
+        one["steady_state"] = window_json(window);
+        if (sh.stats) one["sessions"] = nlohmann::json::parse(sessions_json(*sh.stats));
+        if (!tag_value.empty()) one["sweep_point"] = {{"name", tag_name}, {"value", tag_value}};
+      };
+      if (doc.is_object() || doc.is_array()) {
+        if (doc.is_object()) add(doc);
+        for (auto& one : doc)
+          if (doc.is_array() && one.is_object()) add(one);
+        out << doc.dump(2) << '\n';
       } else {
-        if (scraped) print_change(out, s.scrape, *scraped, client);
-        if (sh.stats) print_sessions(out, *sh.stats);
+        out << report.str();
       }
+    } else {
+      if (scraped) print_change(out, s.scrape, *scraped, client);
+      if (sh.stats) print_sessions(out, *sh.stats);
+      print_window(format == "table" ? out : err, window);
     }
     if (rc_report == 0 && !r.gave_up.empty()) rc_report = exit_gave_up;
     if (rc_report == 0 && sum.failed > 0) rc_report = exit_failed_requests;
     worst = worse(worst, rc_report);
+    return window;
+  };
+  // Each point run --repeat times, the seed counting up from the workload's (so the interval
+  // covers the workload's draws as well as the server's and the machine's noise).
+  const auto run_repeated = [&](const batching::run_config& base, const std::string& name,
+                                const std::string& value, const std::string& heading) -> bool {
+    point_runs p;
+    p.label = value.empty() ? std::string("run") : value;
+    if (base.load.mode == batching::arrival_mode::open) p.offered = base.load.rate;
+    for (unsigned k = 1; k <= s.repeat; ++k) {
+      batching::run_config rc = base;
+      std::string tag_name = name, tag_value = value, head = heading;
+      if (s.repeat > 1) {
+        batching::set_option(rc, "seed", std::to_string((base.load.seed + k - 1) % (1ULL << 32)));
+        if (value.empty()) {
+          tag_name = "run";
+          tag_value = std::to_string(k);
+        } else {
+          tag_value += ".run" + std::to_string(k);
+        }
+        head += (head.empty() ? "" : ", ") + std::string("run ") + std::to_string(k) + " of " +
+                std::to_string(s.repeat);
+      }
+      const std::optional<window_metrics> w = run_point(rc, tag_name, tag_value, head);
+      if (!w) return false;
+      p.runs.push_back(*w);
+      run_labels.push_back(tag_value);
+    }
+    by_point.push_back(std::move(p));
+    return true;
+  };
+  const auto mean_rate = [](const point_runs& p) {
+    double sum = 0;
+    std::size_t n = 0;
+    for (const auto& w : p.runs)
+      if (w.request_rate) {
+        sum += *w.request_rate;
+        ++n;
+      }
+    return n ? sum / static_cast<double>(n) : 0.0;
+  };
+  if (s.rate_sweep) {
+    // GuideLLM's sweep (sweep.hpp): the synchronous point (one user), the throughput point
+    // (--users, no think time), then --sweep-points open-loop rates up to the throughput's.
+    s.sweep_name = "rate";
+    batching::run_config sync = s.run, most = s.run;
+    batching::set_option(sync, "users", "1");
+    batching::set_option(most, "users", std::to_string(s.run.load.users));
+    for (auto* rc : {&sync, &most}) batching::set_option(*rc, "think_time", "none");
+    if (!run_repeated(sync, "rate", "synchronous", "rate = synchronous (1 user)")) return fatal;
+    if (!run_repeated(most, "rate", "throughput",
+                      "rate = throughput (" + std::to_string(s.run.load.users) + " users)"))
+      return fatal;
+    std::vector<double> rates;
+    try {
+      rates = sweep_rates(mean_rate(by_point[0]), mean_rate(by_point[1]), s.sweep_points);
+    } catch (const std::invalid_argument& e) {
+      err << "tokchron-bench: --rate sweep: " << e.what() << '\n';
+      return worse(worst, 1);
+    }
+    err << "tokchron-bench: --rate sweep: synchronous " << std::fixed << std::setprecision(3)
+        << mean_rate(by_point[0]) << " requests/s, throughput " << mean_rate(by_point[1])
+        << " requests/s (steady state); " << std::defaultfloat << rates.size()
+        << " rates between\n";
+    for (const double rate : rates) {
+      std::ostringstream v;
+      v << std::setprecision(6) << rate;
+      batching::run_config rc = s.run;
+      batching::set_option(rc, "rate", v.str());
+      if (!run_repeated(rc, "rate", v.str(), "rate = " + v.str())) return fatal;
+    }
+  } else {
+    for (const std::string& v : points) {
+      batching::run_config rc = s.run;
+      if (!v.empty()) batching::set_option(rc, s.sweep_name, v);
+      if (!run_repeated(rc, s.sweep_name, v,
+                        v.empty() ? std::string() : dashes(s.sweep_name) + " = " + v))
+        return fatal;
+    }
   }
+  if (by_point.size() > 1 || s.repeat > 1)
+    print_summary(format == "table" ? out : err,
+                  s.rate_sweep             ? "Rate sweep"
+                  : s.sweep_values.empty() ? "Repeated runs"
+                                           : "Sweep",
+                  by_point, s.confidence);
   if (session_log.is_open() && !session_log.flush()) {
     err << "tokchron-bench: cannot write " << s.session_log << '\n';
     worst = worse(worst, 1);
   }
   // Over a sweep the report ends with the planner's pick (JSON output stays one document per
   // point: the planner then goes to standard error).
-  if (!s.sweep_values.empty()) {
-    bool json = false;
-    for (std::size_t i = 0; i + 1 < s.report_args.size(); i += 2)
-      json = json || (s.report_args[i] == "--format" && s.report_args[i + 1] == "json");
-    if (!write_capacity_plan(json ? err : out, err, s, points, traces)) worst = worse(worst, 1);
-  }
+  if (!s.sweep_values.empty() || s.rate_sweep)
+    if (!write_capacity_plan(json ? err : out, err, s, run_labels, traces)) worst = worse(worst, 1);
   return worst;
 }
 

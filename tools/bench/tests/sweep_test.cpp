@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+// tokchron-requires: boost-beast (Debian libboost-dev), nlohmann-json
+// --rate sweep, the steady-state window and --repeat (tools/bench/sweep.hpp): the rates, the
+// window's rule and its figures on hand-made runs, Student's t, and the command line against the
+// scripted server.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_cli.hpp"
+#include "scripted_server.hpp"
+#include "sweep.hpp"
+
+namespace tb = tokchron_bench;
+namespace tc = tokchron;
+using namespace std::chrono_literals;
+
+namespace {
+
+tc::trace_clock::time_point at(double s) {
+  return tc::trace_clock::time_point(std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9)));
+}
+
+// A request sent at `send` whose token chunks are (time, tokens), finished at the last chunk (or
+// at `end` with `reason` when given).
+tc::trace_timeline request(double send, std::vector<std::pair<double, std::uint32_t>> chunks,
+                           std::optional<std::uint64_t> prompt = std::nullopt,
+                           std::optional<double> end = std::nullopt,
+                           tc::finish_reason reason = tc::finish_reason::stop) {
+  tc::trace_timeline tl;
+  REQUIRE(tl.arrive(at(send)) == tc::record_status::ok);
+  REQUIRE(tl.send(at(send)) == tc::record_status::ok);
+  if (prompt) tl.set_prompt_tokens(*prompt);
+  for (const auto& [t, n] : chunks) REQUIRE(tl.chunk(at(t), n) == tc::record_status::ok);
+  REQUIRE(tl.finish(at(end ? *end : chunks.back().first), reason) == tc::record_status::ok);
+  return tl;
+}
+
+}  // namespace
+
+TEST_CASE("sweep_rates: GuideLLM's linspace(synchronous, throughput, n + 1)[1:]") {
+  CHECK(tb::sweep_rates(1, 9, 4) == std::vector<double>{3, 5, 7, 9});
+  CHECK(tb::sweep_rates(2, 5, 1) == std::vector<double>{5});
+  CHECK(tb::sweep_rates(0, 5, 5) == std::vector<double>{1, 2, 3, 4, 5});
+  // a server slower under load than alone: the rates fall to its throughput
+  CHECK(tb::sweep_rates(4, 2, 2) == std::vector<double>{3, 2});
+  // GuideLLM stops at the first rate that is not positive
+  CHECK(tb::sweep_rates(2, 0, 2) == std::vector<double>{1});
+  CHECK_THROWS_AS((void)tb::sweep_rates(0, 0, 3), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::sweep_rates(1, std::nan(""), 3), std::invalid_argument);
+}
+
+TEST_CASE("Student's t quantiles, and AIPerf's interval over runs") {
+  // Published two-sided 95 % critical values (t(0.975, df)) and 99 % for df 4.
+  const std::pair<double, double> known[] = {{1, 12.706204736}, {2, 4.302652730},
+                                             {4, 2.776445105},  {9, 2.262157163},
+                                             {29, 2.045229642}, {1000, 1.962339081}};
+  for (const auto& k : known) {
+    const double df = k.first, t = k.second;
+    CAPTURE(df);
+    CHECK(tb::student_t_quantile(0.975, df) == doctest::Approx(t).epsilon(1e-8));
+    CHECK(tb::student_t_quantile(0.025, df) == doctest::Approx(-t).epsilon(1e-8));
+  }
+  CHECK(tb::student_t_quantile(0.995, 4) == doctest::Approx(4.604094871).epsilon(1e-8));
+  CHECK(tb::student_t_quantile(0.5, 3) == 0);
+  CHECK_THROWS_AS((void)tb::student_t_quantile(1, 3), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::student_t_quantile(0.9, 0), std::invalid_argument);
+
+  // mean 3, s = sqrt(2.5), half width t(0.975, 4) s / sqrt(5)
+  const tb::interval i = tb::t_interval({1, 2, 3, 4, 5}, 0.95);
+  CHECK(i.n == 5);
+  CHECK(i.mean == doctest::Approx(3));
+  CHECK(*i.sd == doctest::Approx(std::sqrt(2.5)));
+  CHECK(*i.t == doctest::Approx(2.776445105));
+  CHECK(i.high - i.mean == doctest::Approx(2.776445105 * std::sqrt(2.5) / std::sqrt(5.0)));
+  CHECK(i.mean - i.low == doctest::Approx(i.high - i.mean));
+  // one run: the value, no interval (AIPerf's single-run report)
+  const tb::interval one = tb::t_interval({7}, 0.95);
+  CHECK(one.mean == 7);
+  CHECK(one.low == 7);
+  CHECK(one.high == 7);
+  CHECK(!one.sd);
+  CHECK(!one.t);
+  CHECK_THROWS_AS((void)tb::t_interval({}, 0.95), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::t_interval({1, 2}, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS((void)tb::t_interval({1, INFINITY}, 0.9), std::invalid_argument);
+}
+
+TEST_CASE("the steady-state window: first end to last send, and what lies in it") {
+  std::vector<tc::trace_timeline> run;
+  run.push_back(request(0.0, {{1.0, 1}, {1.2, 1}}, 10));  // ends first: the window opens at 1.2
+  run.push_back(request(0.5, {{1.5, 2}, {2.0, 1}}, 20));  // TTFT 1.0, TPOT 0.25
+  run.push_back(request(1.0, {{1.1, 1}}, 5, 1.8, tc::finish_reason::error));  // failed in it
+  run.push_back(request(2.0, {{2.5, 1}}, 7));                                 // one token: no TPOT
+  run.push_back(request(3.0, {{3.5, 1}}, 9));  // the last send closes it at 3.0
+  const tb::window_metrics w = tb::measure_window(run, tc::request_slo::parse("tpot:1s"));
+  CHECK(w.requests == 5);
+  CHECK(w.window.start_s == doctest::Approx(1.2));
+  CHECK(w.window.end_s == doctest::Approx(3.0));
+  CHECK(w.run_start_s == doctest::Approx(0.0));
+  CHECK(w.ended == 4);  // not the request that ended at 3.5, in the drain
+  CHECK(w.succeeded == 3);
+  CHECK(w.failed == 1);
+  // tokens by their own times: 1.2, 1.5 (2), 2.0, 2.5; not 1.0 (ramp-up), 1.1 (before it), 3.5
+  CHECK(w.output_tokens == 5);
+  CHECK(*w.output_rate == doctest::Approx(5 / 1.8));
+  CHECK(*w.request_rate == doctest::Approx(3 / 1.8));
+  CHECK(*w.ttft_p50 == doctest::Approx(1.0));  // of 0.5, 1.0, 1.0 the nearest-rank median
+  CHECK(*w.tpot_p99 == doctest::Approx(0.25));
+  // GuideLLM's inclusion: the failed request is judged (not good), the 1-token one is left out,
+  // the one in the drain is not counted at all
+  REQUIRE(w.goodput);
+  const tc::goodput_result& g = *w.goodput;
+  CHECK(g.requests == 4);
+  CHECK(g.excluded == 1);
+  CHECK(g.good == 2);
+  CHECK(*g.attainment() == doctest::Approx(2.0 / 3.0));
+  CHECK(*g.goodput() == doctest::Approx(2 / 1.8));
+  CHECK(*g.token_goodput() == doctest::Approx((10 + 20 + 2 + 3) / 1.8));
+  const auto j = tb::window_json(w);
+  CHECK(j["start_s"].get<double>() == doctest::Approx(1.2));
+  CHECK(j["goodput"]["excluded"] == 1);
+  std::ostringstream text;
+  tb::print_window(text, w);
+  CHECK(text.str().find("Steady state: 1.200 s to 3.000 s after the first arrival (1.800 s") !=
+        std::string::npos);
+
+  // no limits: no goodput; a run that sent its last request before any ended: no window
+  CHECK(!tb::measure_window(run, std::nullopt).goodput);
+  std::vector<tc::trace_timeline> short_run;
+  short_run.push_back(request(0.0, {{1.0, 1}}));
+  short_run.push_back(request(0.5, {{1.4, 1}}));
+  const tb::window_metrics none = tb::measure_window(short_run, std::nullopt);
+  CHECK(none.window.empty());
+  CHECK(!none.request_rate);
+  std::ostringstream t2;
+  tb::print_window(t2, none);
+  CHECK(t2.str().find("lengthen --duration") != std::string::npos);
+}
+
+TEST_CASE("--rate sweep against the scripted server: synchronous, throughput, rates between") {
+  // Each stream: first token after 5 ms, a chunk every 5 ms, whatever the load.
+  tb::scripted_server srv({5ms, 5ms, 2});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  const std::string trace = std::string(TOKCHRON_BENCH_TEST_DIR) + "/rate_sweep.jsonl";
+  std::ostringstream out, err;
+  const int rc = tb::run_cli(
+      {"--url",        url,       "--rate",     "sweep",    "--sweep-points", "2",
+       "--users",      "4",       "--duration", "0.6",      "--output-len",   "fixed:4",
+       "--prompt-len", "fixed:2", "--format",   "json",     "--profile",      "canonical",
+       "--progress",   "never",   "--goodput",  "ttft:10s", "--trace-out",    trace},
+      out, err);
+  CAPTURE(err.str());
+  CHECK(rc == 0);
+  // one JSON document per point, each with its window
+  std::vector<nlohmann::json> docs;
+  std::istringstream in(out.str());
+  for (std::string doc, line; std::getline(in, line);) {
+    if (line.rfind("== ", 0) == 0) continue;  // each point's heading
+    doc += line + "\n";
+    if (line == "}") {
+      docs.push_back(nlohmann::json::parse(doc));
+      doc.clear();
+    }
+  }
+  const std::string o = out.str();
+  REQUIRE(docs.size() == 4);
+  const auto sync_at = o.find("== rate = synchronous (1 user) ==");
+  const auto most_at = o.find("== rate = throughput (4 users) ==");
+  CHECK(sync_at < most_at);
+  std::vector<double> measured;
+  for (const auto& d : docs) {
+    REQUIRE(d.contains("steady_state"));
+    const auto& w = d["steady_state"];
+    CHECK(w["end_s"].get<double>() > w["start_s"].get<double>());
+    CHECK(w["goodput"]["good"].get<std::uint64_t>() <= w["succeeded"].get<std::uint64_t>());
+    measured.push_back(w["request_rate"].get<double>());
+  }
+  // the two rates are GuideLLM's between the measured synchronous and throughput rates; the last
+  // is the throughput's own
+  const std::vector<double> rates = tb::sweep_rates(measured[0], measured[1], 2);
+  REQUIRE(rates.size() == 2);
+  for (const double r : rates) {
+    std::ostringstream v;
+    v << std::setprecision(6) << r;
+    CAPTURE(v.str());
+    CHECK(o.find("== rate = " + v.str() + " ==", most_at) != std::string::npos);
+    std::ifstream f(std::string(TOKCHRON_BENCH_TEST_DIR) + "/rate_sweep.rate=" + v.str() +
+                    ".jsonl");
+    CHECK(f.good());
+  }
+  CHECK(rates.back() == doctest::Approx(measured[1]));
+  // the summary (on standard error beside JSON) has every point
+  const std::string e = err.str();
+  const auto summary = e.find("Rate sweep (each figure over the runs' steady-state windows");
+  REQUIRE(summary != std::string::npos);
+  CHECK(e.find("synchronous", summary) != std::string::npos);
+  CHECK(e.find("goodput tok/s", summary) != std::string::npos);
+}
+
+TEST_CASE("--repeat: each point K times with its own seed, t intervals in the summary") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  const std::string trace = std::string(TOKCHRON_BENCH_TEST_DIR) + "/repeat.jsonl";
+  std::ostringstream out, err;
+  const int rc =
+      tb::run_cli({"--url", url, "--repeat", "3", "--users", "2", "--max-requests", "6",
+                   "--output-len", "uniform:2,40", "--prompt-len", "fixed:2", "--profile",
+                   "canonical", "--progress", "never", "--trace-out", trace},
+                  out, err);
+  CAPTURE(err.str());
+  CHECK(rc == 0);
+  const std::string o = out.str();
+  std::vector<std::multiset<std::uint64_t>> lengths;  // each run's output lengths
+  for (const char* k : {"1", "2", "3"}) {
+    CHECK(o.find(std::string("== run ") + k + " of 3 ==") != std::string::npos);
+    std::ifstream f(std::string(TOKCHRON_BENCH_TEST_DIR) + "/repeat.run=" + k + ".jsonl");
+    lengths.emplace_back();
+    for (std::string l; std::getline(f, l);)
+      lengths.back().insert(nlohmann::json::parse(l)["usage_output_tokens"].get<std::uint64_t>());
+    CHECK(lengths.back().size() == 6);
+  }
+  // seeds 1, 2, 3: the runs draw different lengths (the seeds' draws, not chance)
+  CHECK(lengths[0] != lengths[1]);
+  CHECK(lengths[1] != lengths[2]);
+  CHECK(srv.requests() == 18);
+  const auto summary = o.find(
+      "Repeated runs (each figure over the runs' steady-state windows: "
+      "the mean, and in brackets its 95% t interval over the runs)");
+  REQUIRE(summary != std::string::npos);
+  CHECK(o.find(" [", summary) != std::string::npos);
+  CHECK(srv.prompts().size() == 18);  // request ids continue from run to run: none sent twice
+}
+
+TEST_CASE("the sweep's options are checked before anything runs") {
+  const std::pair<std::vector<std::string>, const char*> bad[] = {
+      {{"--sweep-points", "3"}, "--sweep-points goes with --rate sweep"},
+      {{"--rate", "sweep", "--sweep", "users=1,2"}, "--sweep does not go with --rate sweep"},
+      {{"--rate", "sweep", "--think-time", "exp:1"}, "--think-time does not go with --rate sweep"},
+      {{"--rate", "sweep", "--sweep-points", "0"}, "--sweep-points '0': must be an integer"},
+      {{"--rate", "sweep", "--sweep-points", "2.5"}, "must be an integer in [1, 100]"},
+      {{"--repeat", "0"}, "--repeat '0': must be an integer in [1, 1000]"},
+      {{"--confidence", "1"}, "--confidence '1': must be a number in (0, 1)"},
+      {{"--rate", "sweep", "--rate", "sweep"}, "--rate is given twice"},
+      {{"--rate", "sweeps"}, "--rate"},
+  };
+  for (const auto& b : bad) {
+    const std::string why = b.second;
+    const std::vector<std::string>& args = b.first;
+    CAPTURE(why);
+    std::ostringstream o, e;
+    CHECK(tb::run_cli(args, o, e) == 2);
+    CHECK(e.str().find(why) != std::string::npos);
+  }
+}
