@@ -71,6 +71,9 @@ enum class live_source : std::uint8_t {
   /// the previous scrape and this one, over their decode seconds; 0 when none. Every scrape
   /// starts a new window (llama.cpp's `predicted_tokens_seconds`).
   decode_throughput,
+  /// Histograms by a label of the family (`live_family::stages`, one histogram per label
+  /// value: SGLang's latency per request stage); a point once its histogram observed something.
+  stage_histograms,
   /// Disaggregated serving (`kv_transfer`), exported once a transfer was recorded: counters
   /// of the requests whose KV cache moved between nodes, of its bytes and of its tokens, as
   /// each transfer is recorded.
@@ -94,7 +97,8 @@ enum class live_source : std::uint8_t {
 /// throughput) or counter. A family may also write a counter's value as a gauge.
 [[nodiscard]] constexpr metric_kind live_kind_of(live_source source) noexcept {
   switch (source) {
-    case live_source::histogram: return metric_kind::histogram;
+    case live_source::histogram:
+    case live_source::stage_histograms: return metric_kind::histogram;
     case live_source::running:
     case live_source::waiting:
     case live_source::in_flight:
@@ -127,12 +131,15 @@ struct live_family {
   std::string help;  ///< empty: `live_default_help` (live/presets.hpp) of the source and rules
   std::string unit;  ///< OpenMetrics' `# UNIT` (the name must end with `_` + unit), or empty
   live_histogram histogram = live_histogram::ttft;  ///< `histogram`: which one
-  /// `histogram`: upper bounds (finite, strictly increasing; +Inf is implicit; a value is
-  /// counted in the first bound >= it). Two families of one histogram carry the same edges.
+  /// `histogram`, `stage_histograms`: upper bounds (finite, strictly increasing; +Inf is
+  /// implicit; a value is counted in the first bound >= it). Two families of one histogram
+  /// carry the same edges.
   std::vector<double> buckets;
+  /// `stage_histograms`: the histogram of each value of `label_values` (as many).
+  std::vector<live_histogram> stages;
   /// The label the family adds to the series' labels: the finish reason (`requests`, or a
   /// histogram kept by reason, below), the source (`prompt_tokens_by_source`), the draft
-  /// position (`spec_accepted_per_position`).
+  /// position (`spec_accepted_per_position`), the stage (`stage_histograms`).
   std::string label;
   /// `requests`: the label value of each `finish_reason` (indexed by it; empty: not counted),
   /// then values the server exports that tokchron never records (always 0). Reasons sharing a

@@ -438,6 +438,51 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
   return f;
 }
 
+/// SGLang's `exponential_buckets(start, width, length)`
+/// (python/sglang/srt/observability/utils.py at 515b8b311b9e64a4d5994fb35d32e2131b115cf5):
+/// `start * width ** i` for i = 0 .. length - 1.
+[[nodiscard]] inline std::vector<double> sglang_exponential_buckets(double start, double width,
+                                                                    std::size_t length) {
+  std::vector<double> b;
+  b.reserve(length);
+  for (std::size_t i = 0; i < length; ++i)
+    b.push_back(start * std::pow(width, static_cast<double>(i)));
+  return b;
+}
+
+/// SGLang's `sglang:per_stage_req_latency_seconds{stage}` (metrics_collector.py at
+/// 44cedc2b9c7dd31d9acae4498ea4fa0d3665feed, `SchedulerMetricsCollector`: buckets
+/// `exponential_buckets(start=0.001, width=1.62, length=30)`; the stages in
+/// python/sglang/srt/observability/req_time_stats.py at
+/// 00ce49e05c17e08f643afab34f3cdcef14935ac0, `RequestStage` with `metrics_is_observed`): the
+/// stages tokchron's events give, by role. `prefill_forward` (forward entry to the prefill's
+/// end: first scheduled to first token) on a unified (`both`) or `prefill` node;
+/// `prefill_transfer_kv_cache` (transfer-queue entry to the transfer's end) on a `prefill`
+/// node and `decode_transferred` (decode transfer-queue entry to the wait queue) on a `decode`
+/// node, both the time `kv_transfer` gives. The other stages (`request_process`,
+/// `chunked_prefill`, bootstrap and preallocation, `decode_waiting`, `fake_output`,
+/// `quick_finish`) time scheduler queues tokchron's events do not mark.
+[[nodiscard]] inline live_family sglang_stage_family(live_role role) {
+  live_family f;
+  f.name = "sglang:per_stage_req_latency_seconds";
+  f.source = live_source::stage_histograms;
+  f.kind = metric_kind::histogram;
+  f.help = "The latency of each stage of requests.";
+  f.unit = "seconds";
+  f.label = "stage";
+  f.buckets = sglang_exponential_buckets(0.001, 1.62, 30);
+  if (role != live_role::decode) {
+    f.stages.push_back(live_histogram::prefill_time);
+    f.label_values.emplace_back("prefill_forward");
+  }
+  if (role != live_role::both) {
+    f.stages.push_back(live_histogram::kv_transfer_time);
+    f.label_values.emplace_back(role == live_role::prefill ? "prefill_transfer_kv_cache"
+                                                           : "decode_transferred");
+  }
+  return f;
+}
+
 /// SGLang's `/metrics` (sgl-project/sglang python/sglang/srt/metrics/collector.py at
 /// 00ae9c1590d2d0bb6c0bfff39e312c34ae3dd538, TokenizerMetricsCollector and
 /// SchedulerMetricsCollector, the same at its new path
@@ -456,8 +501,10 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
 /// `sglang:queue_time_seconds` when the scheduler first runs the request; the running and queue
 /// gauges; `sglang:num_retracted_requests_total` from preemptions; `sglang:token_usage` is the
 /// server-fed KV-cache gauge. Bucket lists are SGLang's defaults.
-[[nodiscard]] inline live_options sglang_live_options(std::string model_name) {
+[[nodiscard]] inline live_options sglang_live_options(std::string model_name,
+                                                      live_role role = live_role::both) {
   live_options o;
+  o.role = role;
   o.rules.itl = itl_grain::per_token_split;
   o.rules.tokens_at_finish = true;
   o.rules.queue_at_schedule = true;
@@ -497,6 +544,7 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
                          "The transfer latency of the KV cache in ms."),
       live_source_family("sglang:kv_transfer_total_mb", src::kv_transfer_last_mb,
                          "The total number of tokens transferred in the KV cache."),
+      sglang_stage_family(role),
       cached,
       live_finished_family("sglang:num_requests",
                            static_cast<std::uint8_t>(live_reason_bit(finish_reason::stop) |

@@ -277,6 +277,24 @@ inline void live_series_labels(const live_state& st, live_scrape_data& d) {
   return x;
 }
 
+/// The points of a `stage_histograms` family: per series, one histogram per stage under the
+/// family's label (all its parts), once it observed something (a labelled Prometheus
+/// histogram has a child from its first observation).
+inline void live_stage_points(metric_family& out, const live_family& f, const live_state& st,
+                              const live_scrape_data& d) {
+  const live_layout& lay = st.layout;
+  for (const auto& [s, labels] : d.series)
+    for (std::size_t v = 0; v < f.stages.size(); ++v) {
+      const auto h = static_cast<std::size_t>(f.stages[v]);
+      const unsigned parts = lay.by_reason[h] ? (1u << finish_reason_count) - 1 : 1u;
+      histogram_data x = live_histogram_point(lay, d, s, h, parts);
+      if (x.count == 0) continue;
+      label_set l = live_point_labels(f, labels);
+      l.push_back(label{f.label, f.label_values[v]});
+      out.add(std::move(x), std::move(l));
+    }
+}
+
 /// The points of a histogram family, per series. A histogram not kept by reason: one point.
 /// Kept by reason (live_family::reasons, label): the reasons the family selects (all when
 /// none), grouped by label value: the reasons whose value is empty in one point without the
@@ -413,6 +431,7 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
                         const live_scrape_data& d) {
   switch (f.source) {
     case live_source::histogram: live_histogram_points(out, f, st, d); return;
+    case live_source::stage_histograms: live_stage_points(out, f, st, d); return;
     case live_source::requests: live_requests_points(out, f, d); return;
     case live_source::prompt_tokens_by_source:
       // vllm/v1/metrics/stats.py PromptTokenStats: computed, cache hit (cached + recomputed -
@@ -505,6 +524,7 @@ inline void live_points(metric_family& out, const live_family& f, const live_sta
     case live_source::decode_throughput:
       return "Decode steps (tokens after the first) per second of decode time, over the "
              "requests finished since the previous scrape.";
+    case live_source::stage_histograms: return "Latency of each stage of requests, seconds.";
     case live_source::kv_transfers:
       return "Requests whose KV cache moved between prefill and decode nodes.";
     case live_source::kv_transfer_bytes: return "Bytes of KV cache moved between nodes.";

@@ -377,12 +377,15 @@ struct live_state {
   }
   static live_layout make_layout(const live_options& o) {
     live_layout l;
-    for (const live_family& f : o.families)  // live_check: one set of edges per histogram
+    for (const live_family& f : o.families) {  // live_check: one set of edges per histogram
       if (f.source == live_source::histogram) {
         const auto h = static_cast<std::size_t>(f.histogram);
         l.bounds[h] = f.buckets;
         l.by_reason[h] = l.by_reason[h] || live_by_reason(f);
       }
+      if (f.source == live_source::stage_histograms)
+        for (const live_histogram h : f.stages) l.bounds[static_cast<std::size_t>(h)] = f.buckets;
+    }
     std::uint32_t at = lc_count, sum = 0;
     for (std::size_t h = 0; h < live_histogram_count; ++h) {
       const std::uint32_t parts = l.by_reason[h] ? finish_reason_count : 1;
@@ -541,23 +544,36 @@ void live_check_families(const live_options& o) {
     const metric_kind want = live_kind_of(f.source);
     if (f.kind != want && !(want == metric_kind::counter && f.kind == metric_kind::gauge))
       fail("a kind its source cannot have");
-    if (f.source == live_source::histogram) {
-      if (static_cast<std::size_t>(f.histogram) >= live_histogram_count) fail("unknown histogram");
+    // The histograms a family reads: its one, or one per stage.
+    const bool staged = f.source == live_source::stage_histograms;
+    std::vector<live_histogram> reads;
+    if (f.source == live_source::histogram) reads.push_back(f.histogram);
+    if (staged) reads = f.stages;
+    if (f.source == live_source::histogram || staged) {
+      for (const live_histogram h : reads)
+        if (static_cast<std::size_t>(h) >= live_histogram_count) fail("unknown histogram");
       const auto& b = f.buckets;
       for (std::size_t i = 0; i < b.size(); ++i)
         if (!(b[i] == b[i] && b[i] - b[i] == 0) || (i > 0 && !(b[i] > b[i - 1])))
           fail("buckets must be finite and strictly increasing");
       for (std::size_t j = 0; j < k; ++j)
-        if (fs[j].source == live_source::histogram && fs[j].histogram == f.histogram &&
-            fs[j].buckets != f.buckets)
-          fail("buckets unlike those of another family of the same histogram");
+        for (const live_histogram h : reads) {
+          bool same = fs[j].source == live_source::histogram && fs[j].histogram == h;
+          if (fs[j].source == live_source::stage_histograms)
+            for (const live_histogram g : fs[j].stages) same = same || g == h;
+          if (same && fs[j].buckets != f.buckets)
+            fail("buckets unlike those of another family of the same histogram");
+        }
     } else if (!f.buckets.empty()) {
       fail("buckets on a family that is not a histogram");
     }
+    if (staged && (f.stages.empty() || f.stages.size() != f.label_values.size()))
+      fail("stage histograms need one histogram per label value");
+    if (!staged && !f.stages.empty()) fail("stages on a family that has none");
     const bool labelled = f.source == live_source::requests ||
                           f.source == live_source::prompt_tokens_by_source ||
                           f.source == live_source::spec_accepted_per_position ||
-                          (f.source == live_source::histogram && !f.label.empty());
+                          (f.source == live_source::histogram && !f.label.empty()) || staged;
     if (labelled) {
       bool clash = f.label == "le";
       for (const std::string& n : o.label_names) clash = clash || n == f.label;
