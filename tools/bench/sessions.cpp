@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loadgen.hpp"
+#include "number_text.hpp"
 #include "tokchron/export/json.hpp"
 #include "workloads.hpp"
 
@@ -597,12 +598,6 @@ session_hooks make_session_hooks(const session_settings& settings) {
 }
 
 namespace {
-
-std::string fixed(double v, int digits) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(digits) << v;
-  return o.str();
-}
 
 std::string turn_name(std::size_t row) {
   return row < session_turn_rows ? std::to_string(row + 1)

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "number_text.hpp"
 #include "tokchron/metrics/canonical.hpp"
 #include "tokchron/quantile/exact.hpp"
 
@@ -66,12 +67,6 @@ double student_t_cdf(double t, double df) {
 
 std::optional<double> nearest_rank(tc::exact_quantiles<double>& q, double p) {
   return q.quantile(p, tc::quantile_method::nearest_rank);
-}
-
-std::string fixed(double v, int digits) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(digits) << v;
-  return o.str();
 }
 
 }  // namespace

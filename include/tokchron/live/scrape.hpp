@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -102,6 +103,9 @@ struct live_scrape_data {
   /// By series: prompt tokens, prefill ms, generation tokens, decode ms added since the
   /// previous scrape (the throughput gauges' window).
   std::vector<std::array<std::uint64_t, 2>> window;
+  /// By series: the most recent KV-cache transfer as {seconds, bytes}, read once per scrape so
+  /// that every gauge of it describes the same transfer; empty when none was recorded.
+  std::vector<std::optional<std::pair<double, std::uint64_t>>> last_transfer;
   std::uint64_t misuse = 0, dropped = 0, label_overflow = 0, long_label_values = 0;
   std::uint32_t features = 0;  ///< live_feature bits
   bool prefix_cache_used = false;
@@ -152,6 +156,12 @@ inline void live_take(live_state& st, live_scrape_data& d) {
   d.long_label_values = st.long_label_values.load(std::memory_order_relaxed);
   d.features = st.features.load(std::memory_order_relaxed);
   d.prefix_cache_used = st.prefix_cache_used.load(std::memory_order_relaxed);
+  d.last_transfer.assign(lay.series, std::nullopt);
+  for (std::uint32_t s = 0; s < lay.series && s < st.last_transfer.size(); ++s) {
+    double seconds = 0;
+    std::uint64_t bytes = 0;
+    if (st.last_transfer[s].load(seconds, bytes)) d.last_transfer[s].emplace(seconds, bytes);
+  }
   // The decode throughput gauge's window: since the previous scrape (serialised by the lock).
   if (live_exports(st.options, live_source::decode_throughput)) {
     st.window.resize(lay.series);
@@ -390,9 +400,8 @@ void live_labelled_points(metric_family& out, const live_family& f, const live_s
     case live_source::kv_transfer_last_gb_s: {
       // sglang/srt/observability/req_time_stats.py compute_and_observe_kv_transfer_metrics:
       // latency_ms = s * 1000, total_mb = bytes / 2^20, speed = total_mb / 1024 / s (0 at 0 s).
-      double seconds = 0;
-      std::uint64_t bytes = 0;
-      if (!st.last_transfer[s].load(seconds, bytes)) return live_state::not_set();
+      if (s >= d.last_transfer.size() || !d.last_transfer[s]) return live_state::not_set();
+      const auto [seconds, bytes] = *d.last_transfer[s];
       const double mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
       if (f.source == live_source::kv_transfer_last_ms) return seconds * 1000;
       if (f.source == live_source::kv_transfer_last_mb) return mb;
