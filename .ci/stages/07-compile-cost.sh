@@ -6,7 +6,7 @@
 # every run of the same tree, however loaded the machine), stays under ceilings relative to the
 # baseline. The documented mode for hot files is separate instantiation (linking
 # tokchron::record, or TOKCHRON_SEPARATE_INSTANTIATION with record_instantiate.hpp in one file).
-# The ceilings are the tree's counts (docs/testing.md, "What each costs": 1.31x, 5.09x, 1.60x)
+# The ceilings are the tree's counts (docs/testing.md, "What each costs": 1.31x, 5.70x, 1.65x)
 # plus about 5 %: not a noise margin (there is no noise), but the growth a change may bring
 # before someone must look at what the recording header costs its users. CPU seconds, which vary
 # between runs by more than that, are reported in docs/testing.md and never gate.
@@ -21,4 +21,4 @@ for f in src/record.cpp bench/compile_cost/instances.cpp; do
     { echo "$f is not just record_instantiate.hpp: the measured mode and tokchron::record differ"; exit 1; }
 done
 python3 bench/compile_cost/measure.py --check --instructions --jobs "$(tc_jobs)" \
-  --max-separate-ratio 1.35 --max-ratio 1.68 --max-calls-ratio 5.32
+  --max-separate-ratio 1.35 --max-ratio 1.73 --max-calls-ratio 5.99
