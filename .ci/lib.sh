@@ -156,8 +156,8 @@ tc_prometheus() {
 
 # tc_serve_url LOG: the http://127.0.0.1:PORT that `batching-executor serve` printed to LOG
 # ("listening on ..."), waiting up to 30 s for it; prints LOG and fails when it never came.
-# shellcheck source=../tools/executor/serve/tests/serve_url.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../tools/executor/serve/tests/serve_url.sh"
+# shellcheck source=../tools/cli/serve_url.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../tools/cli/serve_url.sh"
 tc_serve_url() { serve_url "$1"; }
 
 # tc_enter_root PKG...: what a script run from anywhere does first: sets and exports

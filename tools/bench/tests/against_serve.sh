@@ -3,7 +3,7 @@
 # whose every request must succeed, counted the same by the client's report and the server's
 # trace. Usage: against_serve.sh EXECUTOR BENCH WORKDIR
 set -eu
-. "$(dirname "$0")/../../executor/serve/tests/serve_url.sh"
+. "$(dirname "$0")/../../cli/serve_url.sh"
 exe=$1 bench=$2 dir=$3
 mkdir -p "$dir"
 rm -f "$dir/serve.out" "$dir/server.jsonl" "$dir/client.jsonl"

@@ -4,7 +4,7 @@
 # serve's own trace: requests finished, prompt and output tokens, TTFT and E2E observations.
 # Usage: scrape_serve.sh EXECUTOR BENCH WORKDIR NAMES
 set -eu
-. "$(dirname "$0")/../../executor/serve/tests/serve_url.sh"
+. "$(dirname "$0")/../../cli/serve_url.sh"
 exe=$1 bench=$2 dir=$3 names=$4
 mkdir -p "$dir"
 rm -f "$dir/serve.out" "$dir/server.jsonl" "$dir/report.json" "$dir/report.txt"

@@ -6,7 +6,7 @@
 # counted it, is the previous turn's prompt plus the reply serve streamed for it plus the new
 # user message, exactly. Usage: sessions_serve.sh EXECUTOR BENCH WORKDIR
 set -eu
-. "$(dirname "$0")/../../executor/serve/tests/serve_url.sh"
+. "$(dirname "$0")/../../cli/serve_url.sh"
 exe=$1 bench=$2 dir=$3
 here=$(dirname "$0")
 mkdir -p "$dir"

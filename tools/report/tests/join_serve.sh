@@ -7,7 +7,7 @@
 # join matches every request of both, and the report aligns the two client traces.
 # Usage: join_serve.sh EXECUTOR BENCH REPORT WORKDIR
 set -eu
-. "$(dirname "$0")/../../executor/serve/tests/serve_url.sh"
+. "$(dirname "$0")/../../cli/serve_url.sh"
 exe=$1 bench=$2 report=$3 dir=$4
 mkdir -p "$dir"
 rm -f "$dir"/*.jsonl "$dir"/*.out "$dir"/*.json "$dir"/*.csv
