@@ -295,19 +295,41 @@ TEST_CASE("live presets: NVIDIA Dynamo's frontend exposition of the scripted run
   run(m);
   live_test::check_golden("dynamo_scripted.prom", text(m));
   const auto s = tokchron::scrape(m);
-  // metrics.rs lower-cases the model; endpoint and request_type are the preset's constants.
-  const std::vector<std::pair<std::string, std::string>> ok{{"model", "llama-3-8b"},
+  // The model as given (Dynamo keeps its case); endpoint and request_type are the preset's
+  // constants; status and error_type by finish reason (metrics.rs ErrorType::as_str).
+  const std::vector<std::pair<std::string, std::string>> ok{{"model", "Llama-3-8B"},
                                                             {"endpoint", "chat_completions"},
                                                             {"request_type", "stream"},
-                                                            {"status", "success"}};
-  CHECK(value(s, "dynamo_frontend_requests", ok) == 4);                     // a, b, c, g
-  CHECK(value(s, "dynamo_frontend_requests", {{"status", "error"}}) == 2);  // d aborted, e
-  CHECK(live_test::family(s, "dynamo_frontend_requests")->points.size() == 2);
+                                                            {"status", "success"},
+                                                            {"error_type", ""}};
+  CHECK(value(s, "dynamo_frontend_requests", ok) == 4);  // a, b, c, g
+  CHECK(value(s, "dynamo_frontend_requests", {{"status", "error"}, {"error_type", "cancelled"}}) ==
+        1);  // d aborted
+  CHECK(value(s, "dynamo_frontend_requests", {{"status", "error"}, {"error_type", "overload"}}) ==
+        1);  // e rejected
+  CHECK(value(s, "dynamo_frontend_requests", {{"status", "error"}, {"error_type", "internal"}}) ==
+        0);
+  CHECK(value(s, "dynamo_frontend_requests",
+              {{"status", "error"}, {"error_type", "response_timeout"}}) == 0);
+  CHECK(live_test::family(s, "dynamo_frontend_requests")->points.size() == 5);
+  for (const auto& p : live_test::family(s, "dynamo_frontend_requests")->points) {
+    REQUIRE(p.labels.size() == 5);
+    CHECK(p.labels[3].name == "status");
+    CHECK(p.labels[4].name == "error_type");
+  }
+  // Every arrival, f (still waiting) and the rejected e too.
+  CHECK(value(s, "dynamo_frontend_requests_started",
+              {{"endpoint", "chat_completions"}, {"request_type", "stream"}}) == 7);
   CHECK(value(s, "dynamo_frontend_inflight_requests") == 1);  // f
+  CHECK(value(s, "dynamo_frontend_active_requests") == 1);    // f
   CHECK(value(s, "dynamo_frontend_queued_requests") == 1);    // f: no token yet
   const auto& disconnected = live_test::point(s, "dynamo_frontend_disconnected_clients");
   CHECK(disconnected.value == 1);  // d
   CHECK(disconnected.labels.empty());
+  CHECK(value(s, "dynamo_frontend_model_cancellation", {{"request_type", "stream"}}) == 1);  // d
+  const auto& rejection = live_test::point(s, "dynamo_frontend_model_rejection");
+  CHECK(rejection.value == 1);          // e
+  CHECK(rejection.labels.size() == 2);  // model, endpoint
   // ITL: k samples of g / k per later response, none for a first response's extra tokens.
   const auto& itl = hist(s, "dynamo_frontend_inter_token_latency_seconds");
   CHECK(itl.count == 10);
@@ -317,15 +339,22 @@ TEST_CASE("live presets: NVIDIA Dynamo's frontend exposition of the scripted run
   const auto& isl = hist(s, "dynamo_frontend_input_sequence_tokens");
   CHECK(isl.count == 5);
   CHECK(isl.sum == 12 + 100 + 7 + 2000 + 40);
-  // Every request as it ends: the rejected e too (its output length 0).
-  CHECK(hist(s, "dynamo_frontend_request_duration_seconds").count == 6);
-  CHECK(hist(s, "dynamo_frontend_output_sequence_tokens").count == 6);
+  // Every request as it ends: the rejected e too.
+  const auto& duration = hist(s, "dynamo_frontend_request_duration_seconds");
+  CHECK(duration.count == 6);
+  CHECK(duration.buckets.size() == 10);
+  CHECK(duration.buckets.back().upper_bound == 510.0);  // 512 to two significant figures
+  // The output length of every request that produced a token (the collector's Drop observes
+  // osl > 0 only): not the rejected e.
+  CHECK(hist(s, "dynamo_frontend_output_sequence_tokens").count == 5);
   CHECK(hist(s, "dynamo_frontend_output_sequence_tokens").sum == 5 + 3 + 1 + 2 + 4);
   CHECK(hist(s, "dynamo_frontend_cached_tokens").count == 1);  // g reported 30
   CHECK(hist(s, "dynamo_frontend_cached_tokens").sum == 30);
   CHECK(value(s, "dynamo_frontend_output_tokens") == 5 + 3 + 1 + 2 + 4);
   // generate_log_buckets with Dynamo's defaults (0, then log-spaced, two significant figures),
   // as metrics.rs computes them.
+  CHECK(tokchron::dynamo_log_buckets(1.0, 512.0, 10) ==
+        std::vector<double>{0.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 130.0, 260.0, 510.0});
   CHECK(tokchron::dynamo_log_buckets(1.0, 256.0, 10) ==
         std::vector<double>{0.0, 1.9, 3.4, 6.3, 12.0, 22.0, 40.0, 75.0, 140.0, 260.0});
   CHECK(tokchron::dynamo_log_buckets(0.001, 480.0, 18) ==
@@ -545,6 +574,53 @@ TEST_CASE("bad input L10: live presets: arguments no server preset can carry are
        [](tokchron::live_options& o) {
          o.families.push_back(
              tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e", "\xff"}));
+       }},
+      {"a second label on a family other than the requests counter",
+       [](tokchron::live_options& o) {
+         o.families[4].second_label = "kind";
+         o.families[4].second_label_values = {"a"};
+       }},
+      {"second label values without a second label",
+       [](tokchron::live_options& o) {
+         auto f = tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e", "f"});
+         f.second_label_values = {"a", "b", "c", "d", "e", "f"};
+         o.families.push_back(f);
+       }},
+      {"a second label named like the first",
+       [](tokchron::live_options& o) {
+         auto f = tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e", "f"});
+         f.second_label = "reason";
+         f.second_label_values = {"a", "b", "c", "d", "e", "f"};
+         o.families.push_back(f);
+       }},
+      {"a second label named like a series label",
+       [](tokchron::live_options& o) {
+         auto f = tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e", "f"});
+         f.second_label = "model_name";
+         f.second_label_values = {"a", "b", "c", "d", "e", "f"};
+         o.families.push_back(f);
+       }},
+      {"a second label named like a constant label",
+       [](tokchron::live_options& o) {
+         auto f = tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e", "f"});
+         f.const_labels = {tokchron::label{"kind", "x"}};
+         f.second_label = "kind";
+         f.second_label_values = {"a", "b", "c", "d", "e", "f"};
+         o.families.push_back(f);
+       }},
+      {"a second label with a value missing",
+       [](tokchron::live_options& o) {
+         auto f = tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e", "f"});
+         f.second_label = "kind";
+         f.second_label_values = {"a", "b", "c", "d", "e"};
+         o.families.push_back(f);
+       }},
+      {"a second label value not UTF-8",
+       [](tokchron::live_options& o) {
+         auto f = tokchron::live_requests_family("r", "reason", {"a", "b", "c", "d", "e", "f"});
+         f.second_label = "kind";
+         f.second_label_values = {"a", "b", "c", "d", "e", "\xff"};
+         o.families.push_back(f);
        }},
       {"prompt tokens by source with two values",
        [](tokchron::live_options& o) {

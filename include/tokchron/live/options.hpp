@@ -148,6 +148,12 @@ struct live_family {
   /// `histogram` with a `label`: the value of each `finish_reason` (exactly one per reason);
   /// empty: that reason's samples go in the point without the label.
   std::vector<std::string> label_values;
+  /// `requests` only: a second label after `label` (Dynamo's `error_type` after `status`), or
+  /// empty for none. `second_label_values` holds its value beside each entry of `label_values`
+  /// (as many); a point per distinct pair of values whose first is not empty, in order, the
+  /// reasons sharing the pair summed.
+  std::string second_label;
+  std::vector<std::string> second_label_values;
   /// The reasons counted (`live_reason_bit`): by `finished`, and by a histogram family (0:
   /// every reason `live_rules::reasons` lets in). A histogram family with reasons or a `label`
   /// keeps its histogram by finish reason (one set of buckets per reason): it must be one the

@@ -49,6 +49,9 @@ struct live_rules {
   bool from_queued = false;        ///< TTFT and E2E from `queued` when known
   bool e2e_to_last_token = false;  ///< E2E ends at the last token, not at the finish
   bool positive_only = false;      ///< latencies of 0 not observed, queue time excepted
+  /// The output-length histogram only for requests that produced a token (N > 0), not for
+  /// every finished request (Dynamo's frontend observes it only then).
+  bool output_length_if_any = false;
   /// Finish reasons (bit `live_reason_bit(r)`) whose requests enter the per-request series;
   /// 0: every reason the inclusion policy lets in.
   std::uint8_t reasons = 0;

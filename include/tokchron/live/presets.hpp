@@ -777,41 +777,66 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
   return b;
 }
 
+/// The `status` and `error_type` values of `dynamo_frontend_requests_total` for a request that
+/// finished for each `finish_reason` (indexed by it): Dynamo's `Status` and `ErrorType::as_str`
+/// (lib/llm/src/http/service/metrics.rs at 0014908a25aecc8e9ce7455bbbaddf9f1521a1b4; the
+/// strings of `frontend_service::status` and `frontend_service::error_type` in
+/// lib/runtime/src/metrics/prometheus_names.rs). Success carries the error type "" (`NONE`);
+/// a client that went away `cancelled` (`monitor_for_disconnects` marks the guard so); a
+/// failed generation `internal` (the guard's default); a timeout the server imposed
+/// `response_timeout`; a request refused for lack of room `overload` (`request_was_rejected`:
+/// ResourceExhausted or WorkerOverloaded, HTTP 529).
+inline constexpr std::string_view dynamo_request_status[finish_reason_count] = {
+    "success", "success", "error", "error", "error", "error"};
+/// See `dynamo_request_status`.
+inline constexpr std::string_view dynamo_error_types[finish_reason_count] = {
+    "", "", "cancelled", "internal", "response_timeout", "overload"};
+
 /// NVIDIA Dynamo's frontend `/metrics` (ai-dynamo/dynamo lib/llm/src/http/service/metrics.rs at
-/// 79a21ca4f5200e76a2bcc19580eb6176298c7e59, `Metrics::new`, `InflightGuard`,
-/// `HttpQueueGuard`, `ResponseMetricCollector`; the names in
-/// lib/runtime/src/metrics/prometheus_names.rs at 04070c75b52f33346a2d5723eed93a0093e77bad,
-/// `frontend_service`): label `model` (Dynamo writes it in lower case: so is the default
-/// value here); `dynamo_frontend_requests_total{model, endpoint, request_type, status}` when a
-/// request ends (`success` for stop and length, `error` otherwise; `endpoint` and
+/// 0014908a25aecc8e9ce7455bbbaddf9f1521a1b4, `Metrics::build`, `Metrics::register`,
+/// `InflightGuard`, `HttpQueueGuard`, `ResponseMetricCollector`; the names of
+/// lib/runtime/src/metrics/prometheus_names.rs `name_prefix::FRONTEND` and `frontend_service`),
+/// in Dynamo's registration order: label `model` (the name as the server gives it; Dynamo keeps
+/// its case); `dynamo_frontend_requests_started_total{model, endpoint, request_type}` as each
+/// request arrives; `dynamo_frontend_requests_total{model, endpoint, request_type, status,
+/// error_type}` as it ends (`dynamo_request_status`, `dynamo_error_types`; `endpoint` and
 /// `request_type` are constants of the preset, as tokchron records no endpoint per request);
-/// `dynamo_frontend_inflight_requests` (arrived, not finished), `_queued_requests` (arrived,
-/// no token yet, not finished), `_disconnected_clients` (no labels: aborted requests, a gauge
-/// that only rises); `_request_duration_seconds` for every request as it ends;
-/// `_input_sequence_tokens` at the first token; `_output_sequence_tokens` at the end;
-/// `_cached_tokens` per request that reported them; `_output_tokens_total` as tokens stream;
-/// `_time_to_first_token_seconds` from arrival; `_inter_token_latency_seconds` k samples of
-/// g / k per later response of k tokens (none for the first response's extra tokens). Buckets:
-/// `dynamo_log_buckets` with Dynamo's defaults. Inclusion `all`: Dynamo observes every request.
+/// `_inflight_requests` and `_active_requests` (arrived, not finished), `_disconnected_clients`
+/// (no labels: aborted requests, a gauge that only rises), `_queued_requests` (arrived, no token
+/// yet, not finished); `_request_duration_seconds` for every request as it ends;
+/// `_input_sequence_tokens` at the first token; `_output_sequence_tokens` at the end of a
+/// request that produced a token; `_cached_tokens` per request that reported them;
+/// `_output_tokens_total` as tokens stream; `_time_to_first_token_seconds` from arrival;
+/// `_inter_token_latency_seconds` k samples of g / k per later response of k tokens (none for
+/// the first response's extra tokens); `_model_cancellation_total{model, endpoint,
+/// request_type}` (aborted: counted with each disconnect) and `_model_rejection_total{model,
+/// endpoint}` (rejected). Buckets: `dynamo_log_buckets` with Dynamo's defaults. Inclusion
+/// `all`: Dynamo observes every request. docs/library/live-metrics.md lists what is left out.
 [[nodiscard]] inline live_options dynamo_live_options(std::string model,
                                                       std::string endpoint = "chat_completions",
                                                       std::string request_type = "stream") {
-  for (char& c : model)  // metrics.rs: model.to_string().to_lowercase() (ASCII here)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   live_options o;
   o.rules.itl = itl_grain::per_token_split;
   o.rules.lengths_at_first_token = true;
+  o.rules.output_length_if_any = true;
   o.inclusion = live_inclusion::all;
   o.label_names = {"model"};
   o.default_label_values = {std::move(model)};
   using h = live_histogram;
   using src = live_source;
+  const label_set per_request = {label{"endpoint", endpoint},
+                                 label{"request_type", std::move(request_type)}};
   const std::vector<double> isl = dynamo_log_buckets(50.0, 128000.0, 12);
+  live_family started =
+      live_source_family("dynamo_frontend_requests_started", src::arrived,
+                         "Total number of LLM requests accepted by the frontend handler");
+  started.const_labels = per_request;
   live_family requests =
       live_requests_family("dynamo_frontend_requests", "status",
-                           {"success", "success", "error", "error", "error", "error"});
-  requests.const_labels = {label{"endpoint", std::move(endpoint)},
-                           label{"request_type", std::move(request_type)}};
+                           {std::begin(dynamo_request_status), std::end(dynamo_request_status)});
+  requests.second_label = "error_type";
+  requests.second_label_values.assign(std::begin(dynamo_error_types), std::end(dynamo_error_types));
+  requests.const_labels = per_request;
   requests.help = "Total number of LLM requests processed";
   live_family disconnected =
       live_finished_family("dynamo_frontend_disconnected_clients",
@@ -819,18 +844,29 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
                            "Number of disconnected clients");
   disconnected.kind = metric_kind::gauge;
   disconnected.sum_series = true;
-  live_family output_tokens =
-      live_source_family("dynamo_frontend_output_tokens", src::generation_tokens,
-                         "Total number of output tokens generated (updates in real-time)");
+  live_family cancelled =
+      live_finished_family("dynamo_frontend_model_cancellation",
+                           static_cast<std::uint8_t>(live_reason_bit(finish_reason::aborted)),
+                           "Total number of request cancellations");
+  cancelled.const_labels = per_request;
+  live_family rejected =
+      live_finished_family("dynamo_frontend_model_rejection",
+                           static_cast<std::uint8_t>(live_reason_bit(finish_reason::rejected)),
+                           "Total number of requests rejected due to resource exhaustion");
+  rejected.const_labels = {label{"endpoint", std::move(endpoint)}};
   o.families = {
+      started,
       requests,
       live_source_family("dynamo_frontend_inflight_requests", src::in_flight,
                          "Number of inflight requests"),
+      live_source_family("dynamo_frontend_active_requests", src::in_flight,
+                         "Number of requests currently being handled by the frontend, from HTTP "
+                         "handler entry to response completion"),
       disconnected,
       live_source_family("dynamo_frontend_queued_requests", src::before_first_token,
                          "Number of requests in HTTP processing queue"),
       live_histogram_family("dynamo_frontend_request_duration_seconds", h::e2e,
-                            dynamo_log_buckets(1.0, 256.0, 10), "Duration of LLM requests"),
+                            dynamo_log_buckets(1.0, 512.0, 10), "Duration of LLM requests"),
       live_histogram_family("dynamo_frontend_input_sequence_tokens", h::prompt_tokens, isl,
                             "Input sequence length in tokens"),
       live_histogram_family("dynamo_frontend_output_sequence_tokens", h::generation_tokens,
@@ -838,11 +874,14 @@ inline void live_append(std::vector<live_family>& fs, std::vector<live_family> t
                             "Output sequence length in tokens"),
       live_histogram_family("dynamo_frontend_cached_tokens", h::cached_prompt_tokens, isl,
                             "Number of cached tokens (prefix cache hits) per request"),
-      output_tokens,
+      live_source_family("dynamo_frontend_output_tokens", src::generation_tokens,
+                         "Total number of output tokens generated (updates in real-time)"),
       live_histogram_family("dynamo_frontend_time_to_first_token_seconds", h::ttft,
                             dynamo_log_buckets(0.001, 480.0, 18), "Time to first token in seconds"),
       live_histogram_family("dynamo_frontend_inter_token_latency_seconds", h::itl,
                             dynamo_log_buckets(0.001, 2.0, 13), "Inter-token latency in seconds"),
+      cancelled,
+      rejected,
       live_source_family("tokchron_rejected_requests", src::rejected),
   };
   live_append(o.families, live_own_families());

@@ -607,7 +607,8 @@ class basic_live_metrics {
       if (max_tokens > 0)
         d.observe(s, live_histogram::max_tokens, static_cast<double>(max_tokens), 1, why);
     }
-    d.observe(s, live_histogram::generation_tokens, static_cast<double>(n), 1, why);
+    if (n > 0 || !rules.output_length_if_any)
+      d.observe(s, live_histogram::generation_tokens, static_cast<double>(n), 1, why);
     // vLLM's request_prefill_kv_computed_tokens (vllm/v1/metrics/stats.py, PR 30189):
     // num_prompt_tokens - max(num_cached_tokens, 0) for every finished request.
     if (const auto p = tl.prompt_tokens()) {

@@ -342,22 +342,30 @@ inline void live_histogram_points(metric_family& out, const live_family& f, cons
 }
 
 /// The points of the requests counter: per series, one per label value of the family (each
-/// once, in order), the sum of the reasons that carry it; values no reason carries are 0.
+/// once, in order; with a `second_label`, one per distinct pair of values), the sum of the
+/// reasons that carry it; values no reason carries are 0.
 inline void live_requests_points(metric_family& out, const live_family& f,
                                  const live_scrape_data& d) {
-  std::vector<std::string> values;  // label values in order, each once
-  for (const std::string& v : f.label_values) {
-    bool seen = v.empty();
-    for (const auto& x : values) seen = seen || x == v;
-    if (!seen) values.push_back(v);
+  const bool second = !f.second_label.empty();
+  auto second_of = [&](std::size_t k) -> const std::string& {
+    return second ? f.second_label_values[k] : f.label_values[k];
+  };
+  std::vector<std::size_t> firsts;  // the first entry of each value (pair), in order
+  for (std::size_t k = 0; k < f.label_values.size(); ++k) {
+    bool seen = f.label_values[k].empty();
+    for (const std::size_t j : firsts)
+      seen = seen || (f.label_values[j] == f.label_values[k] && second_of(j) == second_of(k));
+    if (!seen) firsts.push_back(k);
   }
   for (const auto& [s, labels] : d.series)
-    for (const auto& v : values) {
+    for (const std::size_t k : firsts) {
       unsigned reasons = 0;
       for (std::uint32_t r = 0; r < finish_reason_count; ++r)
-        if (f.label_values[r] == v) reasons |= 1u << r;
+        if (f.label_values[r] == f.label_values[k] && second_of(r) == second_of(k))
+          reasons |= 1u << r;
       label_set l = live_point_labels(f, labels);
-      l.push_back(label{f.label, v});
+      l.push_back(label{f.label, f.label_values[k]});
+      if (second) l.push_back(label{f.second_label, f.second_label_values[k]});
       out.add(static_cast<double>(d.finished(s, reasons)), std::move(l));
     }
 }

@@ -583,6 +583,19 @@ void live_check_families(const live_options& o) {
     }
     if (f.source == live_source::requests && f.label_values.size() < finish_reason_count)
       fail("the requests counter needs a label value per finish reason");
+    if (!f.second_label.empty() || !f.second_label_values.empty()) {
+      bool clash = f.second_label == "le" || f.second_label == f.label;
+      for (const std::string& n : o.label_names) clash = clash || n == f.second_label;
+      for (const label& c : f.const_labels) clash = clash || c.name == f.second_label;
+      if (f.source != live_source::requests || !live_label_name(f.second_label) || clash)
+        fail(
+            "a second label on a family other than the requests counter, or its name invalid, "
+            "a series, constant or first label");
+      if (f.second_label_values.size() != f.label_values.size())
+        fail("the second label needs a value beside each label value");
+      for (const std::string& v : f.second_label_values)
+        if (!live_valid_utf8(v)) fail("a label value is not valid UTF-8");
+    }
     if (f.source == live_source::prompt_tokens_by_source && f.label_values.size() != 3)
       fail("prompt tokens by source need three label values");
     if (f.source == live_source::histogram && !f.label.empty() &&

@@ -582,6 +582,13 @@ def direct_counter(run, family, want, **labels):
                           if labels else ""))
 
 
+# status and error_type of a request under the dynamo preset, by finish reason
+# (live/presets.hpp dynamo_request_status, dynamo_error_types).
+DYNAMO_OUTCOMES = {"stop": ("success", ""), "length": ("success", ""),
+                   "aborted": ("error", "cancelled"), "error": ("error", "internal"),
+                   "timed_out": ("error", "response_timeout"), "rejected": ("error", "overload")}
+
+
 def check_dynamo(run):
     recs = run.records
     # Inclusion all: every request as it ends; TTFT and the prompt length at the first token.
@@ -594,16 +601,31 @@ def check_dynamo(run):
     direct_counter(run, "dynamo_frontend_input_sequence_tokens_count", len(started))
     direct_counter(run, "dynamo_frontend_input_sequence_tokens_sum",
                    sum(r.get("prompt_tokens", 0) for r in started))
-    direct_counter(run, "dynamo_frontend_output_sequence_tokens_count", len(recs))
+    # The output length of the requests that produced a token (osl > 0).
+    produced = [r for r in recs if output_tokens(r) > 0]
+    direct_counter(run, "dynamo_frontend_output_sequence_tokens_count", len(produced))
     direct_counter(run, "dynamo_frontend_output_sequence_tokens_sum",
-                   sum(output_tokens(r) for r in recs))
+                   sum(output_tokens(r) for r in produced))
     direct_counter(run, "dynamo_frontend_output_tokens_total", sum(output_tokens(r) for r in recs))
-    ok = sum(1 for r in recs if reason(r) in ("stop", "length"))
-    direct_counter(run, "dynamo_frontend_requests_total", ok, status="success")
-    direct_counter(run, "dynamo_frontend_requests_total", len(recs) - ok, status="error")
-    direct_counter(run, "dynamo_frontend_disconnected_clients",
-                   sum(1 for r in recs if reason(r) == "aborted"))
-    for g in ("dynamo_frontend_inflight_requests", "dynamo_frontend_queued_requests"):
+    direct_counter(run, "dynamo_frontend_requests_started_total", len(recs))
+    want = {}
+    for r in recs:
+        key = DYNAMO_OUTCOMES[reason(r)]
+        want[key] = want.get(key, 0) + 1
+    for (status, error_type) in sorted(set(DYNAMO_OUTCOMES.values())):
+        direct_counter(run, "dynamo_frontend_requests_total", want.get((status, error_type), 0),
+                       status=status, error_type=error_type)
+    pairs = {(ls.get("status"), ls.get("error_type")) for n, ls, _ in run.prom.samples
+             if n == "dynamo_frontend_requests_total"}
+    run.c.ok(pairs == set(DYNAMO_OUTCOMES.values()),
+             f"dynamo_frontend_requests_total (status, error_type) pairs: {sorted(pairs)}")
+    aborted = sum(1 for r in recs if reason(r) == "aborted")
+    direct_counter(run, "dynamo_frontend_disconnected_clients", aborted)
+    direct_counter(run, "dynamo_frontend_model_cancellation_total", aborted)
+    direct_counter(run, "dynamo_frontend_model_rejection_total",
+                   sum(1 for r in recs if reason(r) == "rejected"))
+    for g in ("dynamo_frontend_inflight_requests", "dynamo_frontend_active_requests",
+              "dynamo_frontend_queued_requests"):
         direct_counter(run, g, 0)
 
 
