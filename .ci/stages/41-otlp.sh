@@ -5,11 +5,13 @@
 # @opentelemetry/otlp-transformer ships and checks every field, every bucket against
 # @opentelemetry/sdk-metrics' own index mapping and aggregation, and the sum within its derived
 # bound (docs/library/exporters.md#otlp-checked-by-opentelemetrys-own-code); then the GenAI
-# server metrics of a seeded run under otel_live_options the same way (genai_check.js). The npm packages are
+# server metrics of a seeded run under otel_live_options the same way (genai_check.js), and the
+# GenAI client metrics tokchron-bench exports (--otlp) of a scripted run with failed requests
+# (tools/bench/tests/otlp_client_dump.cpp; the bench library is built by stage 10). The npm packages are
 # pinned by package-lock.json and installed by `npm ci` once into the CI build tree, reused while
 # the lock file is unchanged.
 tc_need_node
-tc_need_pkgs nlohmann-json3-dev libprotobuf-dev protobuf-compiler
+tc_need_pkgs nlohmann-json3-dev libprotobuf-dev protobuf-compiler libboost-dev libssl-dev
 tc_scratch  # $work: removed on exit
 
 src=$TOKCHRON_ROOT/tests/export/otlp_node
@@ -35,3 +37,9 @@ echo "    OpenTelemetry's packages: names, units, buckets and attributes as the 
 "$dir/tests/tokchron_otlp_dump" --genai "$work/genai.json" "$work/genai_known.json" \
   "$work/genai.pb"
 node "$npmdir/genai_check.js" "$work/genai.json" "$work/genai_known.json" "$work/genai.pb"
+
+echo "--- tokchron-bench's GenAI client metrics (--otlp) of a scripted run, decoded by"
+echo "    OpenTelemetry's packages: names, units, buckets, attributes and error.type"
+tc_build g++-c++17 tokchron_bench_otlp_dump
+"$dir/tools/bench/tokchron_bench_otlp_dump" "$work/client.json" "$work/client_known.json"
+node "$npmdir/genai_check.js" "$work/client.json" "$work/client_known.json"

@@ -5,7 +5,9 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -16,6 +18,7 @@
 #include <stdexcept>
 
 #include "client.hpp"
+#include "otel_export.hpp"
 #include "report/commands.hpp"
 #include "report/inputs.hpp"
 #include "report/sla.hpp"
@@ -90,6 +93,12 @@ const std::vector<own_option>& own_options() {
       {"trace_out", "FILE",
        "write the measured requests as a tokchron trace (JSON Lines); "
        "with --sweep, FILE gets .NAME=V before its extension"},
+      {"otlp", "FILE",
+       "write OpenTelemetry's GenAI client metrics of the measured requests (operation "
+       "duration, token usage, time to first chunk, time per output chunk) as OTLP/JSON; "
+       "with --sweep, FILE gets .NAME=V before its extension"},
+      {"otlp_provider", "NAME",
+       "--otlp: the gen_ai.provider.name attribute (default openai: the API spoken)"},
       {"scrape", "URL",
        "read the server's Prometheus metrics (e.g. http://HOST:PORT/metrics) before and after "
        "each run and report what changed beside the client's numbers"},
@@ -189,6 +198,7 @@ struct settings {
   std::string sweep_name;
   std::vector<std::string> sweep_values;
   std::string trace_out, progress = "auto", id_prefix, scrape;
+  std::string otlp, otlp_provider = "openai";
   clock::duration give_up = std::chrono::seconds(30);
   std::vector<std::pair<std::string, std::string>> headers;
   tls_options tls;
@@ -356,6 +366,10 @@ settings parse(const std::vector<std::string>& argv) {
       s.confidence = *d;
     } else if (name == "trace_out") {
       s.trace_out = value;
+    } else if (name == "otlp") {
+      s.otlp = value;
+    } else if (name == "otlp_provider") {
+      s.otlp_provider = value;
     } else if (name == "replay") {
       s.replay = value;
     } else if (name == "replay_format") {
@@ -477,6 +491,8 @@ settings parse(const std::vector<std::string>& argv) {
     }
   if (s.run.warmup_s >= s.run.load.duration_s)
     throw usage_error("--warmup must be shorter than --duration");
+  if (s.otlp.empty() && once.seen("otlp-provider"))
+    throw usage_error("--otlp-provider goes with --otlp");
   return s;
 }
 
@@ -486,6 +502,39 @@ std::string point_path(const std::string& file, const std::string& name, const s
   const std::string tag = "." + name + "=" + v;
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return file + tag;
   return file.substr(0, dot) + tag + file.substr(dot);
+}
+
+// The attributes of --otlp's points: the operation of the endpoint, the provider, the model
+// and the server's address and port; the provider's attribute name as
+// OTEL_SEMCONV_STABILITY_OPT_IN asks (live/presets.hpp otel_genai_semconv_from).
+genai_client_target genai_target(const target& t, const std::string& provider) {
+  genai_client_target g;
+  g.operation = t.endpoint == endpoint_kind::chat ? "chat" : "text_completion";
+  g.provider = provider;
+  g.model = t.model;
+  g.address = t.host;
+  g.port = std::stoll(t.port);  // parse_target: a port number
+  const char* opt_in = std::getenv("OTEL_SEMCONV_STABILITY_OPT_IN");
+  g.version = tokchron::otel_genai_semconv_from(opt_in != nullptr ? opt_in : "");
+  return g;
+}
+
+// Writes --otlp's file of a run that started at `started`; false (said on `err`) when it
+// cannot.
+bool write_otlp(const genai_client_metrics& m, const std::string& path,
+                std::chrono::system_clock::time_point started, std::ostream& err) {
+  const auto ns = [](std::chrono::system_clock::time_point t) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  };
+  std::ofstream f(path);
+  f << m.otlp_json(ns(started), ns(std::chrono::system_clock::now()));
+  f.close();
+  if (!f) {
+    err << "tokchron-bench: cannot write " << path << '\n';
+    return false;
+  }
+  return true;
 }
 
 // The capacity planner over a sweep (tokchron::plan_capacity, as `batching-executor --sweep`
@@ -942,9 +991,13 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
         return std::nullopt;
       }
     client_counts client;  // every request sent, warm-up ones too, as the server counts them
+    std::optional<genai_client_metrics> genai;  // --otlp
+    if (!s.otlp.empty()) genai.emplace(genai_target(lo.tgt, s.otlp_provider));
+    const auto started = std::chrono::system_clock::now();
     lo.on_end = [&](request_outcome&& o, clock::time_point zero) {
       if (scraped_before) add_client(client, o, zero);
       if (!o.measured) return;
+      if (genai) genai->add(o);
       if (!anchor) anchor = tc::read_clock_anchor<clock>(zero);
       sum.add(o);
       tc::write_trace_line(trace_file, to_trace(o, zero, *anchor));
@@ -970,6 +1023,10 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       err << "tokchron-bench: cannot write " << path << '\n';
       return std::nullopt;
     }
+    if (genai &&
+        !write_otlp(*genai, tag_value.empty() ? s.otlp : point_path(s.otlp, tag_name, tag_value),
+                    started, err))
+      return std::nullopt;
     sum.print(err, s.rx_time, r);
     if (prefixes) sum.print_prompts(err, *prefixes);
     std::vector<std::string> args = s.report_args;

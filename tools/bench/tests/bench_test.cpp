@@ -11,11 +11,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "bench_cli.hpp"
 #include "client.hpp"
@@ -1422,4 +1425,46 @@ TEST_CASE("--header: Name: value, refused when malformed or owned by the client"
   CHECK(tb::run_cli({"--url", "https://h", "--tls-verify", "off", "--ca-cert", "x.pem"}, o, e) ==
         2);
   CHECK(tb::run_cli({"--api-key", "k", "--header", "authorization: Bearer j"}, o, e) == 2);
+}
+
+TEST_CASE(
+    "--otlp: OpenTelemetry's GenAI client metrics of the run, failed requests by error.type") {
+  tb::scripted_server srv({1ms, 1ms, 2, {"ok", "http503", "ok", "error"}});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  const std::string file = std::string(TOKCHRON_BENCH_TEST_DIR) + "/otlp_client.json";
+  std::ostringstream out, err;
+  const int rc = tb::run_cli(
+      {"--url", url, "--endpoint", "chat", "--model", "m", "--users", "1", "--max-requests", "4",
+       "--output-len", "fixed:3", "--progress", "never", "--otlp", file, "--otlp-provider", "vllm"},
+      out, err);
+  CAPTURE(err.str());
+  CHECK(rc == tb::exit_failed_requests);
+  std::ifstream in(file);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  REQUIRE(doc.is_object());
+  const auto& metrics = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"];
+  std::map<std::string, std::map<std::string, std::string>> points;  // metric -> split -> count
+  for (const auto& m : metrics)
+    for (const auto& p : m["histogram"]["dataPoints"]) {
+      std::string split, provider, port;
+      for (const auto& a : p["attributes"]) {
+        const auto k = a["key"].get<std::string>();
+        if (k == "error.type" || k == "gen_ai.token.type")
+          split = a["value"]["stringValue"].get<std::string>();
+        if (k == "gen_ai.provider.name") provider = a["value"]["stringValue"].get<std::string>();
+        if (k == "server.port") port = a["value"]["intValue"].get<std::string>();
+      }
+      CHECK(provider == "vllm");
+      CHECK(port == std::to_string(srv.port()));
+      points[m["name"].get<std::string>()][split] = p["count"].get<std::string>();
+    }
+  using by = std::map<std::string, std::string>;
+  CHECK(points["gen_ai.client.operation.duration"] ==
+        by{{"", "2"}, {"503", "1"}, {"server_error", "1"}});
+  CHECK(points["gen_ai.client.token.usage"] == by{{"input", "2"}, {"output", "2"}});
+  CHECK(points["gen_ai.client.operation.time_to_first_chunk"].size() == 1);
+  CHECK(points["gen_ai.client.operation.time_per_output_chunk"].size() == 1);
+  std::ostringstream o2, e2;
+  CHECK(tb::run_cli({"--otlp-provider", "vllm"}, o2, e2) == 2);
+  CHECK(e2.str().find("--otlp-provider goes with --otlp") != std::string::npos);
 }
