@@ -91,12 +91,13 @@ const std::vector<own_option>& own_options() {
        "put STR before every request id (X-Request-Id, trace), e.g. host1-, so that several "
        "clients' requests to one server can be joined"},
       {"trace_out", "FILE",
-       "write the measured requests as a tokchron trace (JSON Lines); "
-       "with --sweep, FILE gets .NAME=V before its extension"},
+       "write the measured requests as a tokchron trace (JSON Lines); one file per run: "
+       "with --sweep or --rate sweep, FILE gets .NAME=V before its extension, with --repeat "
+       "also .runK after that tag (.run=K without a sweep)"},
       {"otlp", "FILE",
        "write OpenTelemetry's GenAI client metrics of the measured requests (operation "
        "duration, token usage, time to first chunk, time per output chunk) as OTLP/JSON; "
-       "with --sweep, FILE gets .NAME=V before its extension"},
+       "one file per run, named as --trace-out's"},
       {"otlp_provider", "NAME",
        "--otlp: the gen_ai.provider.name attribute (default openai: the API spoken)"},
       {"scrape", "URL",
@@ -493,6 +494,9 @@ settings parse(const std::vector<std::string>& argv) {
     throw usage_error("--warmup must be shorter than --duration");
   if (s.otlp.empty() && once.seen("otlp-provider"))
     throw usage_error("--otlp-provider goes with --otlp");
+  if (!s.otlp.empty() && (s.otlp == s.trace_out || s.otlp == s.session_log))
+    throw usage_error("--otlp " + s.otlp + " is also the " +
+                      (s.otlp == s.trace_out ? "--trace-out" : "--session-log") + " file");
   return s;
 }
 
@@ -519,16 +523,17 @@ genai_client_target genai_target(const target& t, const std::string& provider) {
   return g;
 }
 
-// Writes --otlp's file of a run that started at `started`; false (said on `err`) when it
-// cannot.
-bool write_otlp(const genai_client_metrics& m, const std::string& path,
-                std::chrono::system_clock::time_point started, std::ostream& err) {
+// Writes --otlp's file (`f`, opened before the run, at `path`) of a run that started at
+// `started`, its resource naming the run (`run`: NAME=V of a sweep point or repetition, empty
+// for a lone run); false (said on `err`) when it cannot.
+bool write_otlp(const genai_client_metrics& m, std::ofstream& f, const std::string& path,
+                const std::string& run, std::chrono::system_clock::time_point started,
+                std::ostream& err) {
   const auto ns = [](std::chrono::system_clock::time_point t) {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
   };
-  std::ofstream f(path);
-  f << m.otlp_json(ns(started), ns(std::chrono::system_clock::now()));
+  f << m.otlp_json(ns(started), ns(std::chrono::system_clock::now()), run);
   f.close();
   if (!f) {
     err << "tokchron-bench: cannot write " << path << '\n';
@@ -991,8 +996,20 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
         return std::nullopt;
       }
     client_counts client;  // every request sent, warm-up ones too, as the server counts them
-    std::optional<genai_client_metrics> genai;  // --otlp
-    if (!s.otlp.empty()) genai.emplace(genai_target(lo.tgt, s.otlp_provider));
+    // --otlp: the point's file, opened before anything is sent (one per point and repetition,
+    // named as the trace's).
+    std::optional<genai_client_metrics> genai;
+    std::ofstream otlp_file;
+    const std::string otlp_path =
+        tag_value.empty() ? s.otlp : point_path(s.otlp, tag_name, tag_value);
+    if (!s.otlp.empty()) {
+      otlp_file.open(otlp_path);
+      if (!otlp_file) {
+        err << "tokchron-bench: cannot write " << otlp_path << '\n';
+        return std::nullopt;
+      }
+      genai.emplace(genai_target(lo.tgt, s.otlp_provider));
+    }
     const auto started = std::chrono::system_clock::now();
     lo.on_end = [&](request_outcome&& o, clock::time_point zero) {
       if (scraped_before) add_client(client, o, zero);
@@ -1024,8 +1041,8 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       return std::nullopt;
     }
     if (genai &&
-        !write_otlp(*genai, tag_value.empty() ? s.otlp : point_path(s.otlp, tag_name, tag_value),
-                    started, err))
+        !write_otlp(*genai, otlp_file, otlp_path,
+                    tag_value.empty() ? std::string() : tag_name + "=" + tag_value, started, err))
       return std::nullopt;
     sum.print(err, s.rx_time, r);
     if (prefixes) sum.print_prompts(err, *prefixes);

@@ -43,7 +43,7 @@ std::vector<double> bounds_of(std::size_t m) {
   return {d.bounds, d.bounds + d.bound_count};
 }
 
-double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double genai_seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 }  // namespace
 
@@ -74,18 +74,20 @@ void genai_client_metrics::observe(metric m, const std::string& key, double v) {
 void genai_client_metrics::add(const request_outcome& o) {
   const auto& tl = o.tl;
   const std::string error = genai_error_type(o);
-  const auto start = tl.arrival();
+  // The operation as the client performed it, from its send (an instrumented SDK call's
+  // start): the send lag (arrival to send) is the load generator's, not the operation's.
+  const auto start = tl.send_time() ? tl.send_time() : tl.arrival();
   if (!start) return;
   if (const auto end = tl.finish_time(); end && *end >= *start)
-    observe(duration, error, seconds(*end - *start));
+    observe(duration, error, genai_seconds(*end - *start));
   // Every chunk of the stream but [DONE]: text, reasoning, tool-call and role chunks, usage.
   std::optional<clock::time_point> previous;
   for (const auto& c : tl.store().chunks()) {
     if (c.kind == tokchron::chunk_kind::done) continue;
     if (!previous) {
-      if (c.time >= *start) observe(first_chunk, "", seconds(c.time - *start));
+      if (c.time >= *start) observe(first_chunk, "", genai_seconds(c.time - *start));
     } else if (c.time >= *previous) {
-      observe(per_chunk, "", seconds(c.time - *previous));
+      observe(per_chunk, "", genai_seconds(c.time - *previous));
     }
     previous = c.time;
   }
@@ -122,11 +124,11 @@ std::vector<tokchron::otlp_explicit_histogram> genai_client_metrics::histograms(
   return out;
 }
 
-std::string genai_client_metrics::otlp_json(std::uint64_t start_ns, std::uint64_t time_ns) const {
-  return tokchron::otlp_metrics({}, histograms(), {{"service.name", "tokchron-bench"}}, start_ns,
-                                time_ns)
-             .dump() +
-         "\n";
+std::string genai_client_metrics::otlp_json(std::uint64_t start_ns, std::uint64_t time_ns,
+                                            const std::string& run) const {
+  tokchron::label_set resource = {{"service.name", "tokchron-bench"}};
+  if (!run.empty()) resource.push_back({"tokchron.bench.run", run});
+  return tokchron::otlp_metrics({}, histograms(), resource, start_ns, time_ns).dump() + "\n";
 }
 
 }  // namespace tokchron_bench

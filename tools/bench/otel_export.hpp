@@ -43,8 +43,9 @@ class genai_client_metrics {
  public:
   explicit genai_client_metrics(genai_client_target t) : target_(std::move(t)) {}
 
-  /// Adds a measured request: its duration (send to end) under its `error.type` when it failed;
-  /// its time to the first chunk and the gaps between its chunks (every chunk of the stream but
+  /// Adds a measured request: its duration (send to end; arrival to end without a send) under
+  /// its `error.type` when it failed; its time from the send to the first chunk and the gaps
+  /// between its chunks (every chunk of the stream but
   /// `[DONE]`); its input and output tokens (the server's usage counts, else the chunks'
   /// tokens) when it succeeded.
   void add(const request_outcome& o);
@@ -52,9 +53,12 @@ class genai_client_metrics {
   /// The histograms, one per metric and attribute set, a metric's sets together.
   [[nodiscard]] std::vector<tokchron::otlp_explicit_histogram> histograms() const;
 
-  /// The OTLP/JSON request (resource `service.name` = `tokchron-bench`), the interval from
-  /// `start_ns` to `time_ns` (Unix epoch nanoseconds).
-  [[nodiscard]] std::string otlp_json(std::uint64_t start_ns, std::uint64_t time_ns) const;
+  /// The OTLP/JSON request (resource `service.name` = `tokchron-bench`, and `tokchron.bench.run`
+  /// = `run` when not empty: which point and repetition of a sweep or `--repeat` it is, so that
+  /// the runs' series stay apart in one collector), the interval from `start_ns` to `time_ns`
+  /// (Unix epoch nanoseconds).
+  [[nodiscard]] std::string otlp_json(std::uint64_t start_ns, std::uint64_t time_ns,
+                                      const std::string& run = {}) const;
 
  private:
   struct hist {

@@ -1429,42 +1429,78 @@ TEST_CASE("--header: Name: value, refused when malformed or owned by the client"
 
 TEST_CASE(
     "--otlp: OpenTelemetry's GenAI client metrics of the run, failed requests by error.type") {
-  tb::scripted_server srv({1ms, 1ms, 2, {"ok", "http503", "ok", "error"}});
-  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
   const std::string file = std::string(TOKCHRON_BENCH_TEST_DIR) + "/otlp_client.json";
-  std::ostringstream out, err;
-  const int rc = tb::run_cli(
-      {"--url", url, "--endpoint", "chat", "--model", "m", "--users", "1", "--max-requests", "4",
-       "--output-len", "fixed:3", "--progress", "never", "--otlp", file, "--otlp-provider", "vllm"},
-      out, err);
-  CAPTURE(err.str());
-  CHECK(rc == tb::exit_failed_requests);
-  std::ifstream in(file);
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  REQUIRE(doc.is_object());
-  const auto& metrics = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"];
-  std::map<std::string, std::map<std::string, std::string>> points;  // metric -> split -> count
-  for (const auto& m : metrics)
-    for (const auto& p : m["histogram"]["dataPoints"]) {
-      std::string split, provider, port;
-      for (const auto& a : p["attributes"]) {
-        const auto k = a["key"].get<std::string>();
-        if (k == "error.type" || k == "gen_ai.token.type")
-          split = a["value"]["stringValue"].get<std::string>();
-        if (k == "gen_ai.provider.name") provider = a["value"]["stringValue"].get<std::string>();
-        if (k == "server.port") port = a["value"]["intValue"].get<std::string>();
+  const char* const opt_in = "OTEL_SEMCONV_STABILITY_OPT_IN";
+  // The provider's attribute: gen_ai.system (v1.36.0) by default, gen_ai.provider.name when the
+  // stability transition's variable opts into the latest conventions.
+  for (const bool latest : {false, true}) {
+    CAPTURE(latest);
+    if (latest)
+      REQUIRE(setenv(opt_in, "http, gen_ai_latest_experimental", 1) == 0);
+    else
+      REQUIRE(unsetenv(opt_in) == 0);
+    const std::string provider_key = latest ? "gen_ai.provider.name" : "gen_ai.system";
+    tb::scripted_server srv({1ms, 1ms, 2, {"ok", "http503", "ok", "error"}});
+    const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+    std::ostringstream out, err;
+    const int rc = tb::run_cli({"--url", url, "--endpoint", "chat", "--model", "m", "--users", "1",
+                                "--max-requests", "4", "--output-len", "fixed:3", "--progress",
+                                "never", "--otlp", file, "--otlp-provider", "vllm"},
+                               out, err);
+    CAPTURE(err.str());
+    CHECK(rc == tb::exit_failed_requests);
+    std::ifstream in(file);
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    REQUIRE(doc.is_object());
+    // a lone run's resource names the tool only (a sweep's or --repeat's runs name themselves)
+    CHECK(doc["resourceMetrics"][0]["resource"]["attributes"] ==
+          nlohmann::json::parse(
+              R"([{"key":"service.name","value":{"stringValue":"tokchron-bench"}}])"));
+    const auto& metrics = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"];
+    std::map<std::string, std::map<std::string, std::string>> points;  // metric -> split -> count
+    for (const auto& m : metrics)
+      for (const auto& p : m["histogram"]["dataPoints"]) {
+        std::map<std::string, std::string> attrs;
+        for (const auto& a : p["attributes"])
+          attrs[a["key"].get<std::string>()] = a["value"].contains("intValue")
+                                                   ? a["value"]["intValue"].get<std::string>()
+                                                   : a["value"]["stringValue"].get<std::string>();
+        const std::string split = attrs.count("error.type")          ? attrs["error.type"]
+                                  : attrs.count("gen_ai.token.type") ? attrs["gen_ai.token.type"]
+                                                                     : "";
+        CHECK(attrs[provider_key] == "vllm");
+        CHECK(attrs.count(latest ? "gen_ai.system" : "gen_ai.provider.name") == 0);
+        CHECK(attrs["gen_ai.operation.name"] == "chat");
+        CHECK(attrs["gen_ai.request.model"] == "m");
+        CHECK(attrs["server.address"] == "127.0.0.1");
+        CHECK(attrs["server.port"] == std::to_string(srv.port()));
+        CHECK(p["attributes"].size() == 5 + (split.empty() ? 0 : 1));
+        points[m["name"].get<std::string>()][split] = p["count"].get<std::string>();
       }
-      CHECK(provider == "vllm");
-      CHECK(port == std::to_string(srv.port()));
-      points[m["name"].get<std::string>()][split] = p["count"].get<std::string>();
-    }
-  using by = std::map<std::string, std::string>;
-  CHECK(points["gen_ai.client.operation.duration"] ==
-        by{{"", "2"}, {"503", "1"}, {"server_error", "1"}});
-  CHECK(points["gen_ai.client.token.usage"] == by{{"input", "2"}, {"output", "2"}});
-  CHECK(points["gen_ai.client.operation.time_to_first_chunk"].size() == 1);
-  CHECK(points["gen_ai.client.operation.time_per_output_chunk"].size() == 1);
+    using by = std::map<std::string, std::string>;
+    CHECK(points["gen_ai.client.operation.duration"] ==
+          by{{"", "2"}, {"503", "1"}, {"server_error", "1"}});
+    CHECK(points["gen_ai.client.token.usage"] == by{{"input", "2"}, {"output", "2"}});
+    // every request that received a chunk: the 503 received none, the error object came after
+    // two tokens
+    CHECK(points["gen_ai.client.operation.time_to_first_chunk"] == by{{"", "3"}});
+    CHECK(points["gen_ai.client.operation.time_per_output_chunk"].size() == 1);
+  }
+  REQUIRE(unsetenv(opt_in) == 0);
+  const tb::scripted_server srv({1ms, 1ms, 2});
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
   std::ostringstream o2, e2;
   CHECK(tb::run_cli({"--otlp-provider", "vllm"}, o2, e2) == 2);
   CHECK(e2.str().find("--otlp-provider goes with --otlp") != std::string::npos);
+  // the trace's own file is refused; a file that cannot be written stops the run before it sends
+  std::ostringstream o3, e3;
+  CHECK(tb::run_cli({"--url", url, "--otlp", file, "--trace-out", file}, o3, e3) == 2);
+  CHECK(e3.str().find("--otlp " + file + " is also the --trace-out file") != std::string::npos);
+  const auto sent = srv.requests();
+  std::ostringstream o4, e4;
+  const std::string nowhere = std::string(TOKCHRON_BENCH_TEST_DIR) + "/no-such-dir/otlp.json";
+  CHECK(tb::run_cli({"--url", url, "--max-requests", "2", "--progress", "never", "--otlp", nowhere},
+                    o4, e4) == 1);
+  CHECK(e4.str().find("cannot write " + nowhere) != std::string::npos);
+  CHECK(srv.requests() == sent);
 }

@@ -86,12 +86,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     const auto& tl = q.tl;
-    add(names[0], error, seconds(*tl.finish_time() - *tl.arrival()));
+    add(names[0], error, seconds(*tl.finish_time() - *tl.send_time()));
     bool first = true;
     tb::clock::time_point previous{};
     for (const auto& c : tl.store().chunks()) {
       if (c.kind == tokchron::chunk_kind::done) continue;
-      add(first ? names[2] : names[3], "", seconds(c.time - (first ? *tl.arrival() : previous)));
+      add(first ? names[2] : names[3], "", seconds(c.time - (first ? *tl.send_time() : previous)));
       first = false;
       previous = c.time;
     }

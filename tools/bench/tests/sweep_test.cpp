@@ -7,12 +7,15 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_cli.hpp"
@@ -42,6 +45,30 @@ tc::trace_timeline request(double send, std::vector<std::pair<double, std::uint3
   for (const auto& [t, n] : chunks) REQUIRE(tl.chunk(at(t), n) == tc::record_status::ok);
   REQUIRE(tl.finish(at(end ? *end : chunks.back().first), reason) == tc::record_status::ok);
   return tl;
+}
+
+// An --otlp file: its resource's tokchron.bench.run and the requests its
+// gen_ai.client.operation.duration counts (every attribute set); {"", 0} when it cannot be read.
+std::pair<std::string, std::uint64_t> otlp_run(const std::string& path) {
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (!doc.is_object()) return {"", 0};
+  std::pair<std::string, std::uint64_t> r{"", 0};
+  const auto& rm = doc["resourceMetrics"][0];
+  for (const auto& a : rm["resource"]["attributes"])
+    if (a["key"] == "tokchron.bench.run") r.first = a["value"]["stringValue"].get<std::string>();
+  for (const auto& m : rm["scopeMetrics"][0]["metrics"])
+    if (m["name"] == "gen_ai.client.operation.duration")
+      for (const auto& p : m["histogram"]["dataPoints"])
+        r.second += std::stoull(p["count"].get<std::string>());
+  return r;
+}
+
+std::uint64_t lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::uint64_t n = 0;
+  for (std::string l; std::getline(in, l);) ++n;
+  return n;
 }
 
 }  // namespace
@@ -150,13 +177,16 @@ TEST_CASE("--rate sweep against the scripted server: synchronous, throughput, ra
   // Each stream: first token after 5 ms, a chunk every 5 ms, whatever the load.
   tb::scripted_server srv({5ms, 5ms, 2});
   const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
-  const std::string trace = std::string(TOKCHRON_BENCH_TEST_DIR) + "/rate_sweep.jsonl";
+  const std::string dir = TOKCHRON_BENCH_TEST_DIR;
+  const std::string trace = dir + "/rate_sweep.jsonl", otlp = dir + "/rate_sweep.otlp.json";
+  std::remove(otlp.c_str());
   std::ostringstream out, err;
   const int rc = tb::run_cli(
       {"--url",        url,       "--rate",     "sweep",    "--sweep-points", "2",
        "--users",      "4",       "--duration", "0.6",      "--output-len",   "fixed:4",
        "--prompt-len", "fixed:2", "--format",   "json",     "--profile",      "canonical",
-       "--progress",   "never",   "--goodput",  "ttft:10s", "--trace-out",    trace},
+       "--progress",   "never",   "--goodput",  "ttft:10s", "--trace-out",    trace,
+       "--otlp",       otlp},
       out, err);
   CAPTURE(err.str());
   CHECK(rc == 0);
@@ -198,6 +228,22 @@ TEST_CASE("--rate sweep against the scripted server: synchronous, throughput, ra
     CHECK(f.good());
   }
   CHECK(rates.back() == doctest::Approx(measured[1]));
+  // --otlp: a file per point named as its trace, its resource naming the point, its durations
+  // the point's measured requests; FILE itself is not written
+  std::vector<std::string> values = {"synchronous", "throughput"};
+  for (const double r : rates) {
+    std::ostringstream v;
+    v << std::setprecision(6) << r;
+    values.push_back(v.str());
+  }
+  for (const auto& v : values) {
+    CAPTURE(v);
+    const auto [run, requests] = otlp_run(dir + "/rate_sweep.otlp.rate=" + v + ".json");
+    CHECK(run == "rate=" + v);
+    CHECK(requests > 0);
+    CHECK(requests == lines_of(dir + "/rate_sweep.rate=" + v + ".jsonl"));
+  }
+  CHECK(!std::ifstream(otlp).good());
   // the summary (on standard error beside JSON) has every point
   const std::string e = err.str();
   const auto summary = e.find("Rate sweep (each figure over the runs' steady-state windows");
@@ -209,13 +255,21 @@ TEST_CASE("--rate sweep against the scripted server: synchronous, throughput, ra
 TEST_CASE("--repeat: each point K times with its own seed, t intervals in the summary") {
   tb::scripted_server srv({1ms, 1ms, 2});
   const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
-  const std::string trace = std::string(TOKCHRON_BENCH_TEST_DIR) + "/repeat.jsonl";
+  const std::string dir = TOKCHRON_BENCH_TEST_DIR;
+  const std::string trace = dir + "/repeat.jsonl", otlp = dir + "/repeat.otlp.json";
+  std::remove(otlp.c_str());
   std::ostringstream out, err;
-  const int rc =
-      tb::run_cli({"--url", url, "--repeat", "3", "--users", "2", "--max-requests", "6",
-                   "--output-len", "uniform:2,40", "--prompt-len", "fixed:2", "--profile",
-                   "canonical", "--progress", "never", "--trace-out", trace},
-                  out, err);
+  const int rc = tb::run_cli({"--url",          url,
+                              "--repeat",       "3",
+                              "--users",        "2",
+                              "--max-requests", "6",
+                              "--output-len",   "uniform:2,40",
+                              "--prompt-len",   "fixed:2",
+                              "--profile",      "canonical",
+                              "--progress",     "never",
+                              "--trace-out",    trace,
+                              "--otlp",         otlp},
+                             out, err);
   CAPTURE(err.str());
   CHECK(rc == 0);
   const std::string o = out.str();
@@ -227,7 +281,12 @@ TEST_CASE("--repeat: each point K times with its own seed, t intervals in the su
     for (std::string l; std::getline(f, l);)
       lengths.back().insert(nlohmann::json::parse(l)["usage_output_tokens"].get<std::uint64_t>());
     CHECK(lengths.back().size() == 6);
+    // --otlp: each run's own file, not one overwritten by the next
+    const auto [run, requests] = otlp_run(dir + "/repeat.otlp.run=" + k + ".json");
+    CHECK(run == std::string("run=") + k);
+    CHECK(requests == 6);
   }
+  CHECK(!std::ifstream(otlp).good());
   // seeds 1, 2, 3: the runs draw different lengths (the seeds' draws, not chance)
   CHECK(lengths[0] != lengths[1]);
   CHECK(lengths[1] != lengths[2]);
