@@ -36,7 +36,7 @@ void write_json(std::ostream& out, const std::vector<outcome>& all) {
                    {"rejected_too_long", s.rejected_too_long},
                    {"prefix_cache_hits", s.prefix_hits},
                    {"prefix_cache_hit_tokens", s.prefix_hit_tokens},
-                   {"prefix_cache_evictions", s.prefix_evictions},
+                   {"prefix_cache_evicted_blocks", s.prefix_evictions},
                    {"wall_seconds", e.wall_s}};
     if (!o.verdicts.verdicts.empty()) j["slo"] = tokchron::sla_json(o.verdicts);
     j["audit"] = tokchron::audit_json(o.audit);

@@ -299,7 +299,7 @@ void write_run_table(std::ostream& out, const outcome& o) {
           << fmt("%.1f%%",
                  100.0 * static_cast<double>(cached_tokens(o)) / static_cast<double>(prompt))
           << " of their prompt tokens)";
-    out << ", " << st.prefix_evictions << " evictions\n";
+    out << ", " << st.prefix_evictions << " cached blocks evicted\n";
   }
   if (c.load.reasoning_fraction > 0) {
     std::uint64_t thinking = 0, output = 0;

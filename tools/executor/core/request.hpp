@@ -25,9 +25,14 @@ struct request {
   std::uint64_t id = 0;
   std::uint32_t user = 0;  ///< closed loop: the user who sent it
   std::uint32_t prompt_tokens = 1;
-  /// The prompt's first tokens that are the shared system prompt (the prefix cache's key;
-  /// 0: none). At most `prompt_tokens`.
+  /// The prompt's first tokens that are the shared system prompt of a generated workload (no
+  /// text: the scheduler names their blocks with `block_hasher::shared_prefix_key` when
+  /// `block_hashes` is empty; 0: none). At most `prompt_tokens`.
   std::uint32_t prefix_tokens = 0;
+  /// The chain hashes of the prompt's full KV blocks (kv_cache.hpp's `block_hasher`), the
+  /// prefix cache's keys: serve derives them from the prompt's tokens. Empty: nothing of the
+  /// prompt but `prefix_tokens` can come from the cache.
+  std::vector<std::uint64_t> block_hashes;
   /// The prompt's first tokens whose KV the engine already holds when the request arrives, from
   /// a cache of its own outside the shared prefix (a llama.cpp slot keeps its previous prompt):
   /// they are not computed again at the first admission. A trace's `cached_prompt_tokens`, as
@@ -49,10 +54,10 @@ struct request {
   request_state state = request_state::created;
   std::uint32_t computed = 0;         ///< tokens whose KV is cached
   std::uint32_t generated = 0;        ///< output tokens produced so far
-  std::vector<std::uint32_t> blocks;  ///< the KV block table
-  /// The leading entries of `blocks` that are the prefix cache's shared blocks (referenced, not
-  /// owned: never released with the request's own).
-  std::uint32_t shared_blocks = 0;
+  std::vector<std::uint32_t> blocks;  ///< the KV block table (each entry a reference)
+  /// The leading entries of `blocks` already offered to the prefix cache (hits, and full prompt
+  /// blocks scheduled for computation).
+  std::uint32_t cached_blocks = 0;
   /// Prompt tokens served from the prefix cache at its first scheduling (its trace's
   /// `cached_prompt_tokens`).
   std::uint32_t cached_tokens = 0;

@@ -70,6 +70,13 @@ void scheduler::add(request& r, time_point now) {
     finish(r, now, tokchron::finish_reason::rejected);
     return;
   }
+  if (cfg_.prefix_caching && r.block_hashes.empty() && r.prefix_tokens > 0) {
+    // A generated workload's shared system prompt: the same tokens heading every prompt.
+    const std::uint32_t prefix = std::min(r.prefix_tokens, r.prompt_tokens);
+    block_hasher h(pool_.block_size(), r.block_hashes);
+    for (std::uint32_t t = 0; t < prefix / pool_.block_size() * pool_.block_size(); ++t)
+      h.add(block_hasher::shared_prefix_key(t));
+  }
   note(r.tl.queued(now));
   waiting_.push(r);
   join(r);
@@ -157,44 +164,32 @@ void scheduler::promote_starved() {
   }
 }
 
-std::uint32_t scheduler::cacheable_blocks(const request& r) const noexcept {
-  if (!cfg_.prefix_caching || r.prefix_tokens == 0) return 0;
-  // Full blocks only, and never the sequence's last token (it must be computed to sample).
-  const std::uint32_t cap = std::min(r.prefix_tokens, r.num_tokens() - 1);
-  return cap / pool_.block_size();
-}
-
-void scheduler::attach_prefix(request& r) {
-  if (r.computed != 0 || !r.blocks.empty() || prefix_.blocks.empty()) return;
-  const std::uint32_t k =
-      std::min(cacheable_blocks(r), static_cast<std::uint32_t>(prefix_.blocks.size()));
-  if (k == 0) return;
-  r.blocks.assign(prefix_.blocks.begin(), prefix_.blocks.begin() + k);
-  r.shared_blocks = k;
-  r.computed = k * pool_.block_size();
-  ++prefix_.refs;
-}
-
 void scheduler::release_blocks(request& r) noexcept {
-  if (r.shared_blocks > 0) {
-    r.blocks.erase(r.blocks.begin(), r.blocks.begin() + r.shared_blocks);
-    r.shared_blocks = 0;
-    --prefix_.refs;
-  }
   pool_.release(r.blocks);
+  r.cached_blocks = 0;
 }
 
-bool scheduler::grow_or_evict(std::vector<std::uint32_t>& table, std::uint32_t blocks) {
-  if (pool_.grow(table, blocks)) return true;
-  if (prefix_.blocks.empty() || prefix_.refs > 0) return false;
-  pool_.release(prefix_.blocks);  // unreferenced: its blocks go back to the pool
-  ++stats_.prefix_evictions;
-  return pool_.grow(table, blocks);
+std::uint32_t scheduler::cache_hit(const request& r) const {
+  if (!cfg_.prefix_caching || r.block_hashes.empty() || r.computed != 0 || !r.blocks.empty())
+    return 0;
+  // Never the whole sequence: its last token is computed to sample (vLLM's
+  // max_cache_hit_length = num_tokens - 1).
+  return pool_.cached_prefix(r.block_hashes, (r.num_tokens() - 1) / pool_.block_size());
+}
+
+void scheduler::cache_scheduled(request& r, std::uint32_t tokens) {
+  if (!cfg_.prefix_caching) return;
+  const auto full = static_cast<std::uint32_t>(
+      std::min<std::size_t>({r.block_hashes.size(), tokens / pool_.block_size(), r.blocks.size()}));
+  for (std::uint32_t i = r.cached_blocks; i < full; ++i)
+    pool_.cache(r.blocks[i], r.block_hashes[i]);
+  r.cached_blocks = std::max(r.cached_blocks, full);
 }
 
 void scheduler::finish(request& r, time_point t, tokchron::finish_reason why) {
   release_blocks(r);
   std::vector<std::uint32_t>().swap(r.blocks);  // a finished request keeps no block table
+  std::vector<std::uint64_t>().swap(r.block_hashes);
   if (be_ && r.ever_scheduled) be_->release(r.id);
   if (r.reasoning_tokens > 0)  // the usage's completion_tokens_details.reasoning_tokens
     r.tl.set_reported_reasoning_tokens(std::min(r.generated, r.reasoning_tokens));
@@ -324,7 +319,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
     }
     const std::uint32_t need = pool_.blocks_for(std::uint64_t(r.computed) + n);
     bool self = false;
-    while (!grow_or_evict(r.blocks, need)) {
+    while (!pool_.grow(r.blocks, need)) {
       const std::size_t v = pick_victim(i);
       self = running_[v] == &r;
       preempt(v, now);
@@ -332,6 +327,7 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
       if (self) break;
     }
     if (self) continue;  // r left running_; index i now holds the next one
+    cache_scheduled(r, r.computed + n);
     add_work(plan, r, n, dec);
     budget -= n;
     ++i;
@@ -342,17 +338,24 @@ void scheduler::build(time_point now, step_kind kind, step_plan& plan) {
   while (admitted < waiting_.size() && running_.size() < cfg_.max_batch_size && budget > 0) {
     request& r = waiting_.at(admitted);
     if (!r.resumed && !r.promoted && delay_holds(now)) break;
-    attach_prefix(r);                            // a cached prefix: its tokens are computed already
+    // The prefix cache's blocks: their tokens are computed already.
+    const std::uint32_t hit = cache_hit(r);
+    r.computed = hit * pool_.block_size();
     if (!r.ever_scheduled && r.warm_tokens > 0)  // the engine's own cache: computed already
       r.computed = std::max(r.computed, std::min(r.warm_tokens, r.num_tokens() - 1));
     const std::uint32_t n = chunk_for(r, budget);
-    if (n == 0 || !grow_or_evict(r.blocks, admit_blocks(r, n))) {
-      release_blocks(r);  // not admitted: it keeps no reference
-      r.blocks.clear();
-      r.computed = 0;
+    const std::uint32_t blocks = n == 0 ? 0 : admit_blocks(r, n);
+    // Hit blocks no one references leave the free queue: they cost free blocks too.
+    if (n == 0 || blocks - hit + pool_.idle_in_prefix(r.block_hashes, hit) > pool_.free()) {
+      r.computed = 0;  // not admitted: it holds nothing
       break;
     }
-    if (!r.ever_scheduled && (r.prefix_tokens > 0 || r.warm_tokens > 0)) {
+    pool_.share(r.blocks, r.block_hashes, hit);
+    r.cached_blocks = hit;
+    if (!pool_.grow(r.blocks, blocks)) throw std::logic_error("kv cache: a checked grow failed");
+    cache_scheduled(r, r.computed + n);
+    if (!r.ever_scheduled &&
+        (r.prefix_tokens > 0 || !r.block_hashes.empty() || r.warm_tokens > 0)) {
       r.cached_tokens = r.computed;
       r.tl.set_cached_prompt_tokens(r.cached_tokens);
     }
@@ -388,6 +391,7 @@ bool scheduler::schedule(time_point now, step_plan& plan) {
   // Waiting requests that were not admitted age by one step.
   ++schedule_calls_;
   if (cfg_.order != policy::fcfs && cfg_.starvation_steps > 0) promote_starved();
+  stats_.prefix_evictions = pool_.evictions();
   if (plan.work.empty()) return false;
   // Block tables are final only now (later sequences may have preempted nothing, but a
   // vector may have grown), so point at them here.
@@ -413,15 +417,6 @@ void scheduler::complete(const step_plan& plan, const step_result& result, time_
     const sequence_work& w = plan.work.seqs[i];
     const sequence_output& out = result.outputs[i];
     r.computed += w.new_tokens();
-    // The first request to compute the shared prefix's blocks leaves them to the cache.
-    if (prefix_.blocks.empty() && r.shared_blocks == 0) {
-      const std::uint32_t k = cacheable_blocks(r);
-      if (k > 0 && r.computed >= k * pool_.block_size() && r.blocks.size() >= k) {
-        prefix_.blocks.assign(r.blocks.begin(), r.blocks.begin() + k);
-        r.shared_blocks = k;
-        prefix_.refs = 1;
-      }
-    }
     if (!w.samples) continue;
     if (out.tokens == 0)
       throw std::runtime_error("backend produced no token for sequence " +

@@ -39,14 +39,16 @@
 /// promoted ahead of the policy order (Learning-to-Rank's starvation bound), so none waits
 /// forever.
 ///
-/// Prefix caching (vLLM's automatic prefix caching, reduced to one shared system prompt): a
-/// request's first `prefix_tokens` prompt tokens are the shared prefix. Once one request has
-/// computed the prefix's full blocks, the cache keeps those blocks (counted once in the pool);
-/// a request admitted later starts its block table with them (a reference, `shared_blocks`),
-/// its computed tokens at their length: their prefill is skipped. Only full blocks are cached,
-/// and never the whole of a sequence (its last token is always computed, as in vLLM). The cached
-/// blocks are evicted, returned to the pool, only when no running request references them and
-/// blocks run out (before any preemption). Single-threaded.
+/// Prefix caching (vLLM's automatic prefix caching, kv_cache.hpp): a request's prompt blocks
+/// are named by `request::block_hashes` (serve hashes the prompt's tokens; a generated workload's
+/// shared system prompt of `prefix_tokens` gets the same hashes in every request). At admission
+/// a request takes the longest run of its leading blocks that the cache holds, referenced: their
+/// tokens are computed already (its `cached_tokens`). Only full blocks are cached, and never the
+/// whole of a sequence (its last token is always computed, as in vLLM). A full prompt block is
+/// cached when it is scheduled to be computed, so a request admitted later in the same step
+/// already finds it (vLLM's `allocate_slots`). A block no running request references stays
+/// cached until the pool hands it out again, least recently freed first: before anyone is
+/// preempted. Single-threaded.
 
 #include <cstdint>
 #include <deque>
@@ -93,8 +95,8 @@ struct scheduler_config {
   kv_policy kv = kv_policy::max_utilization;
   std::optional<duration> ttft_target;   ///< for slo_aware prefill priority
   double prefill_tokens_per_s = 5000.0;  ///< fallback prefill prediction
-  /// Reuse the shared prefix's cached KV blocks (vLLM `enable_prefix_caching`); no effect for
-  /// requests without a shared prefix.
+  /// Reuse cached KV blocks of earlier prompts (vLLM `enable_prefix_caching`); no effect for
+  /// requests without block hashes or a shared prefix.
   bool prefix_caching = true;
 
   void validate() const;
@@ -107,8 +109,8 @@ struct scheduler_stats {
   std::uint64_t promoted_starvation = 0, promoted_timeout = 0;
   std::uint32_t max_batch_seen = 0, max_tokens_seen = 0;
   std::uint64_t timeline_misuse = 0;  ///< timeline recording calls refused (must stay 0)
-  /// Prefix cache: admissions that reused the cached prefix, the prompt tokens they reused (and
-  /// so did not prefill), and evictions of the cached blocks.
+  /// Prefix cache: admissions that reused cached tokens, the tokens they reused (and so did not
+  /// prefill), and cached blocks evicted (handed out again for other tokens).
   std::uint64_t prefix_hits = 0, prefix_hit_tokens = 0, prefix_evictions = 0;
 };
 
@@ -157,12 +159,8 @@ class scheduler {
   [[nodiscard]] const std::vector<request*>& running_requests() const noexcept { return running_; }
   [[nodiscard]] bool idle() const noexcept { return waiting_.empty() && running_.empty(); }
   [[nodiscard]] const block_pool& kv() const noexcept { return pool_; }
-  /// KV blocks the prefix cache holds (0 when nothing is cached), and the running requests that
-  /// reference them.
-  [[nodiscard]] std::uint32_t prefix_cache_blocks() const noexcept {
-    return static_cast<std::uint32_t>(prefix_.blocks.size());
-  }
-  [[nodiscard]] std::uint32_t prefix_cache_refs() const noexcept { return prefix_.refs; }
+  /// KV blocks the prefix cache holds, referenced or not (0 when nothing is cached).
+  [[nodiscard]] std::uint32_t prefix_cache_blocks() const noexcept { return pool_.cached(); }
   [[nodiscard]] const scheduler_stats& stats() const noexcept { return stats_; }
   [[nodiscard]] const scheduler_config& config() const noexcept { return cfg_; }
 
@@ -179,10 +177,9 @@ class scheduler {
   void preempt(std::size_t running_index, time_point now);
   void finish(request& r, time_point t, tokchron::finish_reason why);
   void add_work(step_plan& plan, request& r, std::uint32_t n, bool dec);
-  [[nodiscard]] std::uint32_t cacheable_blocks(const request& r) const noexcept;
-  void attach_prefix(request& r);
+  [[nodiscard]] std::uint32_t cache_hit(const request& r) const;
+  void cache_scheduled(request& r, std::uint32_t tokens);
   void release_blocks(request& r) noexcept;
-  [[nodiscard]] bool grow_or_evict(std::vector<std::uint32_t>& table, std::uint32_t blocks);
   void record_chunk(request& r, std::uint32_t k, time_point t) noexcept;
   void note(tokchron::record_status s) noexcept {
     if (s != tokchron::record_status::ok) ++stats_.timeline_misuse;
@@ -200,10 +197,6 @@ class scheduler {
   request_queue waiting_;
   std::vector<request*> running_, finished_;
   scheduler_stats stats_;
-  struct {
-    std::vector<std::uint32_t> blocks;  // the cached prefix's blocks, held by the cache
-    std::uint32_t refs = 0;             // running requests whose tables start with them
-  } prefix_;
   // What a step needs to know of the waiting requests, kept so that a step costs the same
   // however many wait (a burst of a million must not make every step scan a million): each
   // join of the queue gets a ticket (request::ticket), live in `queued_` until its request

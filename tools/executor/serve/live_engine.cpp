@@ -218,7 +218,7 @@ void live_engine::step_loop() {
       request& r = c->req;
       r.id = c->id;
       r.prompt_tokens = c->gen.prompt_tokens;
-      r.prefix_tokens = c->gen.prefix_tokens;
+      r.block_hashes = std::move(c->gen.block_hashes);
       r.output_tokens = c->gen.output_tokens;
       r.reasoning_tokens = c->gen.reasoning_tokens;
       r.predicted_output = c->gen.output_tokens;
@@ -252,7 +252,7 @@ void live_engine::step_loop() {
         metrics_.scheduled(c->live, steady(t));
         // The prefix cache's share of the prompt, known once scheduled and before the first
         // token: the cached-prompt counter and vLLM's prefix-cache queries / hits (in tokens).
-        if (r->prefix_tokens > 0 && !r->tl.first_token_time()) {
+        if (cfg_.prefix_caching && !r->tl.first_token_time()) {
           (void)metrics_.set_cached_prompt_tokens(c->live, r->cached_tokens);
           if (r->tl.preemptions() == 0)
             metrics_.add_prefix_cache(tokchron::live_series{}, r->prompt_tokens, r->cached_tokens);

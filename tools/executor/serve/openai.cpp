@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kv_cache.hpp"
+
 namespace batching::serve {
 
 namespace {
@@ -35,17 +37,42 @@ std::uint64_t splitmix(std::uint64_t x) noexcept {
   return x ^ (x >> 31);
 }
 
-// Whitespace-separated words of `s` (the server's stand-in for a tokenizer).
-std::uint64_t count_words(std::string_view s) noexcept {
-  std::uint64_t n = 0;
-  bool in = false;
-  for (const char c : s) {
-    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-    if (!space && !in) ++n;
-    in = !space;
+// The prompt's tokens as the server counts them (its stand-in for a tokenizer: one token a
+// whitespace-separated word, or a token id), and, when prefix caching is on, the chain hashes
+// of their full KV blocks (the prefix cache's keys, kv_cache.hpp). A token's key is its word's
+// bytes, hashed with `seed` (in a chat, its message's role and index: the same words in another
+// role or message are other tokens, as a chat template's markers make them), or its id; the
+// first `shared` tokens are the shared system prompt's (`--shared-prefix`) whatever they say.
+class prompt_tokens {
+ public:
+  prompt_tokens(const request_limits& lim, std::vector<std::uint64_t>& hashes)
+      : shared_(lim.shared_prefix), hashing_(lim.block_size > 0) {
+    if (hashing_) hasher_.emplace(lim.block_size, hashes);
   }
-  return n;
-}
+  // Counts (and hashes) the whitespace-separated words of `s`.
+  void words(std::string_view s, std::uint64_t seed) {
+    std::size_t begin = 0;
+    bool in = false;
+    for (std::size_t i = 0; i <= s.size(); ++i) {
+      const char c = i < s.size() ? s[i] : ' ';
+      const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+      if (!space && !in) begin = i;
+      if (space && in) add(fnv1a(seed, s.substr(begin, i - begin)));
+      in = !space;
+    }
+  }
+  void token_id(std::uint64_t id) { add(block_hasher::token_id_key(id)); }
+  [[nodiscard]] std::uint64_t count() const noexcept { return n_; }
+
+ private:
+  void add(std::uint64_t key) {
+    if (hashing_) hasher_->add(n_ < shared_ ? block_hasher::shared_prefix_key(n_) : key);
+    ++n_;
+  }
+  std::uint64_t n_ = 0, shared_;
+  bool hashing_;
+  std::optional<block_hasher> hasher_;
+};
 
 /// The largest token id a prompt may hold (token ids are 32-bit).
 constexpr std::uint64_t max_token_id = 0xffffffffU;
@@ -384,17 +411,18 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
     return e;
   }
 
-  // The prompt: its word count (or token ids) and its hash, which picks the answer's words.
-  std::uint64_t words_in = 0;
+  // The prompt: its word count (or token ids), its blocks' hashes, and its hash, which picks
+  // the answer's words.
+  prompt_tokens tokens(lim, g.block_hashes);
   std::uint64_t seed = fnv_basis;
   if (kind == endpoint::completions) {
     const auto p = j.find("prompt");
     if (p == j.end()) return bad("'prompt' is required", "prompt", "missing_field");
     if (p->is_string()) {
-      words_in = count_words(p->get_ref<const std::string&>());
+      tokens.words(p->get_ref<const std::string&>(), fnv_basis);
       seed = fnv1a(seed, p->get_ref<const std::string&>());
     } else if (p->is_array() && p->size() == 1 && p->front().is_string()) {
-      words_in = count_words(p->front().get_ref<const std::string&>());
+      tokens.words(p->front().get_ref<const std::string&>(), fnv_basis);
       seed = fnv1a(seed, p->front().get_ref<const std::string&>());
     } else if (p->is_array() && !p->empty() && p->front().is_number()) {
       // Token ids are 32-bit in every tokenizer an OpenAI-compatible server loads (vLLM keeps
@@ -412,8 +440,8 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
                          std::to_string(max_token_id) + ")",
                      "prompt");
         seed = splitmix(seed ^ t.get<std::uint64_t>());
+        tokens.token_id(t.get<std::uint64_t>());
       }
-      words_in = p->size();
     } else {
       return bad(
           "'prompt' must be a string, an array of one string or a non-empty array of "
@@ -455,11 +483,13 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
       all += '\n';
       all += text;
       all += '\n';
-      words_in += count_words(text);
+      tokens.words(text, fnv1a(fnv1a(fnv_basis, role->get_ref<const std::string&>()),
+                               "\n" + std::to_string(i)));
     }
     seed = fnv1a(seed, all);
   }
-  if (words_in == 0) words_in = 1;  // the template's own tokens: never an empty prompt
+  // The template's own tokens: never an empty prompt.
+  const std::uint64_t words_in = std::max<std::uint64_t>(tokens.count(), 1);
   if (words_in >= lim.max_model_len)
     return bad("This model's maximum context length is " + std::to_string(lim.max_model_len) +
                    " tokens. However, your prompt has " + std::to_string(words_in) +
@@ -536,7 +566,6 @@ std::variant<generation_request, api_error> parse(endpoint kind, std::string_vie
   if (kind == endpoint::chat)  // vLLM's reasoning parsers serve chat only
     g.reasoning_tokens = static_cast<std::uint32_t>(
         std::min<double>(g.output_tokens, std::round(lim.reasoning_fraction * g.output_tokens)));
-  g.prefix_tokens = std::min(lim.shared_prefix, g.prompt_tokens);
   return g;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "tokchron/timeline/request_timeline.hpp"
 
@@ -42,9 +43,12 @@ struct request_limits {
   std::uint32_t max_prompt_tokens = 0xffffffffu;
   /// A chat answer's first round(F x output) tokens are reasoning (`--reasoning-fraction`).
   double reasoning_fraction = 0;
-  /// The first tokens of every prompt, up to this many, are the shared system prompt that the
-  /// engine's prefix cache reuses (`--shared-prefix`; the words are not compared).
+  /// The first tokens of every prompt, up to this many, are the same tokens for the prefix
+  /// cache whatever their words: a shared system prompt (`--shared-prefix`).
   std::uint32_t shared_prefix = 0;
+  /// The KV block size the prefix cache names prompt blocks by (`generation_request::
+  /// block_hashes`); 0: prefix caching off, no hashes.
+  std::uint32_t block_size = 0;
 };
 
 /// The deepest nesting of arrays and objects a request body may have; deeper is refused (400,
@@ -63,7 +67,10 @@ struct generation_request {
   bool stops = false;                  ///< ends with finish_reason "stop" (else "length")
   std::uint64_t seed = 0;              ///< the prompt's hash: picks the words
   std::uint32_t reasoning_tokens = 0;  ///< the answer's first tokens that are reasoning (chat)
-  std::uint32_t prefix_tokens = 0;     ///< the prompt's shared-prefix tokens
+  /// The chain hashes of the prompt's full KV blocks of `request_limits::block_size` tokens
+  /// (kv_cache.hpp's `block_hasher`): a word's key is its bytes (in a chat, with its message's
+  /// role), a token id's its value; empty when prefix caching is off.
+  std::vector<std::uint64_t> block_hashes;
 };
 
 /// Checks `body` for `kind`; a `generation_request` or the error to send.

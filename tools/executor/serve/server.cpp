@@ -240,6 +240,9 @@ struct server::impl {
 
   explicit impl(const serve_options& o) : opt(o), metrics(metric_options(o)) {
     auto be = make_backend(opt.engine);
+    // The prefix cache shares KV blocks between requests: the sim's accounting does; the
+    // real-compute backends keep per-sequence state that a shared block would bypass.
+    if (opt.engine.backend != "sim") opt.engine.sched.prefix_caching = false;
     // A request must fit the KV pool whole: the model length is capped by it.
     const std::uint64_t kv_tokens =
         std::uint64_t(be->kv_blocks(opt.engine.sched.block_size)) * opt.engine.sched.block_size;
@@ -251,6 +254,7 @@ struct server::impl {
     limits.eos_range = opt.eos_range;
     limits.reasoning_fraction = opt.engine.load.reasoning_fraction;
     limits.shared_prefix = opt.engine.load.shared_prefix;
+    if (opt.engine.sched.prefix_caching) limits.block_size = opt.engine.sched.block_size;
     if (!opt.engine.sched.chunked_prefill)
       limits.max_prompt_tokens = opt.engine.sched.max_num_batched_tokens;
     created = std::chrono::duration_cast<std::chrono::seconds>(
@@ -964,6 +968,8 @@ server::~server() {
 }
 
 std::uint16_t server::port() const noexcept { return p_->acceptor.local_endpoint().port(); }
+std::uint32_t server::kv_blocks() const noexcept { return p_->engine->kv_blocks_total(); }
+bool server::prefix_caching() const noexcept { return p_->opt.engine.sched.prefix_caching; }
 
 void server::shutdown() { p_->begin_shutdown(); }
 
@@ -1022,7 +1028,10 @@ int serve_main(const std::vector<std::string>& args) {
   try {
     server s(o);
     std::cout << "batching-executor serve: listening on http://" << o.host << ":" << s.port()
-              << " (model " << o.model << ", backend " << o.engine.backend << ")" << std::endl;
+              << " (model " << o.model << ", backend " << o.engine.backend << ", KV pool of "
+              << s.kv_blocks() << " blocks of " << o.engine.sched.block_size
+              << " tokens, prefix caching " << (s.prefix_caching() ? "on" : "off") << ")"
+              << std::endl;
     s.run(true);
     return 0;
   } catch (const std::invalid_argument& e) {

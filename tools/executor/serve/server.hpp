@@ -76,6 +76,9 @@ class server {
 
   /// The bound port (the chosen one for port 0).
   [[nodiscard]] std::uint16_t port() const noexcept;
+  /// The engine's KV pool: its blocks, and whether its prefix cache is on.
+  [[nodiscard]] std::uint32_t kv_blocks() const noexcept;
+  [[nodiscard]] bool prefix_caching() const noexcept;
   /// Serves on `threads` threads until `shutdown`, SIGINT or SIGTERM (when `signals`), or
   /// `max_requests` answered; then aborts what is in flight and writes `--trace-out`.
   /// Returns the number of requests the engine finished.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <deque>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -114,35 +115,37 @@ TEST_CASE("no shared prefix: the trace has no cached tokens and no reasoning") {
   }
 }
 
-// Every step: the pool's used blocks are the running requests' own blocks plus the cache's, each
-// counted once; every shared entry of a block table is the cache's block at that index; no own
-// block is in two tables or in the cache; the cache's references are the requests using it.
+// Every step: each block's reference count is the number of running block tables holding it,
+// and the pool's used blocks are the distinct blocks they hold (waiting and finished requests
+// hold none); no table holds a block twice; a cached block at entry i of a table is cached under
+// that request's block hash i; a block in two tables is a cached one.
 struct shared_kv_checker {
   std::uint64_t steps = 0, violations = 0, shared_seen = 0;
   void operator()(const step_plan&, const step_result&, const scheduler& s) {
     ++steps;
     auto fail = [&](bool bad) { violations += bad ? 1 : 0; };
-    std::set<std::uint32_t> own;
-    std::uint64_t used = s.prefix_cache_blocks();
-    std::uint32_t refs = 0;
-    std::vector<std::uint32_t> cache;
+    std::map<std::uint32_t, std::uint32_t> holders;
     for (const request* r : s.running_requests()) {
-      fail(r->shared_blocks > r->blocks.size());
-      if (r->shared_blocks > 0) {
-        ++refs;
-        ++shared_seen;
-        fail(r->shared_blocks > s.prefix_cache_blocks());
-        if (cache.empty()) cache.assign(r->blocks.begin(), r->blocks.begin() + r->shared_blocks);
-        for (std::uint32_t i = 0; i < r->shared_blocks && i < cache.size(); ++i)
-          fail(r->blocks[i] != cache[i]);
+      std::set<std::uint32_t> mine;
+      fail(r->cached_blocks > r->blocks.size());
+      for (std::size_t i = 0; i < r->blocks.size(); ++i) {
+        const std::uint32_t b = r->blocks[i];
+        fail(!mine.insert(b).second);
+        ++holders[b];
+        std::uint64_t h = 0;
+        if (s.kv().cached_as(b, h)) fail(i >= r->block_hashes.size() || r->block_hashes[i] != h);
       }
-      for (std::size_t i = r->shared_blocks; i < r->blocks.size(); ++i)
-        fail(!own.insert(r->blocks[i]).second);
-      used += r->blocks.size() - r->shared_blocks;
     }
-    for (const std::uint32_t b : cache) fail(own.count(b) != 0);
-    fail(refs != s.prefix_cache_refs());
-    fail(used != s.kv().used());
+    for (const auto& [b, n] : holders) {
+      fail(s.kv().refs(b) != n);
+      std::uint64_t h = 0;
+      if (n > 1) {
+        ++shared_seen;
+        fail(!s.kv().cached_as(b, h));
+      }
+    }
+    fail(holders.size() != s.kv().used());
+    fail(s.kv().used() > s.kv().total());
   }
 };
 
@@ -169,7 +172,7 @@ TEST_CASE("KV accounting stays exact with shared prefix blocks, through preempti
     std::uint64_t reused = 0;
     for (const request& q : r.requests) {
       CHECK(q.tl.misuse_count() == 0);
-      CHECK(q.shared_blocks == 0);  // every finished request dropped its reference
+      CHECK(q.blocks.empty());  // every finished request dropped its references
       if (q.tl.cached_prompt_tokens()) reused += *q.tl.cached_prompt_tokens();
     }
     CHECK(reused > 0);
@@ -236,9 +239,119 @@ TEST_CASE("an unreferenced cached prefix is evicted before anyone is preempted")
     shared_kv_checker check2;
     const run_result r2 = run(cfg, src, clock, be2, std::ref(check2));
     CHECK(check2.violations == 0);
-    CHECK(r2.sched.prefix_evictions == 1);
+    // The second needs 28 blocks: the 2 never handed out, the first's 16 uncached ones, then
+    // 10 of the 12 cached prefix blocks, least recently freed first.
+    CHECK(r2.sched.prefix_evictions == 10);
     CHECK(r2.sched.preemptions == 0);
     for (const request& q : r2.requests) CHECK(q.tl.reason() == tokchron::finish_reason::length);
+  }
+}
+
+namespace {
+
+// Requests given in full (arrival in seconds, prompt, output, block hashes), for the block
+// cache's cases.
+struct listed_request {
+  double at_s;
+  std::uint32_t prompt, output;
+  std::vector<std::uint64_t> hashes;
+};
+struct listed_source final : request_source {
+  listed_source(const clock_type& c, std::vector<listed_request> l)
+      : clock(c), list(std::move(l)) {}
+  const clock_type& clock;
+  std::vector<listed_request> list;
+  std::deque<request> reqs;
+  std::size_t made = 0;
+  static time_point at(double s) {
+    return time_point(std::chrono::duration_cast<duration>(std::chrono::duration<double>(s)));
+  }
+  time_point end() const noexcept override { return time_point(std::chrono::seconds(1000)); }
+  std::optional<time_point> next_arrival() const override {
+    if (made >= list.size()) return std::nullopt;
+    return at(list[made].at_s);
+  }
+  void release(time_point now, std::vector<request*>& out) override {
+    while (made < list.size() && at(list[made].at_s) <= now) {
+      const listed_request& l = list[made];
+      request& q = reqs.emplace_back(clock);
+      q.id = made;
+      q.arrival = at(l.at_s);
+      q.prompt_tokens = l.prompt;
+      q.output_tokens = l.output;
+      q.block_hashes = l.hashes;
+      q.tl.arrive(q.arrival);
+      q.tl.send(q.arrival);
+      q.tl.set_prompt_tokens(q.prompt_tokens);
+      out.push_back(&q);
+      ++made;
+    }
+  }
+  void on_finish(const request&, time_point) override {}
+  std::deque<request> take_requests() override { return std::move(reqs); }
+};
+
+}  // namespace
+
+TEST_CASE("block prefix cache: each request reuses the longest cached run of its leading blocks") {
+  // Blocks of 16 tokens; requests alone on the engine unless they arrive together.
+  const std::vector<listed_request> list = {
+      {0, 64, 4, {1, 2, 3, 4}},   // computes and caches 4 blocks
+      {10, 50, 4, {1, 2, 9}},     // shares 2, then differs: 32 cached
+      {20, 64, 4, {1, 2, 3, 4}},  // all 4 cached, but its last token is computed: 3 blocks
+      {30, 40, 4, {5, 6}},        // nothing in common
+      {40, 48, 4, {1, 2, 9}},     // the second's third block: 48 tokens, so only 2 of 3
+      {50, 49, 4, {1, 2, 9}},     // 49 tokens: all 3
+      {60, 40, 4, {7, 8}},        // two at once: the second finds the first's blocks, cached
+      {60, 40, 4, {7, 8}},        // when they were scheduled (the same step)
+      {70, 20, 4, {}},            // no hashes: nothing to reuse
+  };
+  const std::vector<std::uint32_t> want = {0, 32, 48, 0, 32, 48, 0, 32, 0};
+  clock_type clock;
+  listed_source src(clock, list);
+  fake_backend be(1000);
+  shared_kv_checker check;
+  const run_result r = run(scheduler_config{}, src, clock, be, std::ref(check));
+  CHECK(check.violations == 0);
+  CHECK(check.shared_seen > 0);
+  REQUIRE(r.requests.size() == list.size());
+  std::uint64_t hit_tokens = 0;
+  for (const request& q : r.requests) {
+    CAPTURE(q.id);
+    CHECK(q.tl.cached_prompt_tokens().value_or(0) == want[q.id]);
+    CHECK(q.cached_tokens == want[q.id]);
+    CHECK(q.tl.reason() == tokchron::finish_reason::length);
+    hit_tokens += want[q.id];
+  }
+  CHECK(!r.requests[8].tl.cached_prompt_tokens());  // nothing it could reuse: not reported
+  CHECK(r.sched.prefix_hit_tokens == hit_tokens);
+  CHECK(r.sched.prefix_evictions == 0);
+
+  SUBCASE("prefix caching off: nothing is reused") {
+    scheduler_config off;
+    off.prefix_caching = false;
+    clock_type clock2;
+    listed_source src2(clock2, list);
+    fake_backend be2(1000);
+    const run_result r2 = run(off, src2, clock2, be2);
+    for (const request& q : r2.requests) CHECK(q.tl.cached_prompt_tokens().value_or(0) == 0u);
+    CHECK(r2.sched.prefix_hits == 0);
+  }
+  SUBCASE("a small pool evicts the least recently freed cached blocks, never a used one") {
+    // 10 blocks: the first request's 4 prompt blocks (+1 for its output) are cached when it
+    // ends; the next ones need them back.
+    clock_type clock3;
+    listed_source src3(clock3, list);
+    fake_backend be3(10);
+    shared_kv_checker check3;
+    const run_result r3 = run(scheduler_config{}, src3, clock3, be3, std::ref(check3));
+    CHECK(check3.violations == 0);
+    CHECK(r3.sched.preemptions == 0);
+    CHECK(r3.sched.prefix_evictions > 0);
+    for (const request& q : r3.requests) {
+      CHECK(q.tl.reason() == tokchron::finish_reason::length);
+      CHECK(q.tl.cached_prompt_tokens().value_or(0) <= want[q.id]);
+    }
   }
 }
 

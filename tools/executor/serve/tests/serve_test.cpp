@@ -7,6 +7,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -585,6 +586,96 @@ TEST_CASE("serve: reasoning streams in vLLM's delta field; usage details equal t
                                                 : json(0)));
   }
   CHECK(!tr[3].contains("usage_reasoning_tokens"));  // completions: no reasoning
+}
+
+TEST_CASE("serve: the prefix cache's keys are the prompt's tokens, block by block") {
+  request_limits lim;
+  lim.model = model;
+  lim.block_size = 4;
+  const auto hashes = [&](endpoint kind, const json& body) {
+    json b = body;
+    b["model"] = model;
+    const auto g = parse_request(kind, b.dump(), lim);
+    REQUIRE(std::holds_alternative<generation_request>(g));
+    return std::get<generation_request>(g).block_hashes;
+  };
+  const auto text = [&](const std::string& p) {
+    return hashes(endpoint::completions, {{"prompt", p}});
+  };
+  const auto chat = [&](const json& messages) {
+    return hashes(endpoint::chat, {{"messages", messages}});
+  };
+  const auto base = text("a b c d e f g h i");
+  REQUIRE(base.size() == 2);  // 9 tokens: 2 full blocks of 4, the partial one has no hash
+  CHECK(text("a b c d e f g h x") == base);        // the difference is past the last block
+  CHECK(text(" a  b\tc\nd e f g h\r\n") == base);  // the same tokens, other spaces
+  const auto late = text("a b c d e f g x i");
+  CHECK(late[0] == base[0]);  // a chain: equal up to the block with the first difference
+  CHECK(late[1] != base[1]);
+  const auto early = text("x b c d e f g h i");
+  CHECK(early[0] != base[0]);
+  CHECK(early[1] != base[1]);              // the same block 1, after another block 0
+  CHECK(text("b a c d e f g h") != base);  // order matters
+  CHECK(hashes(endpoint::completions, {{"prompt", {"a b c d e f g h"}}}) == base);
+  CHECK(text("a b c").empty());
+  // Token ids are other tokens than words, even words that spell the ids.
+  CHECK(hashes(endpoint::completions, {{"prompt", {1, 2, 3, 4, 5}}}).size() == 1);
+  CHECK(hashes(endpoint::completions, {{"prompt", {1, 2, 3, 4}}}) != text("1 2 3 4"));
+  // Chat: a word's role and message are part of its token.
+  const json user = {{"role", "user"}, {"content", "a b c d e f g h"}};
+  const json system = {{"role", "system"}, {"content", "a b c d e f g h"}};
+  CHECK(chat({user}).size() == 2);
+  CHECK(chat({user}) != chat({system}));
+  CHECK(chat({user}) != base);
+  const auto split = chat(
+      {{{"role", "user"}, {"content", "a b c d"}}, {{"role", "user"}, {"content", "e f g h"}}});
+  CHECK(split[0] == chat({user})[0]);
+  CHECK(split[1] != chat({user})[1]);
+  // A conversation's next turn starts with the blocks of the turn before.
+  const json turn1 = {system, {{"role", "user"}, {"content", "q r s t u v w"}}};
+  json turn2 = turn1;
+  turn2.push_back({{"role", "assistant"}, {"content", "an answer"}});
+  turn2.push_back({{"role", "user"}, {"content", "next"}});
+  const auto h1 = chat(turn1), h2 = chat(turn2);
+  REQUIRE(h1.size() == 3);
+  CHECK(std::equal(h1.begin(), h1.end(), h2.begin()));
+  // --shared-prefix: the first tokens are the same tokens whatever their words.
+  lim.shared_prefix = 4;
+  CHECK(text("x y z w e f g h") == text("a b c d e f g h"));
+  CHECK(text("x y z w e f g h")[1] != text("a b c d e f g x")[1]);
+  // Prefix caching off: no hashes.
+  lim.block_size = 0;
+  CHECK(text("a b c d e f g h i").empty());
+}
+
+TEST_CASE("serve: cached tokens are the prompt's leading blocks an earlier prompt computed") {
+  running_server s({"--enable-prompt-tokens-details"});
+  const auto words = [](const char* w, unsigned n) {
+    std::string t;
+    for (unsigned i = 0; i < n; ++i) t += std::string(w) + std::to_string(i) + " ";
+    return t;
+  };
+  const auto cached = [&](const std::string& prompt) -> std::uint64_t {
+    const reply r =
+        post(s.port(), "/v1/completions",
+             {{"model", model}, {"prompt", prompt}, {"max_tokens", 2}, {"ignore_eos", true}});
+    REQUIRE(r.status == 200);
+    const json u = json::parse(r.body)["usage"];
+    return u.contains("prompt_tokens_details")
+               ? u["prompt_tokens_details"]["cached_tokens"].get<std::uint64_t>()
+               : 0;
+  };
+  CHECK(cached(words("a", 100)) == 0);                   // blocks of 16: 6 full ones
+  CHECK(cached(words("a", 100)) == 96);                  // all 6
+  CHECK(cached(words("a", 40) + words("b", 60)) == 32);  // blocks 0 and 1; block 2 differs
+  CHECK(cached(words("a", 96)) == 80);                   // 6 blocks, the last token computed
+  CHECK(cached(words("b", 100)) == 0);
+  CHECK(cached(words("a", 40) + words("b", 60)) == 96);  // its own 6 blocks now
+  s.stop();
+  const auto tr = s.trace();
+  REQUIRE(tr.size() == 6);
+  const std::uint64_t want[] = {0, 96, 32, 80, 0, 96};
+  for (std::size_t i = 0; i < 6; ++i) CHECK(tr[i].value("cached_prompt_tokens", 0) == want[i]);
 }
 
 TEST_CASE("serve: without the options, no reasoning field and no usage details") {
