@@ -112,30 +112,45 @@ python3 "$TOKCHRON_ROOT/tools/bench/tests/check_shutdown.py" \
 # shared between requests: 1.5 million prompt tokens) replayed at its recorded times against
 # serve, whose sim accelerator has ten times an H200's compute and bandwidth so that it keeps up
 # (an H200's sim serves about 40000 prompt tokens a second of llama2-7b: the requests would queue
-# past --max-connections). tools/bench/tests/check_replay.py joins both traces: every request
-# intended at its recorded time, completed, its prompt counted by serve at its recorded length
-# and its output of the recorded length; the send lag's P99 under 50 ms (measured 7.9-11.7 ms
-# with keep-alive on the 2-core machine at load 10; on an idle machine see the page).
+# past --max-connections), and memory for every block of the trace (2e12 bytes: 3.4 million
+# tokens of KV), so that its prefix cache evicts nothing. tools/bench/tests/check_replay.py joins
+# both traces: every request intended at its recorded time, completed, its prompt counted by
+# serve at its recorded length and its output of the recorded length; the send lag's P99 under
+# 50 ms (measured 7.9-11.7 ms with keep-alive on the 2-core machine at load 10; on an idle
+# machine see the page); and each request's cached tokens (serve's trace and the client's usage)
+# exactly what the trace's hash_ids predict (--cached exact; docs/tools/executor.md, "Prefix
+# caching"). Then half the trace again against a pool of 947 blocks (--sim memory=2.5e10: 15152
+# tokens), where blocks are evicted (about 60 % of the predicted tokens are served): each
+# request's cached tokens within the prediction's bounds.
+replay() {  # replay NAME TRACE CACHED SERVE_ARGS...
+  local name=$1 trace=$2 cached=$3
+  shift 3
+  "$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim \
+    --max-batch-size 256 --max-num-batched-tokens 16384 --sim flops=1e16 --sim bandwidth=5e13 \
+    --enable-prompt-tokens-details "$@" \
+    --trace-out "$work/$name-server.jsonl" >"$work/$name-serve.log" 2>&1 &
+  server=$!
+  pids+=("$server")
+  base=$(tc_serve_url "$work/$name-serve.log")
+  "$bench" --url "$base" --model tokchron-sim --replay "$trace" --keep-alive on \
+    --request-timeout 60 --progress never --profile canonical --format csv \
+    --trace-out "$work/$name-client.jsonl" >"$work/$name-report.csv" 2>"$work/$name-bench.err" ||
+    { echo "tokchron-bench exited with $?"; cat "$work/$name-bench.err"; return 1; }
+  cat "$work/$name-bench.err"
+  kill -INT "$server"
+  wait "$server" || { echo "serve exited with $?"; cat "$work/$name-serve.log"; return 1; }
+  pids=()
+  python3 "$TOKCHRON_ROOT/tools/bench/tests/check_replay.py" check --trace "$trace" \
+    --client "$work/$name-client.jsonl" --server "$work/$name-server.jsonl" \
+    --bench-err "$work/$name-bench.err" --id-prefix cmpl- --lag-p99-ms 50 --cached "$cached"
+}
 echo "--- tokchron-bench --replay: 2000 Mooncake requests over 10 s against serve"
 python3 "$TOKCHRON_ROOT/tools/bench/tests/check_replay.py" make "$work/mooncake.jsonl" \
   --requests 2000 --rate 200 --seed 3
-"$bx" serve --host 127.0.0.1 --port 0 --hw h200 --served-model tokchron-sim \
-  --max-batch-size 256 --max-num-batched-tokens 16384 --sim flops=1e16 --sim bandwidth=5e13 \
-  --trace-out "$work/replay-server.jsonl" >"$work/replay-serve.log" 2>&1 &
-server=$!
-pids+=("$server")
-base=$(tc_serve_url "$work/replay-serve.log")
-"$bench" --url "$base" --model tokchron-sim --replay "$work/mooncake.jsonl" --keep-alive on \
-  --request-timeout 60 --progress never --profile canonical --format csv \
-  --trace-out "$work/replay-client.jsonl" >"$work/replay-report.csv" 2>"$work/replay-bench.err" ||
-  { echo "tokchron-bench exited with $?"; cat "$work/replay-bench.err"; exit 1; }
-cat "$work/replay-bench.err"
-kill -INT "$server"
-wait "$server" || { echo "serve exited with $?"; cat "$work/replay-serve.log"; exit 1; }
-pids=()
-python3 "$TOKCHRON_ROOT/tools/bench/tests/check_replay.py" check --trace "$work/mooncake.jsonl" \
-  --client "$work/replay-client.jsonl" --server "$work/replay-server.jsonl" \
-  --bench-err "$work/replay-bench.err" --id-prefix cmpl- --lag-p99-ms 50
+replay replay "$work/mooncake.jsonl" exact --sim memory=2e12 || exit 1
+echo "--- the first 1000 of them against a pool of 947 blocks (evictions)"
+head -n 1000 "$work/mooncake.jsonl" >"$work/mooncake-half.jsonl"
+replay small "$work/mooncake-half.jsonl" bounded --sim memory=2.5e10 || exit 1
 
 # --rate sweep (docs/tools/tokchron-bench.md, "Rate sweep, steady state and repeated runs"):
 # GuideLLM's sweep against serve on the sim's A10G with Llama-2-7B, max batch 8 (a decode step

@@ -16,7 +16,22 @@
       - the send lag (send minus intended send) has P99 (nearest rank) under --lag-p99-ms;
       - the server counted each prompt at its recorded length (serve counts words) and sent the
         recorded output length (ignore_eos);
-      - tokchron-bench printed the send lag and the prompts' shares.
+      - tokchron-bench printed the send lag and the prompts' shares;
+      with --cached exact|bounded (and --block-size, serve's KV block size), serve's prefix cache
+      against what T's hash_ids predict, computed here from T alone: a request's prompt is its
+      blocks of 512 tokens named by hash_ids (tokchron-bench sends block h's words wherever h
+      is), so its serve block j (tokens [16j, 16j + 16) for blocks of 16) holds the same tokens
+      as another request's block j exactly when both are full and both prompts have the same
+      hash_ids up to the 512-token block that holds it. serve caches a prompt's full blocks when
+      it schedules them and admits requests in the order of their `scheduled` time (ties: their
+      arrival), so a request's cached tokens are its longest run of leading blocks that a
+      request admitted before it holds, never its last token (a multiple of the block size, at
+      most the prompt's length - 1):
+      - exact: serve's cached tokens (its trace's cached_prompt_tokens, and the client's, read
+        from the answers' usage) equal that prediction for every request (a KV pool that holds
+        every block: nothing is evicted, nothing preempted);
+      - bounded: at most the prediction, a multiple of the block size, under the prompt's
+        length (a small pool: blocks are evicted, requests may be preempted).
 """
 import argparse
 import json
@@ -95,6 +110,9 @@ def check(a):
         out = s.get("usage_output_tokens", sum(ch[1] for ch in s["chunks"]))
         if out != q["output_length"]:
             fails.append(f"request {rid}: serve sent {out} tokens, recorded {q['output_length']}")
+    cache_note = ""
+    if a.cached:
+        cache_note = check_cached(a, plan, client, server, fails)
     p50, p99 = nearest_rank(lags, 0.5), nearest_rank(lags, 0.99)
     if p99 >= a.lag_p99_ms:
         fails.append(f"send lag P99 {p99:.3f} ms, not under {a.lag_p99_ms} ms")
@@ -111,8 +129,58 @@ def check(a):
     span = (plan[-1]["timestamp"] - t0) / 1000
     print(f"ok: {len(plan)} requests over {span:.1f} s replayed; send lag median {p50:.3f} ms, "
           f"P99 {p99:.3f} ms, max {max(lags):.3f} ms; prompts and outputs of the recorded "
-          f"lengths")
+          f"lengths{cache_note}")
     return 0
+
+
+def check_cached(a, plan, client, server, fails):
+    """Serve's cached tokens against the prediction from the trace's hash_ids (see the top)."""
+    bs = a.block_size
+    if BLOCK % bs:
+        fails.append(f"--block-size {bs} does not divide Mooncake's block of {BLOCK}")
+        return ""
+    rows = []
+    for i, q in enumerate(plan):
+        s = server.get(a.id_prefix + str(i))
+        if s is None or s.get("scheduled") is None:
+            continue  # reported above
+        rows.append((s["scheduled"], s.get("arrival", s["send"]), i, q, s))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    seen = set()  # (hash_ids up to the 512-token block, serve block index) of admitted prompts
+    predicted_total = served_total = exact = 0
+    for _, _, i, q, s in rows:
+        ids, n = q["hash_ids"], q["input_length"]
+        keys = []
+        for j in range(n // bs):  # full blocks
+            m = j * bs // BLOCK
+            keys.append((tuple(ids[: m + 1]), j) if m < len(ids) else None)
+        hit = 0
+        while hit < (n - 1) // bs and keys[hit] is not None and keys[hit] in seen:
+            hit += 1
+        want = hit * bs
+        seen.update(k for k in keys if k is not None)
+        got = s.get("cached_prompt_tokens", 0)
+        c = client.get(str(i), {})
+        got_client = c.get("cached_prompt_tokens", 0)
+        predicted_total += want
+        served_total += got
+        if got_client != got:
+            fails.append(f"request {i}: the client read {got_client} cached tokens, serve traced {got}")
+        if a.cached == "exact":
+            if s.get("preempted"):
+                fails.append(f"request {i}: preempted in the exact case (the pool is too small)")
+            if got != want:
+                fails.append(f"request {i}: serve cached {got} prompt tokens, hash_ids predict {want}")
+            exact += got == want
+        elif got > want or got % bs or (got and got >= n):
+            fails.append(f"request {i}: serve cached {got} prompt tokens: more than the {want} "
+                         f"hash_ids allow, not a multiple of {bs}, or the whole prompt of {n}")
+    if predicted_total == 0:
+        fails.append("the trace predicts no cached token: nothing was checked")
+    what = ("equal to the prediction" if a.cached == "exact"
+            else "within the prediction's bounds")
+    return (f"; cached prompt tokens {served_total} of {predicted_total} predicted "
+            f"({100 * served_total / max(1, predicted_total):.1f}%), each {what}")
 
 
 def main():
@@ -128,6 +196,8 @@ def main():
         c.add_argument(name, required=True)
     c.add_argument("--speed", type=float, default=1)
     c.add_argument("--lag-p99-ms", type=float, default=5)
+    c.add_argument("--cached", choices=("exact", "bounded"))
+    c.add_argument("--block-size", type=int, default=16)
     a = p.parse_args()
     if a.cmd == "make":
         make(a)
