@@ -87,10 +87,13 @@ std::string fmt(const char* f, double v) {
 
 // Replays measured requests: at their recorded arrival times, or (concurrency N) each as soon
 // as fewer than N are in flight, in arrival order (a closed loop without think time, or vLLM's
-// --max-concurrency). With background, once every traced request is out, repeats of them (from
-// the first) keep N in flight until the traced ones have finished, and are then aborted, as
-// batching-executor's closed loop does (its trace leaves those later requests out); they get ids
-// from requests.size() on and arrive after end().
+// --max-concurrency). With background, once every traced request is out, repeats of them keep N
+// in flight until the traced ones have finished, and are then aborted, as batching-executor's
+// closed loop does (its trace leaves those later requests out); they get ids from
+// requests.size() on and arrive after end(). The repeats stand in for the requests sent after
+// the traced ones, so they are the latest traced requests first (the last, then the one
+// before): their cached prompt tokens are what the server's cache gave at the end of the run,
+// not the cold cache its first requests found.
 class replay_source final : public request_source {
  public:
   replay_source(const calib_trace& t, const clock_type& clock) : t_(t), clock_(clock) {}
@@ -103,7 +106,9 @@ class replay_source final : public request_source {
   void release(time_point now, std::vector<request*>& out) override {
     while ((next_ < t_.requests.size() || (t_.background && t_.concurrency)) &&
            (!t_.concurrency || in_flight_ < *t_.concurrency) && due() <= now) {
-      const replay_request& m = t_.requests[next_ % t_.requests.size()];
+      const std::size_t n = t_.requests.size();
+      const replay_request& m =
+          next_ < n ? t_.requests[next_] : t_.requests[n - 1 - (next_ - n) % n];
       const time_point when = due();
       request& q = requests_.emplace_back(clock_);
       q.id = next_++;
