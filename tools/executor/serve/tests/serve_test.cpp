@@ -621,16 +621,17 @@ TEST_CASE("serve: the prefix cache's keys are the prompt's tokens, block by bloc
   // Token ids are other tokens than words, even words that spell the ids.
   CHECK(hashes(endpoint::completions, {{"prompt", {1, 2, 3, 4, 5}}}).size() == 1);
   CHECK(hashes(endpoint::completions, {{"prompt", {1, 2, 3, 4}}}) != text("1 2 3 4"));
-  // Chat: a word's role and message are part of its token.
+  // Chat: a word's role and message are part of its token. (json::array: a braced list of one
+  // json is that json itself under g++, not an array of it.)
   const json user = {{"role", "user"}, {"content", "a b c d e f g h"}};
   const json system = {{"role", "system"}, {"content", "a b c d e f g h"}};
-  CHECK(chat({user}).size() == 2);
-  CHECK(chat({user}) != chat({system}));
-  CHECK(chat({user}) != base);
+  CHECK(chat(json::array({user})).size() == 2);
+  CHECK(chat(json::array({user})) != chat(json::array({system})));
+  CHECK(chat(json::array({user})) != base);
   const auto split = chat(
       {{{"role", "user"}, {"content", "a b c d"}}, {{"role", "user"}, {"content", "e f g h"}}});
-  CHECK(split[0] == chat({user})[0]);
-  CHECK(split[1] != chat({user})[1]);
+  CHECK(split[0] == chat(json::array({user}))[0]);
+  CHECK(split[1] != chat(json::array({user}))[1]);
   // A conversation's next turn starts with the blocks of the turn before.
   const json turn1 = {system, {{"role", "user"}, {"content", "q r s t u v w"}}};
   json turn2 = turn1;
