@@ -57,7 +57,8 @@ double ns(std::chrono::steady_clock::duration d) {
 tb::load_options options_for(const tb::scripted_server& srv) {
   tb::load_options lo;
   lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "completions", "m");
-  lo.work.prompt = batching::distribution::fixed(1, batching::quantity::prompt_length);
+  lo.work.prompt =
+      tokchron_loadgen::distribution::fixed(1, tokchron_loadgen::quantity::prompt_length);
   lo.limits.idle = 30s;
   return lo;
 }
@@ -77,12 +78,13 @@ void BM_stream_timing(benchmark::State& state) {
     tb::scripted_server srv({20ms, 20ms, chunks + 1});  // request ids start again at 0
     state.ResumeTiming();
     tb::load_options lo = options_for(srv);
-    lo.work.mode = batching::arrival_mode::closed;
+    lo.work.mode = tokchron_loadgen::arrival_mode::closed;
     lo.work.users = streams;
     lo.work.max_requests = streams;
     lo.work.ramp_up_s = 0.2;
     lo.work.duration_s = 10;
-    lo.work.output = batching::distribution::fixed(chunks, batching::quantity::output_length);
+    lo.work.output =
+        tokchron_loadgen::distribution::fixed(chunks, tokchron_loadgen::quantity::output_length);
     lo.threads = threads;
     lo.busy_poll = busy_poll;
     lo.rx_time = rx;
@@ -154,10 +156,11 @@ void BM_send_lag(benchmark::State& state) {
     tb::scripted_server srv({0ms, 0ms, 2});
     state.ResumeTiming();
     tb::load_options lo = options_for(srv);
-    lo.work.mode = batching::arrival_mode::open;
+    lo.work.mode = tokchron_loadgen::arrival_mode::open;
     lo.work.rate = rate;
     lo.work.duration_s = 3;
-    lo.work.output = batching::distribution::fixed(1, batching::quantity::output_length);
+    lo.work.output =
+        tokchron_loadgen::distribution::fixed(1, tokchron_loadgen::quantity::output_length);
     lo.keep_alive = keep_alive;
     lo.busy_poll = busy_poll;
     const tb::load_result r = tb::run_load(lo);

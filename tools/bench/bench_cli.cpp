@@ -18,6 +18,8 @@
 #include <stdexcept>
 
 #include "client.hpp"
+#include "loadgen/options.hpp"
+#include "option_once.hpp"
 #include "otel_export.hpp"
 #include "report/commands.hpp"
 #include "report/inputs.hpp"
@@ -32,10 +34,6 @@
 #include "tokchron/sla/capacity.hpp"
 #include "workloads.hpp"
 
-// The executor's command line (tools/executor/app/cli.hpp): its workload options
-// (--users, --rate, --prompt-len, ...) are parsed by the same setters here.
-#include "executor/app/cli.hpp"
-
 namespace tokchron_bench {
 
 namespace {
@@ -44,7 +42,8 @@ struct usage_error : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// The executor's options that describe the load (the rest configure its scheduler and backend).
+// The workload options (tools/loadgen, batching-executor's too) that describe a client's load
+// (the rest shape what only a simulated server does with a request).
 const std::vector<std::string>& workload_options() {
   static const std::vector<std::string> names{
       "users",    "think_time", "rate",   "burstiness",   "prompt_len", "output_len",
@@ -160,7 +159,7 @@ std::string usage() {
   for (const auto& x : own_options())
     o << "  --" << std::left << std::setw(26) << (dashes(x.name) + " " + x.value) << x.help << '\n';
   o << "\nLoad (as batching-executor's load generator):\n";
-  for (const auto& x : batching::run_options())
+  for (const auto& x : tokchron_loadgen::workload_options())
     if (std::count(workload_options().begin(), workload_options().end(), underscores(x.name)))
       o << "  --" << std::left << std::setw(26) << (dashes(x.name) + " " + x.value_name) << x.help
         << '\n';
@@ -175,7 +174,7 @@ std::string usage() {
 
 double seconds_of(const std::string& opt, const std::string& v) {
   try {
-    const double s = batching::parse_seconds(v);
+    const double s = tokchron_loadgen::parse_seconds(v);
     if (!(s >= 0) || s > 1e7 || (s > 0 && s < 1e-9))
       throw std::invalid_argument(
           "must be 0 or in [1e-9, 1e7] seconds (under 1 ns would be 0: no limit)");
@@ -189,8 +188,17 @@ clock::duration as_duration(double s) {
   return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
 }
 
+// The load of a run: the workload and its warm-up.
+struct load_config {
+  tokchron_loadgen::workload load;
+  double warmup_s = 0;
+};
+void set_option(load_config& c, std::string_view name, std::string_view value) {
+  tokchron_loadgen::set_workload_option(c.load, c.warmup_s, name, value);
+}
+
 struct settings {
-  batching::run_config run;
+  load_config run;
   std::string url = "http://127.0.0.1:8000", endpoint = "completions", model = "model", api_key;
   timeouts limits;
   unsigned threads = 1;
@@ -211,8 +219,9 @@ struct settings {
   bool duration_given = false;
   // Sessions (sessions.hpp): the file, or synthetic sessions of `session_turns` turns.
   std::string sessions, session_log;
-  std::optional<batching::distribution> session_turns;
-  batching::distribution turn_think = batching::distribution::fixed(0, batching::quantity::seconds);
+  std::optional<tokchron_loadgen::distribution> session_turns;
+  tokchron_loadgen::distribution turn_think =
+      tokchron_loadgen::distribution::fixed(0, tokchron_loadgen::quantity::seconds);
   std::string session_header = "x-session-id";
   std::uint64_t max_sessions = 0;
   bool rate_sweep = false;  // --rate sweep (sweep.hpp)
@@ -222,7 +231,7 @@ struct settings {
 
 // An integer option in [1, most].
 unsigned count_of(const std::string& opt, const std::string& v, unsigned most) {
-  const auto d = batching::parse_decimal(v);
+  const auto d = tokchron_loadgen::parse_decimal(v);
   if (!d || !(*d >= 1) || *d > most || *d != static_cast<double>(static_cast<unsigned>(*d)))
     throw usage_error("--" + dashes(opt) + " '" + v + "': must be an integer in [1, " +
                       std::to_string(most) + "]");
@@ -231,7 +240,7 @@ unsigned count_of(const std::string& opt, const std::string& v, unsigned most) {
 
 // A positive decimal number (--replay-speed).
 double positive_of(const std::string& opt, const std::string& v, double most) {
-  const auto d = batching::parse_decimal(v);
+  const auto d = tokchron_loadgen::parse_decimal(v);
   if (!d || !(*d > 0) || *d > most)
     throw usage_error("--" + dashes(opt) + " '" + v + "': must be a number in (0, " +
                       std::to_string(static_cast<long long>(most)) + "]");
@@ -266,7 +275,7 @@ settings parse(const std::vector<std::string>& argv) {
     // An option given twice is refused (tools/cli/option_once.hpp); --slo is a list. One --sweep.
     if (own != own_options().end()
             ? !own->repeatable && bool(repeated = once.note(dashes(name), value))
-            : bool(repeated = batching::note_option(once, name, value)))
+            : bool(repeated = once.note(dashes(name), value)))
       throw usage_error(*repeated);
     if (load && name == "rate" && value == "sweep") {
       s.rate_sweep = true;
@@ -274,7 +283,7 @@ settings parse(const std::vector<std::string>& argv) {
     }
     if (load) {
       try {
-        batching::set_option(s.run, name, value);
+        set_option(s.run, name, value);
       } catch (const std::invalid_argument& e) {
         throw usage_error(e.what());
       }
@@ -334,9 +343,9 @@ settings parse(const std::vector<std::string>& argv) {
         throw usage_error("--sweep: '" + s.sweep_name + "' is not a load option");
       std::stringstream list(value.substr(eq + 1));
       for (std::string v; std::getline(list, v, ',');) {
-        batching::run_config probe = s.run;  // each value is checked before anything runs
+        load_config probe = s.run;  // each value is checked before anything runs
         try {
-          batching::set_option(probe, s.sweep_name, v);
+          set_option(probe, s.sweep_name, v);
         } catch (const std::invalid_argument& e) {
           throw usage_error(std::string("--sweep: ") + e.what());
         }
@@ -361,7 +370,7 @@ settings parse(const std::vector<std::string>& argv) {
     } else if (name == "repeat") {
       s.repeat = count_of(name, value, 1000);
     } else if (name == "confidence") {
-      const auto d = batching::parse_decimal(value);
+      const auto d = tokchron_loadgen::parse_decimal(value);
       if (!d || !(*d > 0 && *d < 1))
         throw usage_error("--confidence '" + value + "': must be a number in (0, 1)");
       s.confidence = *d;
@@ -380,7 +389,7 @@ settings parse(const std::vector<std::string>& argv) {
     } else if (name == "replay_speed") {
       s.replay_speed = positive_of(name, value, 1e6);
     } else if (name == "prefix_groups") {
-      const auto d = batching::parse_decimal(value);
+      const auto d = tokchron_loadgen::parse_decimal(value);
       if (!d || *d < 1 || *d > max_prefix_groups ||
           *d != static_cast<double>(static_cast<std::uint32_t>(*d)))
         throw usage_error("--prefix-groups '" + value + "': must be an integer in [1, " +
@@ -392,9 +401,9 @@ settings parse(const std::vector<std::string>& argv) {
       s.session_log = value;
     } else if (name == "session_turns" || name == "turn_think") {
       try {
-        const auto d = batching::distribution::parse(
-            value,
-            name == "turn_think" ? batching::quantity::seconds : batching::quantity::output_length);
+        const auto d = tokchron_loadgen::distribution::parse(
+            value, name == "turn_think" ? tokchron_loadgen::quantity::seconds
+                                        : tokchron_loadgen::quantity::output_length);
         if (name == "turn_think")
           s.turn_think = d;
         else
@@ -417,7 +426,7 @@ settings parse(const std::vector<std::string>& argv) {
         }
       }
     } else if (name == "max_sessions") {
-      const auto d = batching::parse_decimal(value);
+      const auto d = tokchron_loadgen::parse_decimal(value);
       if (!d || *d < 1 || *d > 1e12 || *d != std::floor(*d))
         throw usage_error("--max-sessions '" + value + "': must be an integer in [1, 1e12]");
       s.max_sessions = static_cast<std::uint64_t>(*d);
@@ -450,7 +459,7 @@ settings parse(const std::vector<std::string>& argv) {
         throw usage_error(std::string("--") + o +
                           " does not go with --replay (the trace gives the arrivals and lengths)");
     // Without --duration the whole trace is sent.
-    if (!s.duration_given) s.run.load.duration_s = batching::max_arrival_s;
+    if (!s.duration_given) s.run.load.duration_s = tokchron_loadgen::max_arrival_s;
   } else if (once.seen("replay-format") || once.seen("replay-speed")) {
     throw usage_error("--replay-format and --replay-speed go with --replay");
   }
@@ -889,7 +898,7 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   int fatal = 1;                        // the exit code of a run that could not be made
   // One run: its requests, its trace (NAME=V, the file's and the pictures' tag; empty: none),
   // its report and its steady-state window; empty when the run could not be made (exit 1).
-  const auto run_point = [&](batching::run_config rc, const std::string& tag_name,
+  const auto run_point = [&](load_config rc, const std::string& tag_name,
                              const std::string& tag_value,
                              const std::string& heading) -> std::optional<window_metrics> {
     if (!heading.empty()) out << "== " << heading << " ==\n";
@@ -1092,16 +1101,16 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   };
   // Each point run --repeat times, the seed counting up from the workload's (so the interval
   // covers the workload's draws as well as the server's and the machine's noise).
-  const auto run_repeated = [&](const batching::run_config& base, const std::string& name,
+  const auto run_repeated = [&](const load_config& base, const std::string& name,
                                 const std::string& value, const std::string& heading) -> bool {
     point_runs p;
     p.label = value.empty() ? std::string("run") : value;
-    if (base.load.mode == batching::arrival_mode::open) p.offered = base.load.rate;
+    if (base.load.mode == tokchron_loadgen::arrival_mode::open) p.offered = base.load.rate;
     for (unsigned k = 1; k <= s.repeat; ++k) {
-      batching::run_config rc = base;
+      load_config rc = base;
       std::string tag_name = name, tag_value = value, head = heading;
       if (s.repeat > 1) {
-        batching::set_option(rc, "seed", std::to_string((base.load.seed + k - 1) % (1ULL << 32)));
+        set_option(rc, "seed", std::to_string((base.load.seed + k - 1) % (1ULL << 32)));
         if (value.empty()) {
           tag_name = "run";
           tag_value = std::to_string(k);
@@ -1133,10 +1142,10 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     // GuideLLM's sweep (sweep.hpp): the synchronous point (one user), the throughput point
     // (--users, no think time), then --sweep-points open-loop rates up to the throughput's.
     s.sweep_name = "rate";
-    batching::run_config sync = s.run, most = s.run;
-    batching::set_option(sync, "users", "1");
-    batching::set_option(most, "users", std::to_string(s.run.load.users));
-    for (auto* rc : {&sync, &most}) batching::set_option(*rc, "think_time", "none");
+    load_config sync = s.run, most = s.run;
+    set_option(sync, "users", "1");
+    set_option(most, "users", std::to_string(s.run.load.users));
+    for (auto* rc : {&sync, &most}) set_option(*rc, "think_time", "none");
     if (!run_repeated(sync, "rate", "synchronous", "rate = synchronous (1 user)")) return fatal;
     if (!run_repeated(most, "rate", "throughput",
                       "rate = throughput (" + std::to_string(s.run.load.users) + " users)"))
@@ -1155,14 +1164,14 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     for (const double rate : rates) {
       std::ostringstream v;
       v << std::setprecision(6) << rate;
-      batching::run_config rc = s.run;
-      batching::set_option(rc, "rate", v.str());
+      load_config rc = s.run;
+      set_option(rc, "rate", v.str());
       if (!run_repeated(rc, "rate", v.str(), "rate = " + v.str())) return fatal;
     }
   } else {
     for (const std::string& v : points) {
-      batching::run_config rc = s.run;
-      if (!v.empty()) batching::set_option(rc, s.sweep_name, v);
+      load_config rc = s.run;
+      if (!v.empty()) set_option(rc, s.sweep_name, v);
       if (!run_repeated(rc, s.sweep_name, v,
                         v.empty() ? std::string() : dashes(s.sweep_name) + " = " + v))
         return fatal;

@@ -972,16 +972,16 @@ load_result run_load(const load_options& opt) {
   if (!(opt.warmup_s >= 0)) throw std::invalid_argument("--warmup must be >= 0");
   std::optional<receive_timestamps_holder> stamps;  // the kernel's stamps on for the whole run
   if (opt.rx_time == receive_time::kernel) stamps.emplace();
-  batching::workload work = opt.work;
-  if (work.memory_limit == 0) work.memory_limit = batching::default_memory_limit;
-  batching::clock_type virtual_clock;  // the load generator's schedule, in time since `zero`
-  std::optional<batching::load_generator> generator;
-  std::unique_ptr<batching::request_source> hooked;
+  tokchron_loadgen::workload work = opt.work;
+  if (work.memory_limit == 0) work.memory_limit = tokchron_loadgen::default_memory_limit;
+  // The schedule, in time since `zero`: the workload's arrivals, or the hook's.
+  std::optional<tokchron_loadgen::arrival_generator> generator;
+  std::unique_ptr<tokchron_loadgen::arrival_source> hooked;
   if (opt.schedule)
-    hooked = opt.schedule(virtual_clock);
+    hooked = opt.schedule();
   else
-    generator.emplace(work, virtual_clock);
-  batching::request_source& gen = hooked ? *hooked : *generator;
+    generator.emplace(work);
+  tokchron_loadgen::arrival_source& gen = hooked ? *hooked : *generator;
 
   // Resolve once: every request connects to the same address.
   tcp::endpoint ep;
@@ -1032,13 +1032,13 @@ load_result run_load(const load_options& opt) {
   // With `on_end` the run keeps only the requests in flight, by key; without it every request,
   // in `result.requests` (its key is its index there).
   std::unordered_map<std::uint64_t, std::unique_ptr<request_outcome>> flight;
-  std::unordered_map<std::uint64_t, const batching::request*> asked;  // by key, until it ends
+  std::unordered_map<std::uint64_t, tokchron_loadgen::arrival> asked;  // by key, until it ends
   std::uint64_t next_key = 0;
   const auto outcome = [&](std::uint64_t key) -> request_outcome& {
     return opt.on_end ? *flight.at(key) : result.requests[key];
   };
   // The closed loop's backoff: each user's fast failures in a row, and the jitter's draws.
-  const bool closed = !opt.schedule && opt.work.mode == batching::arrival_mode::closed;
+  const bool closed = !opt.schedule && opt.work.mode == tokchron_loadgen::arrival_mode::closed;
   std::vector<std::uint32_t> fast_failures(closed ? opt.work.users : 0);
   std::mt19937_64 jitter(opt.work.seed ^ 0x9e3779b97f4a7c15ULL);
   // The latest time a stream received bytes of a 200 answer (the sessions store it), and the
@@ -1050,11 +1050,12 @@ load_result run_load(const load_options& opt) {
 
   result.zero = clock::now() + std::chrono::milliseconds(20);  // a lead so t = 0 is not late
   progress_at.store(result.zero.time_since_epoch().count());
-  const auto at = [&](batching::time_point v) {
+  const auto at = [&](tokchron_loadgen::time_point v) {
     return result.zero + std::chrono::duration_cast<clock::duration>(v.time_since_epoch());
   };
   const auto virtual_now = [&](clock::time_point t) {
-    return batching::time_point(std::chrono::duration_cast<batching::duration>(t - result.zero));
+    return tokchron_loadgen::time_point(
+        std::chrono::duration_cast<tokchron_loadgen::duration>(t - result.zero));
   };
   const auto stop_sending = [&](std::string why) {
     if (!sending) return;
@@ -1062,7 +1063,7 @@ load_result run_load(const load_options& opt) {
     result.gave_up = std::move(why);
   };
   auto next_progress = result.zero;
-  std::vector<batching::request*> released;
+  std::vector<tokchron_loadgen::arrival> released;
   for (;;) {
     // Nothing below may leave the loop by an exception while requests are in flight (their
     // sessions hold references into this frame): a failure stops the sending, and the loop
@@ -1085,7 +1086,7 @@ load_result run_load(const load_options& opt) {
           last_failure = std::max(last_failure, end);
           last_reason = o.error;
         }
-        const batching::request& q = *asked.at(key);
+        const tokchron_loadgen::arrival q = asked.at(key);
         if (closed && q.user < fast_failures.size()) {
           std::uint32_t& k = fast_failures[q.user];
           if (!o.error.empty() && end - o.tl.send_time().value_or(end) < opt.retry.fast) {
@@ -1145,21 +1146,20 @@ load_result run_load(const load_options& opt) {
       }
       released.clear();
       gen.release(virtual_now(now), released);
-      for (batching::request* r : released) {
-        if (r->arrival >= gen.end()) continue;
-        std::string body = opt.body ? opt.body(opt.tgt, *r)
-                                    : request_body(opt.tgt, r->prompt_tokens, r->output_tokens);
+      for (const tokchron_loadgen::arrival& r : released) {
+        if (r.at >= gen.end()) continue;
+        std::string body = opt.body ? opt.body(opt.tgt, r)
+                                    : request_body(opt.tgt, r.prompt_tokens, r.output_tokens);
         std::vector<std::pair<std::string, std::string>> headers;
-        if (opt.headers) headers = opt.headers(*r);
+        if (opt.headers) headers = opt.headers(r);
         const std::uint64_t key = opt.on_end ? next_key++ : result.requests.size();
         request_outcome& o =
             opt.on_end ? *flight.emplace(key, std::make_unique<request_outcome>()).first->second
                        : result.requests.emplace_back();
-        o.id = r->id;
-        o.request_id = opt.id_prefix + std::to_string(opt.first_request_id + r->id);
-        o.measured =
-            std::chrono::duration<double>(r->arrival.time_since_epoch()).count() >= opt.warmup_s;
-        (void)o.tl.arrive(at(r->arrival));
+        o.id = r.id;
+        o.request_id = opt.id_prefix + std::to_string(opt.first_request_id + r.id);
+        o.measured = std::chrono::duration<double>(r.at.time_since_epoch()).count() >= opt.warmup_s;
+        (void)o.tl.arrive(at(r.at));
         asked.emplace(key, r);
         ++in_flight;
         ++sent;

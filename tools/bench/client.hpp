@@ -6,8 +6,8 @@
 /// \file
 /// tokchron-bench's client: the target (URL, endpoint, model), the SSE stream decoder
 /// (`sse.hpp`) that turns the bytes of one streamed response into a tokchron request timeline,
-/// and `run_load`, which
-/// sends a workload of the executor's load generator (open or closed loop) to the target over
+/// and `run_load`, which sends the arrivals of a workload (tools/loadgen: open or closed loop, as
+/// batching-executor's load generator makes them) to the target over
 /// HTTP/1.1 with Boost.Beast, every request an asynchronous stream on a few I/O threads (a
 /// connection each, or kept-alive connections).
 ///
@@ -41,9 +41,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "distribution.hpp"  // batching::workload's distributions (tools/executor)
-#include "loadgen.hpp"
-#include "sse.hpp"  // the SSE decoder, the timeline type, endpoint_kind, failure_kind
+#include "loadgen/arrivals.hpp"  // the workload and its arrivals (tools/loadgen)
+#include "sse.hpp"               // the SSE decoder, the timeline type, endpoint_kind, failure_kind
 #include "tokchron/io/clock_anchor.hpp"
 #include "tokchron/io/trace.hpp"
 
@@ -238,13 +237,13 @@ struct progress {
   std::uint64_t sent = 0, finished = 0, failed = 0, in_flight = 0;
 };
 
-/// A run: the target, the workload (the executor's `batching::workload`: open loop at `rate`
+/// A run: the target, the workload (tools/loadgen's, as batching-executor's: open loop at `rate`
 /// with gamma gaps of shape `burstiness`, or `users` closed-loop users with `think` times;
 /// prompt and output length distributions; `duration_s`, `max_requests`, `seed`), the warm-up,
 /// the timeouts and the I/O threads.
 struct load_options {
   target tgt;
-  batching::workload work;
+  tokchron_loadgen::workload work;
   double warmup_s = 0;
   timeouts limits;
   unsigned threads = 1;  ///< I/O threads (each runs its own event loop)
@@ -279,22 +278,22 @@ struct load_options {
   /// bounded by the users (closed loop) or the rate times the request time (open loop), not by
   /// its duration.
   std::function<void(request_outcome&&, clock::time_point zero)> on_end;
-  /// Where the run's requests come from instead of `work`'s load generator (a trace replay,
-  /// workloads.hpp): made once per run on the clock of the run's schedule (time since
-  /// `load_result::zero`). Its requests keep their addresses until its `on_finish`, and their
+  /// Where the run's requests come from instead of `work`'s arrivals (a trace replay,
+  /// workloads.hpp): made once per run; its times count from `load_result::zero`. Its arrivals'
   /// ids are distinct; the closed loop's backoff does not apply.
-  std::function<std::unique_ptr<batching::request_source>(const batching::clock_type&)> schedule;
+  std::function<std::unique_ptr<tokchron_loadgen::arrival_source>()> schedule;
   /// The JSON body of each request (empty: `request_body` of its prompt and output lengths);
   /// called on the scheduling thread, in order of intended send.
-  std::function<std::string(const target&, const batching::request&)> body;
+  std::function<std::string(const target&, const tokchron_loadgen::arrival&)> body;
   /// More headers of each request, after the target's (called with `body`); each must pass
   /// `parse_header`'s rules.
-  std::function<std::vector<std::pair<std::string, std::string>>(const batching::request&)> headers;
+  std::function<std::vector<std::pair<std::string, std::string>>(const tokchron_loadgen::arrival&)>
+      headers;
   /// Keep each request's reply text, at most this many bytes (`request_outcome::reply`); 0:
   /// none.
   std::size_t keep_reply = 0;
   /// Called on the scheduling thread as each request ends, before its schedule hears of it
-  /// (`request_source::on_finish`) and before `on_end`: a schedule whose next request depends
+  /// (`arrival_source::on_finish`) and before `on_end`: a schedule whose next request depends
   /// on this one's outcome (a session's next turn) reads it here, and may take its `reply`.
   std::function<void(request_outcome&)> on_outcome;
 };

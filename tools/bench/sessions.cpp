@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loadgen.hpp"
+#include "loadgen/arrivals.hpp"
 #include "number_text.hpp"
 #include "tokchron/export/json.hpp"
 #include "workloads.hpp"
@@ -257,8 +257,8 @@ struct open_session {
   std::vector<std::string> users;      // generated user messages so far (empty: the file's)
   std::vector<std::string> replies;    // the live replies so far
   std::uint64_t bytes = 0;             // the conversation's text (system, users, replies)
-  batching::rng draws{0};
-  const batching::request* start = nullptr;  // the load generator's request that started it
+  tokchron_loadgen::rng draws{0};
+  std::optional<tokchron_loadgen::arrival> start;  // the arrival that started it
   bool measured = true;
   std::optional<clock::time_point> first_send, last_end;
   // The latest turn's verdict (set by `on_outcome`, read by `on_finish`): ok, and why not.
@@ -282,7 +282,7 @@ struct session_state {
   std::unordered_map<std::uint64_t, open_session> open;  // by number
   std::unordered_map<std::uint64_t, turn_ref> turns;     // by request id, until it ends
   std::vector<std::uint32_t> fast_failures;              // closed loop: by user
-  batching::rng jitter{0};
+  tokchron_loadgen::rng jitter{0};
   std::uint64_t sessions_begun = 0;
 };
 
@@ -292,7 +292,8 @@ std::string_view plan_text(const session_plan& p, std::uint64_t at, std::uint32_
 
 // The key of a synthetic user message's words (seed, session, turn): never another's.
 std::uint64_t user_key(std::uint64_t seed, std::uint64_t session, std::uint32_t turn) {
-  return batching::mix_seed(batching::mix_seed(seed ^ 0x5e551075ULL, session), turn);
+  return tokchron_loadgen::mix_seed(tokchron_loadgen::mix_seed(seed ^ 0x5e551075ULL, session),
+                                    turn);
 }
 
 // Prepares turn `k` of `o` (its user message, its words and bytes, and max_tokens); false
@@ -342,25 +343,26 @@ void log_turn(const session_state& st, const open_session& o, std::uint32_t k,
 }
 
 // The time `t` plus `s` seconds, if within the latest arrival a run takes.
-std::optional<batching::time_point> after(batching::time_point t, double s) {
+std::optional<tokchron_loadgen::time_point> after(tokchron_loadgen::time_point t, double s) {
   const double at = std::chrono::duration<double>(t.time_since_epoch()).count() + s;
-  if (!(at < batching::max_arrival_s)) return std::nullopt;
-  return batching::time_point(tc::from_seconds<batching::duration>(at));
+  if (!(at < tokchron_loadgen::max_arrival_s)) return std::nullopt;
+  return tokchron_loadgen::time_point(tc::from_seconds<tokchron_loadgen::duration>(at));
 }
 
-class session_source final : public batching::request_source {
+class session_source final : public tokchron_loadgen::arrival_source {
  public:
-  session_source(std::shared_ptr<session_state> st, const batching::clock_type& c)
-      : st_(std::move(st)), clock_(c), starts_(start_workload(*st_), c) {}
+  using time_point = tokchron_loadgen::time_point;
+  explicit session_source(std::shared_ptr<session_state> st)
+      : st_(std::move(st)), starts_(start_workload(*st_)) {}
 
-  [[nodiscard]] batching::time_point end() const noexcept override { return starts_.end(); }
-  [[nodiscard]] std::optional<batching::time_point> next_arrival() const override {
-    std::optional<batching::time_point> t = starts_.next_arrival();
+  [[nodiscard]] time_point end() const noexcept override { return starts_.end(); }
+  [[nodiscard]] std::optional<time_point> next_arrival() const override {
+    std::optional<time_point> t = starts_.next_arrival();
     if (!due_.empty() && (!t || due_.top().at < *t)) t = due_.top().at;
     return t;
   }
 
-  void release(batching::time_point now, std::vector<batching::request*>& out) override {
+  void release(time_point now, std::vector<tokchron_loadgen::arrival>& out) override {
     const std::size_t first = out.size();
     while (!due_.empty() && due_.top().at <= now) {
       const pending p = due_.top();
@@ -369,15 +371,16 @@ class session_source final : public batching::request_source {
     }
     begun_.clear();
     starts_.release(now, begun_);
-    for (batching::request* b : begun_) {
-      if (b->arrival >= starts_.end()) continue;
+    for (const tokchron_loadgen::arrival& b : begun_) {
+      if (b.at >= starts_.end()) continue;
       const std::uint64_t number = st_->sessions_begun++;
       open_session& o = st_->open[number];
       o.number = number;
       o.start = b;
-      o.draws = batching::rng(batching::mix_seed(st_->s.work.seed ^ 0x5e55, number));
+      o.draws =
+          tokchron_loadgen::rng(tokchron_loadgen::mix_seed(st_->s.work.seed ^ 0x5e55, number));
       o.measured =
-          std::chrono::duration<double>(b->arrival.time_since_epoch()).count() >= st_->s.warmup_s;
+          std::chrono::duration<double>(b.at.time_since_epoch()).count() >= st_->s.warmup_s;
       if (st_->s.plan) {
         o.spec = &st_->s.plan->sessions[number];
         o.id = o.spec->id;
@@ -391,23 +394,22 @@ class session_source final : public batching::request_source {
       // A first message always fits (read_sessions, max_turn_words), but for a system message.
       if (!prepare_turn(*st_, o, 0)) {
         o.stop = "too_long";
-        close(o, b->arrival);
+        close(o, b.at);
         continue;
       }
-      send(o, b->arrival, out);
+      send(o, b.at, out);
     }
     std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-                     [](const batching::request* a, const batching::request* b) {
-                       return a->arrival < b->arrival;
+                     [](const tokchron_loadgen::arrival& a, const tokchron_loadgen::arrival& b) {
+                       return a.at < b.at;
                      });
   }
 
-  void on_finish(const batching::request& r, batching::time_point t) override {
+  void on_finish(const tokchron_loadgen::arrival& r, time_point t) override {
     const auto ref = st_->turns.find(r.id);
     if (ref == st_->turns.end()) return;
     const turn_ref tr = ref->second;
     st_->turns.erase(ref);
-    live_.erase(r.id);
     auto it = st_->open.find(tr.session);
     if (it == st_->open.end()) return;
     open_session& o = it->second;
@@ -424,20 +426,18 @@ class session_source final : public batching::request_source {
     close(o, t);
   }
 
-  [[nodiscard]] std::deque<batching::request> take_requests() override { return {}; }
-
  private:
   struct pending {
-    batching::time_point at;
+    time_point at;
     std::uint64_t session;
     bool operator>(const pending& b) const noexcept {
       return at != b.at ? at > b.at : session > b.session;
     }
   };
 
-  static batching::workload start_workload(const session_state& st) {
-    batching::workload w = st.s.work;
-    if (w.memory_limit == 0) w.memory_limit = batching::default_memory_limit;
+  static tokchron_loadgen::workload start_workload(const session_state& st) {
+    tokchron_loadgen::workload w = st.s.work;
+    if (w.memory_limit == 0) w.memory_limit = tokchron_loadgen::default_memory_limit;
     std::uint64_t most = st.s.max_sessions;
     if (st.s.plan && (most == 0 || most > st.s.plan->sessions.size()))
       most = st.s.plan->sessions.size();
@@ -446,26 +446,22 @@ class session_source final : public batching::request_source {
   }
 
   // Sends turn `o.sent` of `o` at `at`.
-  void send(open_session& o, batching::time_point at, std::vector<batching::request*>& out) {
-    auto r = std::make_unique<batching::request>(clock_);
-    r->id = next_id_++;
-    r->user = o.start ? o.start->user : 0;
-    r->arrival = at;
-    r->prompt_tokens = 1;
-    r->output_tokens = o.next_output;
-    r->predicted_output = o.next_output;
-    r->tl.arrive(at);
-    r->tl.send(at);
-    st_->turns[r->id] = {o.number, o.sent};
+  void send(open_session& o, time_point at, std::vector<tokchron_loadgen::arrival>& out) {
+    tokchron_loadgen::arrival& r = out.emplace_back();
+    r.id = next_id_++;
+    r.user = o.start ? o.start->user : 0;
+    r.at = at;
+    r.prompt_tokens = 1;
+    r.output_tokens = o.next_output;
+    r.predicted_output = o.next_output;
+    st_->turns[r.id] = {o.number, o.sent};
     ++o.sent;
     if (o.measured) ++st_->stats->turns;
-    out.push_back(r.get());
-    live_.emplace(r->id, std::move(r));
   }
 
   // The session ended (completed, failed, too long): its user, in a closed loop, thinks and
   // starts its next one (after a backoff when it failed fast, as `run_load`'s users do).
-  void close(open_session& o, batching::time_point t) {
+  void close(open_session& o, time_point t) {
     session_stats& s = *st_->stats;
     if (o.measured) {
       if (o.stop.empty()) {
@@ -480,11 +476,11 @@ class session_source final : public batching::request_source {
       }
     }
     const std::uint64_t number = o.number;  // `o` goes with its entry
-    if (o.start && st_->s.work.mode == batching::arrival_mode::closed) {
-      const batching::request* b = o.start;
-      batching::time_point resume = t;
-      if (b->user < st_->fast_failures.size()) {
-        std::uint32_t& k = st_->fast_failures[b->user];
+    if (o.start && st_->s.work.mode == tokchron_loadgen::arrival_mode::closed) {
+      const tokchron_loadgen::arrival b = *o.start;  // `o` goes with its entry
+      time_point resume = t;
+      if (b.user < st_->fast_failures.size()) {
+        std::uint32_t& k = st_->fast_failures[b.user];
         if (o.fast_failure) {
           const backoff bo;
           k = std::min<std::uint32_t>(k + 1, 62);
@@ -498,18 +494,16 @@ class session_source final : public batching::request_source {
         }
       }
       st_->open.erase(number);
-      starts_.on_finish(*b, resume);
+      starts_.on_finish(b, resume);
       return;
     }
     st_->open.erase(number);
   }
 
   std::shared_ptr<session_state> st_;
-  const batching::clock_type& clock_;
-  batching::load_generator starts_;  // the sessions' arrivals
-  std::vector<batching::request*> begun_;
+  tokchron_loadgen::arrival_generator starts_;  // the sessions' arrivals
+  std::vector<tokchron_loadgen::arrival> begun_;
   std::priority_queue<pending, std::vector<pending>, std::greater<pending>> due_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<batching::request>> live_;
   std::uint64_t next_id_ = 0;
 };
 
@@ -521,19 +515,17 @@ session_hooks make_session_hooks(const session_settings& settings) {
   st->s.work.validate();
   if (settings.plan && settings.plan->sessions.empty())
     throw std::invalid_argument("--sessions: no session");
-  if (st->s.work.mode == batching::arrival_mode::closed)
+  if (st->s.work.mode == tokchron_loadgen::arrival_mode::closed)
     st->fast_failures.assign(st->s.work.users, 0);
-  st->jitter = batching::rng(batching::mix_seed(settings.work.seed, 0x5e55b0ff));
+  st->jitter = tokchron_loadgen::rng(tokchron_loadgen::mix_seed(settings.work.seed, 0x5e55b0ff));
   st->stats->by_turn.resize(session_turn_rows + 1);
   st->stats->turn_failed.assign(session_turn_rows + 1, 0);
   st->stats->max_bytes = settings.max_bytes;
   session_hooks h;
   h.stats = st->stats;
   h.keep_reply = settings.max_bytes;
-  h.schedule = [st](const batching::clock_type& c) {
-    return std::make_unique<session_source>(st, c);
-  };
-  h.body = [st](const target& t, const batching::request& r) {
+  h.schedule = [st] { return std::make_unique<session_source>(st); };
+  h.body = [st](const target& t, const tokchron_loadgen::arrival& r) {
     const turn_ref tr = st->turns.at(r.id);
     const open_session& o = st->open.at(tr.session);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
@@ -548,7 +540,7 @@ session_hooks make_session_hooks(const session_settings& settings) {
     messages.push_back({{"role", "user"}, {"content", std::string(user_message(*st, o, tr.turn))}});
     return chat_request_body(t, std::move(messages), r.output_tokens);
   };
-  h.headers = [st](const batching::request& r) {
+  h.headers = [st](const tokchron_loadgen::arrival& r) {
     std::vector<std::pair<std::string, std::string>> out;
     if (!st->s.header.empty())
       out.emplace_back(st->s.header, st->open.at(st->turns.at(r.id).session).id);

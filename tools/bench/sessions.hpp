@@ -98,11 +98,12 @@ struct session_settings {
   /// The sessions' arrivals (`work.mode`, `rate`, `burstiness`, `users`, `think` between a
   /// user's sessions, `ramp_up_s`, `duration_s`, `seed`) and the turns' lengths (`prompt`: a
   /// generated user message's words, `output`: `max_tokens`).
-  batching::workload work;
-  batching::distribution turns =
-      batching::distribution::fixed(1, batching::quantity::output_length);
+  tokchron_loadgen::workload work;
+  tokchron_loadgen::distribution turns =
+      tokchron_loadgen::distribution::fixed(1, tokchron_loadgen::quantity::output_length);
   /// Think time between a reply's end and the next turn's send (seconds).
-  batching::distribution think = batching::distribution::fixed(0, batching::quantity::seconds);
+  tokchron_loadgen::distribution think =
+      tokchron_loadgen::distribution::fixed(0, tokchron_loadgen::quantity::seconds);
   /// The affinity header's name (empty: none sent).
   std::string header = "x-session-id";
   std::uint64_t max_sessions = 0;  ///< sessions started at most (0: no limit but the file's)
@@ -139,9 +140,10 @@ struct session_stats {
 /// `keep_reply` to set: `session_settings::max_bytes`), and the statistics they fill (read them
 /// after the run, with `finish_sessions`). Needs the chat endpoint.
 struct session_hooks {
-  std::function<std::unique_ptr<batching::request_source>(const batching::clock_type&)> schedule;
-  std::function<std::string(const target&, const batching::request&)> body;
-  std::function<std::vector<std::pair<std::string, std::string>>(const batching::request&)> headers;
+  std::function<std::unique_ptr<tokchron_loadgen::arrival_source>()> schedule;
+  std::function<std::string(const target&, const tokchron_loadgen::arrival&)> body;
+  std::function<std::vector<std::pair<std::string, std::string>>(const tokchron_loadgen::arrival&)>
+      headers;
   std::function<void(request_outcome&)> on_outcome;
   std::size_t keep_reply = 0;
   std::shared_ptr<session_stats> stats;

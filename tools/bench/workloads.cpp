@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loadgen.hpp"
+#include "loadgen/arrivals.hpp"
 #include "tokchron/io/trace_json_reader.hpp"
 
 namespace tokchron_bench {
@@ -36,7 +36,7 @@ namespace {
 
 // The latest recorded time a replay takes, in seconds after its earliest request (as the load
 // generator's latest arrival: within 64-bit nanoseconds).
-constexpr double max_recorded_s = batching::max_arrival_s;
+constexpr double max_recorded_s = tokchron_loadgen::max_arrival_s;
 
 struct line_error {
   const std::string& name;
@@ -295,66 +295,57 @@ std::uint64_t own_key(std::uint64_t seed, std::uint64_t id) noexcept {
   return mix(seed ^ 0x5bd1e9955bd1e995ULL) ^ id;
 }
 
-class replay_source final : public batching::request_source {
+class replay_source final : public tokchron_loadgen::arrival_source {
  public:
-  replay_source(std::shared_ptr<const replay_plan> p, const replay_settings& s,
-                const batching::clock_type& c)
-      : plan_(std::move(p)), clock_(c) {
+  using time_point = tokchron_loadgen::time_point;
+  replay_source(std::shared_ptr<const replay_plan> p, const replay_settings& s)
+      : plan_(std::move(p)) {
     limit_ = plan_->requests.size();
     if (s.max_requests > 0 && s.max_requests < limit_) limit_ = s.max_requests;
     // Scaled times; one past the latest arrival a run takes is never sent.
     for (std::size_t i = 0; i < limit_; ++i) {
       const double at_s = static_cast<double>(plan_->requests[i].at_ns) / 1e9 / s.speed;
-      if (at_s > batching::max_arrival_s) {
+      if (at_s > tokchron_loadgen::max_arrival_s) {
         limit_ = i;
         break;
       }
     }
     speed_ = s.speed;
     if (s.until_s)
-      end_ = batching::time_point(std::chrono::duration_cast<batching::duration>(
+      end_ = time_point(std::chrono::duration_cast<tokchron_loadgen::duration>(
           std::chrono::duration<double>(*s.until_s)));
   }
-  [[nodiscard]] batching::time_point end() const noexcept override { return end_; }
-  [[nodiscard]] std::optional<batching::time_point> next_arrival() const override {
+  [[nodiscard]] time_point end() const noexcept override { return end_; }
+  [[nodiscard]] std::optional<time_point> next_arrival() const override {
     if (next_ >= limit_) return std::nullopt;
     return at(next_);
   }
-  void release(batching::time_point now, std::vector<batching::request*>& out) override {
+  void release(time_point now, std::vector<tokchron_loadgen::arrival>& out) override {
     while (next_ < limit_ && at(next_) <= now) {
       const replay_request& q = plan_->requests[next_];
-      auto r = std::make_unique<batching::request>(clock_);
-      r->id = next_;
-      r->arrival = at(next_);
-      r->prompt_tokens = q.prompt_tokens;
-      r->output_tokens = q.output_tokens;
-      r->predicted_output = q.output_tokens;
-      r->tl.arrive(r->arrival);
-      r->tl.send(r->arrival);
-      r->tl.set_prompt_tokens(q.prompt_tokens);
-      out.push_back(r.get());
-      live_.emplace(next_, std::move(r));
+      tokchron_loadgen::arrival& a = out.emplace_back();
+      a.id = next_;
+      a.at = at(next_);
+      a.prompt_tokens = q.prompt_tokens;
+      a.output_tokens = q.output_tokens;
+      a.predicted_output = q.output_tokens;
       ++next_;
     }
   }
-  void on_finish(const batching::request& r, batching::time_point) override { live_.erase(r.id); }
-  [[nodiscard]] std::deque<batching::request> take_requests() override { return {}; }
+  void on_finish(const tokchron_loadgen::arrival&, time_point) override {}
 
  private:
-  [[nodiscard]] batching::time_point at(std::size_t i) const {
+  [[nodiscard]] time_point at(std::size_t i) const {
     // Nanoseconds, rounded (the constructor keeps them within the latest arrival a run takes).
-    return batching::time_point(
-        std::chrono::duration_cast<batching::duration>(std::chrono::nanoseconds(
+    return time_point(
+        std::chrono::duration_cast<tokchron_loadgen::duration>(std::chrono::nanoseconds(
             std::llround(static_cast<double>(plan_->requests[i].at_ns) / speed_))));
   }
 
   std::shared_ptr<const replay_plan> plan_;
-  const batching::clock_type& clock_;
   double speed_ = 1;
   std::size_t next_ = 0, limit_ = 0;
-  batching::time_point end_ = batching::time_point::max();
-  // The requests in flight (the run loop reads a request until its `on_finish`).
-  std::unordered_map<std::uint64_t, std::unique_ptr<batching::request>> live_;
+  time_point end_ = time_point::max();
 };
 
 }  // namespace
@@ -363,13 +354,11 @@ workload_hooks replay_hooks(std::shared_ptr<const replay_plan> plan, const repla
   if (!(s.speed > 0) || !std::isfinite(s.speed))
     throw std::invalid_argument("--replay-speed must be a positive number");
   workload_hooks h;
-  h.schedule = [plan, s](const batching::clock_type& c) {
-    return std::make_unique<replay_source>(plan, s, c);
-  };
+  h.schedule = [plan, s] { return std::make_unique<replay_source>(plan, s); };
   // Each block's longest run of tokens sent so far (a block sent in part shares that part).
   auto sent = std::make_shared<std::unordered_map<std::uint64_t, std::uint32_t>>();
   h.body = [plan, seed = s.seed, sent, counts = h.counts](const target& t,
-                                                          const batching::request& r) {
+                                                          const tokchron_loadgen::arrival& r) {
     const replay_request& q = plan->requests.at(r.id);
     std::string prompt;
     prompt.reserve(std::size_t{5} * q.prompt_tokens);
@@ -399,7 +388,8 @@ workload_hooks prefix_group_hooks(std::uint32_t groups, std::uint64_t seed) {
                                 std::to_string(max_prefix_groups) + "]");
   workload_hooks h;
   auto sent = std::make_shared<std::vector<bool>>(groups, false);
-  h.body = [groups, seed, sent, counts = h.counts](const target& t, const batching::request& r) {
+  h.body = [groups, seed, sent, counts = h.counts](const target& t,
+                                                   const tokchron_loadgen::arrival& r) {
     const std::uint32_t prefix = std::min(r.prefix_tokens, r.prompt_tokens);
     const std::uint64_t g = r.id % groups;
     std::string prompt;

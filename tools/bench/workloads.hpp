@@ -109,8 +109,8 @@ struct prefix_counts {
 /// The hooks of `run_load` that replay `plan`, and the counts its prompts fill as they are sent
 /// (read them after the run).
 struct workload_hooks {
-  std::function<std::unique_ptr<batching::request_source>(const batching::clock_type&)> schedule;
-  std::function<std::string(const target&, const batching::request&)> body;
+  std::function<std::unique_ptr<tokchron_loadgen::arrival_source>()> schedule;
+  std::function<std::string(const target&, const tokchron_loadgen::arrival&)> body;
   std::shared_ptr<prefix_counts> counts = std::make_shared<prefix_counts>();
 };
 [[nodiscard]] workload_hooks replay_hooks(std::shared_ptr<const replay_plan> plan,

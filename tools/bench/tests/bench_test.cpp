@@ -49,12 +49,14 @@ tb::load_result one(const tb::scripted_server& srv, const std::string& model,
   tb::load_options o;
   o.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()),
                            e == tb::endpoint_kind::chat ? "chat" : "completions", model);
-  o.work.mode = batching::arrival_mode::closed;
+  o.work.mode = tokchron_loadgen::arrival_mode::closed;
   o.work.users = 1;
   o.work.max_requests = 1;
   o.work.duration_s = 30;
-  o.work.prompt = batching::distribution::fixed(prompt, batching::quantity::prompt_length);
-  o.work.output = batching::distribution::fixed(output, batching::quantity::output_length);
+  o.work.prompt =
+      tokchron_loadgen::distribution::fixed(prompt, tokchron_loadgen::quantity::prompt_length);
+  o.work.output =
+      tokchron_loadgen::distribution::fixed(output, tokchron_loadgen::quantity::output_length);
   o.limits = lim;
   o.rx_time = rx;
   return tb::run_load(o);
@@ -375,16 +377,18 @@ TEST_CASE("open and closed loops send the load generator's requests") {
   tb::scripted_server srv({1ms, 1ms, 2});
   tb::load_options lo;
   lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "completions", "m");
-  lo.work.prompt = batching::distribution::parse("uniform:1,20", batching::quantity::prompt_length);
-  lo.work.output = batching::distribution::parse("uniform:1,4", batching::quantity::output_length);
+  lo.work.prompt = tokchron_loadgen::distribution::parse("uniform:1,20",
+                                                         tokchron_loadgen::quantity::prompt_length);
+  lo.work.output = tokchron_loadgen::distribution::parse("uniform:1,4",
+                                                         tokchron_loadgen::quantity::output_length);
   SUBCASE("open loop: the arrivals the executor's generator counts, warm-up left out") {
-    lo.work.mode = batching::arrival_mode::open;
+    lo.work.mode = tokchron_loadgen::arrival_mode::open;
     lo.work.rate = 40;
     lo.work.burstiness = 0.5;
     lo.work.duration_s = 1.5;
     lo.work.seed = 7;
     lo.warmup_s = 0.5;
-    const auto n = batching::count_open_arrivals(lo.work, lo.warmup_s, 1000000);
+    const auto n = tokchron_loadgen::count_open_arrivals(lo.work, lo.warmup_s, 1000000);
     const auto r = tb::run_load(lo);
     CHECK(r.requests.size() == n.total);
     CHECK(tb::to_trace(r).size() == n.from);
@@ -395,7 +399,7 @@ TEST_CASE("open and closed loops send the load generator's requests") {
     }
   }
   SUBCASE("closed loop: max_requests over users, each user one at a time") {
-    lo.work.mode = batching::arrival_mode::closed;
+    lo.work.mode = tokchron_loadgen::arrival_mode::closed;
     lo.work.users = 3;
     lo.work.max_requests = 10;
     lo.work.duration_s = 30;
@@ -530,11 +534,12 @@ TEST_CASE("keep-alive: one connection serves a user's requests one after another
   tb::scripted_server srv({1ms, 1ms, 2});
   tb::load_options lo;
   lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "chat", "m");
-  lo.work.mode = batching::arrival_mode::closed;
+  lo.work.mode = tokchron_loadgen::arrival_mode::closed;
   lo.work.users = 2;
   lo.work.max_requests = 10;
   lo.work.duration_s = 30;
-  lo.work.output = batching::distribution::fixed(3, batching::quantity::output_length);
+  lo.work.output =
+      tokchron_loadgen::distribution::fixed(3, tokchron_loadgen::quantity::output_length);
   lo.first_request_id = 100;
   SUBCASE("on: at most one connection per user") {
     lo.keep_alive = true;
@@ -1320,11 +1325,13 @@ TEST_CASE("bad input C18: a dead, refusing or fast-failing server: backoff, boun
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   tb::load_options o;
   o.tgt = tb::parse_target(url, "completions", "m");
-  o.work.mode = batching::arrival_mode::closed;
+  o.work.mode = tokchron_loadgen::arrival_mode::closed;
   o.work.users = 3;
   o.work.duration_s = 1.5;
-  o.work.prompt = batching::distribution::fixed(3, batching::quantity::prompt_length);
-  o.work.output = batching::distribution::fixed(3, batching::quantity::output_length);
+  o.work.prompt =
+      tokchron_loadgen::distribution::fixed(3, tokchron_loadgen::quantity::prompt_length);
+  o.work.output =
+      tokchron_loadgen::distribution::fixed(3, tokchron_loadgen::quantity::output_length);
   o.retry.first = 20ms;
   o.retry.most = 100ms;
   o.give_up = 0s;

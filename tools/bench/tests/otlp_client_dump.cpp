@@ -48,12 +48,14 @@ int main(int argc, char** argv) {
   tb::scripted_server srv({4ms, 2ms, 2, models});
   tb::load_options o;
   o.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "chat", "llama-3-8b");
-  o.work.mode = batching::arrival_mode::closed;
+  o.work.mode = tokchron_loadgen::arrival_mode::closed;
   o.work.users = 1;
   o.work.max_requests = script.size();
   o.work.duration_s = 60;
-  o.work.prompt = batching::distribution::fixed(9, batching::quantity::prompt_length);
-  o.work.output = batching::distribution::fixed(7, batching::quantity::output_length);
+  o.work.prompt =
+      tokchron_loadgen::distribution::fixed(9, tokchron_loadgen::quantity::prompt_length);
+  o.work.output =
+      tokchron_loadgen::distribution::fixed(7, tokchron_loadgen::quantity::output_length);
   const tb::load_result r = tb::run_load(o);
   if (r.requests.size() != script.size()) {
     std::cerr << "tokchron_bench_otlp_dump: " << r.requests.size() << " requests, not "

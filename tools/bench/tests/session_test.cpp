@@ -448,12 +448,14 @@ TEST_CASE("a conversation over its byte limit stops: the reply that would pass i
   tb::load_options lo;
   lo.tgt = tb::parse_target("http://127.0.0.1:" + std::to_string(srv.port()), "chat", "m");
   tb::session_settings ss;
-  ss.work.mode = batching::arrival_mode::closed;
+  ss.work.mode = tokchron_loadgen::arrival_mode::closed;
   ss.work.users = 1;
   ss.work.duration_s = 30;
-  ss.work.prompt = batching::distribution::fixed(3, batching::quantity::prompt_length);
-  ss.work.output = batching::distribution::fixed(10, batching::quantity::output_length);
-  ss.turns = batching::distribution::fixed(4, batching::quantity::output_length);
+  ss.work.prompt =
+      tokchron_loadgen::distribution::fixed(3, tokchron_loadgen::quantity::prompt_length);
+  ss.work.output =
+      tokchron_loadgen::distribution::fixed(10, tokchron_loadgen::quantity::output_length);
+  ss.turns = tokchron_loadgen::distribution::fixed(4, tokchron_loadgen::quantity::output_length);
   ss.max_sessions = 1;
   ss.max_bytes = 80;
   std::ostringstream log;

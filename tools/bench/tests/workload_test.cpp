@@ -271,7 +271,7 @@ TEST_CASE("a Mooncake replay: the recorded schedule, lengths and shared blocks, 
   tb::replay_settings rs;
   rs.seed = 2;
   std::string other = tb::replay_hooks(plan, rs).body(
-      tb::parse_target(url_of(srv), "completions", "m"), batching::request(batching::clock_type{}));
+      tb::parse_target(url_of(srv), "completions", "m"), tokchron_loadgen::arrival{});
   CHECK(other.find(srv.prompts().at("0").substr(0, 200)) == std::string::npos);
 }
 
@@ -364,15 +364,16 @@ TEST_CASE("--shared-prefix with --prefix-groups: each group's prefix, byte for b
   tb::scripted_server srv({1ms, 1ms, 2});
   tb::load_options lo;
   lo.tgt = tb::parse_target(url_of(srv), "chat", "m");
-  lo.work.mode = batching::arrival_mode::closed;
+  lo.work.mode = tokchron_loadgen::arrival_mode::closed;
   lo.work.users = 2;
   lo.work.max_requests = 9;
   lo.work.duration_s = 30;
   lo.work.shared_prefix = 20;
   // Own parts of at least 16 words: their first 16 words hold the whole (mixed) key.
-  lo.work.prompt =
-      batching::distribution::parse("uniform:16,30", batching::quantity::prompt_length);
-  lo.work.output = batching::distribution::fixed(2, batching::quantity::output_length);
+  lo.work.prompt = tokchron_loadgen::distribution::parse("uniform:16,30",
+                                                         tokchron_loadgen::quantity::prompt_length);
+  lo.work.output =
+      tokchron_loadgen::distribution::fixed(2, tokchron_loadgen::quantity::output_length);
   auto h = tb::prefix_group_hooks(3, 1);
   lo.body = h.body;
   const auto r = tb::run_load(lo);

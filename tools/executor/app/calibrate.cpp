@@ -14,8 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distribution.hpp"
 #include "engine.hpp"
+#include "loadgen.hpp"
+#include "number_text.hpp"
 #include "plot.hpp"
 #include "report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 #include "tokchron/clock.hpp"
@@ -77,12 +78,6 @@ double to_search(const fit_key& f, double v, double scale) {
 double from_search(const fit_key& f, double x) {
   if (f.fraction) return std::min(1.0, 1 / (1 + std::exp(-x)));
   return std::exp(std::clamp(x, -40.0, 10.0));  // 4e-18 s .. 6 hours
-}
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
 }
 
 // Replays measured requests: at their recorded arrival times, or (concurrency N) each as soon

@@ -12,40 +12,24 @@
 #include <limits>
 #include <map>
 
+#include "loadgen/options.hpp"
 #include "option_once.hpp"
 
 namespace batching {
 namespace {
 
-std::string canonical_name(std::string_view name) {
-  std::string s(name);
-  for (char& c : s)
-    if (c == '-') c = '_';
-  return s;
-}
+std::string canonical_name(std::string_view name) { return tokchron_loadgen::option_name(name); }
 
 [[noreturn]] void bad_value(std::string_view opt, std::string_view value, const std::string& why) {
-  throw std::invalid_argument("--" + canonical_name(opt) + " '" + std::string(value) + "': " + why);
+  tokchron_loadgen::bad_option_value(opt, value, why);
 }
 
 double to_number(std::string_view opt, std::string_view v) {
-  const auto x = parse_decimal(v);
-  if (!x) bad_value(opt, v, "not a number");
-  return *x;
-}
-
-std::uint64_t to_count(std::string_view opt, std::string_view v, std::uint64_t lo,
-                       std::uint64_t hi) {
-  const double x = to_number(opt, v);
-  if (x != std::floor(x) || x < double(lo) || x > double(hi))
-    bad_value(opt, v,
-              "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return static_cast<std::uint64_t>(x);
+  return tokchron_loadgen::option_number(opt, v);
 }
 
 std::uint32_t to_u32(std::string_view opt, std::string_view v, std::uint32_t lo = 0) {
-  return static_cast<std::uint32_t>(
-      to_count(opt, v, lo, std::numeric_limits<std::uint32_t>::max()));
+  return tokchron_loadgen::option_u32(opt, v, lo);
 }
 
 bool to_bool(std::string_view opt, std::string_view v) {
@@ -55,19 +39,7 @@ bool to_bool(std::string_view opt, std::string_view v) {
 }
 
 duration to_duration(std::string_view opt, std::string_view v) {
-  double s = 0;
-  try {
-    s = parse_seconds(v);
-  } catch (const std::invalid_argument& e) {
-    bad_value(opt, v, e.what());
-  }
-  if (s < 0 || s > 1e7) bad_value(opt, v, "must be in [0, 1e7] seconds");
-  // A positive time under the clock's 1 ns would be read as 0, which means "none" to several
-  // options (a batch delay, a queue timeout): refused rather than silently turned off.
-  if (s > 0 && s < 1e-9)
-    bad_value(opt, v,
-              "is below the clock's resolution of 1 ns (it would be 0); give 0 or at least 1e-9");
-  return tokchron::from_seconds<duration>(s);
+  return tokchron::from_seconds<duration>(tokchron_loadgen::option_seconds(opt, v));
 }
 
 // Wraps a parser that throws invalid_argument so the message names the option.
@@ -149,84 +121,21 @@ const std::vector<option_def>& defs() {
             return 0;
           });
         });
-    add("seed", "N", "seed of the workload and of the sim's step jitter (default 1)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.seed = c.sim.seed = to_count(opt, v, 0, std::numeric_limits<std::uint32_t>::max());
-        });
-    // workload
-    add("users", "N", "closed loop: concurrent users, each waiting for its response (default 50)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.users = to_u32(opt, v, 1);
-          c.load.mode = arrival_mode::closed;
-        });
-    add("think_time", "DIST", "closed loop: pause after each response (default none; e.g. exp:25)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.think = named(opt, v, [&] { return distribution::parse(v, quantity::seconds); });
-        });
-    add("rate", "R", "open loop: mean requests per second (switches to open loop)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.rate = to_number(opt, v);
-          if (!(c.load.rate > 0)) bad_value(opt, v, "must be > 0");
-          c.load.mode = arrival_mode::open;
-        });
-    add("burstiness", "K", "open loop: gamma shape of the gaps (1 = Poisson, < 1 burstier)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.burstiness = to_number(opt, v);
-          if (!(c.load.burstiness > 0)) bad_value(opt, v, "must be > 0");
-        });
-    add("prompt_len", "DIST", "prompt lengths (default normal:300,90)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.prompt =
-              named(opt, v, [&] { return distribution::parse(v, quantity::prompt_length); });
-        });
-    add("output_len", "DIST", "output lengths (default uniform:75,225)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.output =
-              named(opt, v, [&] { return distribution::parse(v, quantity::output_length); });
-        });
-    add("duration", "SECONDS",
-        "requests arriving within this many seconds are the run; the load continues until they "
-        "finish (default 600)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.duration_s = tokchron::to_seconds(to_duration(opt, v));
-          if (!(c.load.duration_s > 0)) bad_value(opt, v, "must be > 0");
-        });
-    add("ramp_up", "SECONDS", "closed loop: spread the first requests over this long",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.ramp_up_s = tokchron::to_seconds(to_duration(opt, v));
-        });
-    add("warmup", "SECONDS",
-        "requests arriving earlier run but are not summarised or traced (default 0)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.warmup_s = tokchron::to_seconds(to_duration(opt, v));
-        });
-    add("priority_levels", "N", "priorities drawn uniformly from [0, N) (priority policy)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.priority_levels = to_u32(opt, v, 1);
-        });
-    add("predict_noise", "SIGMA", "sd of log(predicted/true output length) for sjf_key predicted",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.predict_noise = to_number(opt, v);
-          if (!(c.load.predict_noise >= 0)) bad_value(opt, v, "must be >= 0");
-        });
-    add("max_requests", "N", "stop issuing after N requests (0: no limit)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.max_requests = to_count(opt, v, 0, std::uint64_t(1) << 40);
-        });
-    add("shared_prefix", "TOKENS",
-        "a shared system prompt of TOKENS heads every prompt (before --prompt-len's tokens); "
-        "the prefix cache reuses its full KV blocks (sim backend; default 0: none)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.shared_prefix = static_cast<std::uint32_t>(to_count(opt, v, 0, max_shared_prefix));
-        });
-    add("reasoning_fraction", "F",
-        "the first round(F x output) tokens of every answer are reasoning tokens, streamed and "
-        "traced as such (default 0)",
-        [](run_config& c, std::string_view opt, std::string_view v) {
-          c.load.reasoning_fraction = to_number(opt, v);
-          if (!(c.load.reasoning_fraction >= 0 && c.load.reasoning_fraction <= 1))
-            bad_value(opt, v, "must be in [0, 1]");
-        });
+    // workload (tools/loadgen); the seed is the sim's too
+    for (const option_info& o : tokchron_loadgen::workload_options()) {
+      if (o.name == "seed") {
+        add(o.name, o.value_name, "seed of the workload and of the sim's step jitter (default 1)",
+            [](run_config& c, std::string_view opt, std::string_view v) {
+              tokchron_loadgen::set_workload_option(c.load, c.warmup_s, opt, v);
+              c.sim.seed = c.load.seed;
+            });
+        continue;
+      }
+      add(o.name, o.value_name, o.help,
+          [](run_config& c, std::string_view opt, std::string_view v) {
+            tokchron_loadgen::set_workload_option(c.load, c.warmup_s, opt, v);
+          });
+    }
     // scheduler
     add("max_batch_size", "N", "running sequences at most (default 16)",
         [](run_config& c, std::string_view opt, std::string_view v) {

@@ -18,6 +18,7 @@
 
 #include "backend.hpp"
 #include "loadgen.hpp"
+#include "loadgen/options.hpp"
 #include "option_once.hpp"
 #include "scheduler.hpp"
 #include "sim_backend.hpp"
@@ -40,9 +41,7 @@ struct run_config {
 
 /// One run option: its name (as `--name` with dashes, or in `--sweep` with underscores), the
 /// value it takes, and its help line.
-struct option_info {
-  std::string name, value_name, help;
-};
+using option_info = tokchron_loadgen::option_info;
 /// Every run option, in help order.
 [[nodiscard]] const std::vector<option_info>& run_options();
 /// Sets option `name` (dashes or underscores) of `c` from `value`. Throws

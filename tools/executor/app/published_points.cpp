@@ -11,7 +11,7 @@
 
 #include "calibrate.hpp"
 #include "cli.hpp"
-#include "distribution.hpp"
+#include "loadgen.hpp"
 #include "report.hpp"
 
 namespace batching {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "number_text.hpp"
 #include "tokchron/io/trace.hpp"
 #include "tokchron/io/trace_json_writer.hpp"
 #include "tokchron/sla/evaluator.hpp"
@@ -16,11 +17,6 @@
 namespace batching {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 std::string opt(const char* f, const std::optional<double>& v, double scale = 1) {
   return v ? fmt(f, *v * scale) : std::string("-");
 }

@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "distribution.hpp"
 #include "loadgen.hpp"
 
 namespace batching {

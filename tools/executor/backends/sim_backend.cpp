@@ -168,7 +168,8 @@ void sim_config::validate() const {
         hw.name);
 }
 
-sim_backend::sim_backend(const sim_config& cfg) : cfg_(cfg), rng_(mix_seed(cfg.seed, 7)) {
+sim_backend::sim_backend(const sim_config& cfg)
+    : cfg_(cfg), rng_(tokchron_loadgen::mix_seed(cfg.seed, 7)) {
   cfg_.validate();
 }
 

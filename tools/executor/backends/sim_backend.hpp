@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "backend.hpp"
-#include "random.hpp"
+#include "loadgen/random.hpp"
 
 namespace batching {
 
@@ -138,7 +138,7 @@ class sim_backend final : public backend {
 
  private:
   sim_config cfg_;
-  rng rng_;
+  tokchron_loadgen::rng rng_;
 };
 
 }  // namespace batching

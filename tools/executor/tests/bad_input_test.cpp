@@ -281,18 +281,20 @@ TEST_CASE("X6: length traces take decimal integers only, naming the file, line a
                    (void)distribution::parse("fixed:5000000000", quantity::prompt_length);
                  }),
                  "at most 1000000000 tokens"));
-  rng r(1);
+  tokchron_loadgen::rng r(1);
   const distribution wide =
       distribution::parse("lognormal:999999999,1e12", quantity::output_length);
   for (int i = 0; i < 1000; ++i) CHECK(wide.sample_length(r) <= max_length);
 }
 
 TEST_CASE("X7: a trace line longer than 16 MiB is refused after reading 16 MiB") {
-  const temp_file f("bx_long.txt", "5\n" + std::string(max_trace_line + 1, '1') + "\n");
+  const temp_file f("bx_long.txt",
+                    "5\n" + std::string(tokchron_loadgen::max_trace_line + 1, '1') + "\n");
   CHECK(contains(thrown<std::invalid_argument>(
                      [&] { (void)parse_trace_values(f.path, quantity::prompt_length); }),
                  "bx_long.txt:2: field '(line)': longer than 16777216 bytes"));
-  const temp_file fits("bx_fits.txt", std::string(max_trace_line - 1, '0') + "7\n");
+  const temp_file fits("bx_fits.txt",
+                       std::string(tokchron_loadgen::max_trace_line - 1, '0') + "7\n");
   CHECK(parse_trace_values(fits.path, quantity::prompt_length) == std::vector<double>{7});
   if (std::ifstream("/dev/zero"))
     CHECK(contains(thrown<std::invalid_argument>(

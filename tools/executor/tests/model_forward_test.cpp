@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "cross_check.hpp"
+#include "loadgen/random.hpp"
 #include "model/forward.hpp"
 #include "model/half.hpp"
 #include "model/model.hpp"
-#include "random.hpp"
 
 using namespace batching::compute;
 
@@ -44,7 +44,7 @@ struct block_source {
     free.resize(n);
     std::iota(free.begin(), free.end(), 0u);
     if (shuffle) {
-      batching::rng r(seed);
+      tokchron_loadgen::rng r(seed);
       for (std::size_t i = n - 1; i > 0; --i) std::swap(free[i], free[r.below(i + 1)]);
     }
   }
@@ -94,7 +94,7 @@ TEST_CASE("fp16 conversion: exact round trip and round-to-nearest-even") {
   CHECK(round_to_half(std::ldexp(1.0f, -25)) == 0.0f);                   // tie to even: 0
   CHECK(round_to_half(std::ldexp(1.5f, -25)) == std::ldexp(1.0f, -24));
   // The unit roundoff bound over a sweep of normal values.
-  batching::rng r(3);
+  tokchron_loadgen::rng r(3);
   for (int i = 0; i < 10000; ++i) {
     const float x = static_cast<float>(r.uniform(-1000, 1000));
     if (std::fabs(x) < 1e-3f) continue;

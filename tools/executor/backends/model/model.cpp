@@ -5,8 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "loadgen/random.hpp"
 #include "model/half.hpp"
-#include "random.hpp"
 
 namespace batching::compute {
 
@@ -92,7 +92,7 @@ namespace {
 // Uniform with standard deviation `sd` around `mean`, rounded to fp16 values.
 std::vector<float> draw(std::uint64_t seed, std::uint64_t stream, std::size_t n, double mean,
                         double sd) {
-  rng r(mix_seed(seed, stream));
+  tokchron_loadgen::rng r(tokchron_loadgen::mix_seed(seed, stream));
   const double a = sd * std::sqrt(3.0);
   std::vector<float> v(n);
   for (auto& x : v) x = round_to_half(static_cast<float>(mean + r.uniform(-a, a)));
@@ -127,7 +127,8 @@ model_weights model_weights::random(const model_config& cfg) {
 
 std::int32_t prompt_token(std::uint64_t seed, std::uint64_t seq_id, std::uint32_t i,
                           std::uint32_t vocab) noexcept {
-  return static_cast<std::int32_t>(mix_seed(mix_seed(seed, seq_id), i) % vocab);
+  return static_cast<std::int32_t>(
+      tokchron_loadgen::mix_seed(tokchron_loadgen::mix_seed(seed, seq_id), i) % vocab);
 }
 
 std::int32_t argmax(const float* v, std::size_t n) noexcept {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_TOOLS_EXECUTOR_CORE_RANDOM_HPP
-#define TOKCHRON_TOOLS_EXECUTOR_CORE_RANDOM_HPP
+#ifndef TOKCHRON_TOOLS_LOADGEN_RANDOM_HPP
+#define TOKCHRON_TOOLS_LOADGEN_RANDOM_HPP
 
 /// \file
 /// A seeded random source whose every draw is specified here, so a seed gives the same run on
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <random>
 
-namespace batching {
+namespace tokchron_loadgen {
 
 /// Derives independent stream seeds from one user seed (splitmix64 finaliser).
 [[nodiscard]] constexpr std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream) noexcept {
@@ -86,6 +86,6 @@ class rng {
   bool has_spare_ = false;
 };
 
-}  // namespace batching
+}  // namespace tokchron_loadgen
 
-#endif  // TOKCHRON_TOOLS_EXECUTOR_CORE_RANDOM_HPP
+#endif  // TOKCHRON_TOOLS_LOADGEN_RANDOM_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_DISTRIBUTION_HPP
-#define TOKCHRON_TOOLS_EXECUTOR_APP_DISTRIBUTION_HPP
+#ifndef TOKCHRON_TOOLS_LOADGEN_DISTRIBUTION_HPP
+#define TOKCHRON_TOOLS_LOADGEN_DISTRIBUTION_HPP
 
 /// \file
 /// Seeded distributions of prompt/output lengths and think times, parsed from one-word specs.
@@ -25,9 +25,9 @@
 #include <string_view>
 #include <vector>
 
-#include "random.hpp"
+#include "loadgen/random.hpp"
 
-namespace batching {
+namespace tokchron_loadgen {
 
 /// What a distribution describes: which minimum applies and which trace field is read.
 enum class quantity : std::uint8_t { prompt_length, output_length, seconds };
@@ -93,6 +93,6 @@ class distribution {
 /// with "FILE:LINE: field 'F': why (value 'V')".
 [[nodiscard]] std::vector<double> parse_trace_values(const std::string& path, quantity q);
 
-}  // namespace batching
+}  // namespace tokchron_loadgen
 
-#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_DISTRIBUTION_HPP
+#endif  // TOKCHRON_TOOLS_LOADGEN_DISTRIBUTION_HPP

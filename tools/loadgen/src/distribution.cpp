@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "distribution.hpp"
+#include "loadgen/distribution.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace batching {
+namespace tokchron_loadgen {
 namespace {
 
 [[noreturn]] void bad(std::string_view spec, const std::string& why) {
@@ -318,4 +318,4 @@ std::vector<double> parse_trace_values(const std::string& path, quantity q) {
   return out;
 }
 
-}  // namespace batching
+}  // namespace tokchron_loadgen
