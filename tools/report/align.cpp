@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-#include "align.hpp"
+#include "report/align.hpp"
 
 #include <algorithm>
 #include <sstream>
 
-#include "options.hpp"
+#include "report/options.hpp"
 
 namespace tokchron_report {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "commands.hpp"
+#include "report/commands.hpp"
 
 #include <exception>
 #include <filesystem>
@@ -7,13 +7,13 @@
 #include <ostream>
 #include <utility>
 
-#include "inputs.hpp"
-#include "join.hpp"
 #include "plot.hpp"  // tools/plot: --plot
-#include "sla.hpp"
-#include "summaries.hpp"
+#include "report/inputs.hpp"
+#include "report/join.hpp"
+#include "report/sla.hpp"
+#include "report/summaries.hpp"
+#include "report/writers.hpp"
 #include "tokchron/export/json.hpp"
-#include "writers.hpp"
 
 namespace tokchron_report {
 namespace {

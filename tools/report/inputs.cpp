@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "inputs.hpp"
+#include "report/inputs.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "join.hpp"
+#include "report/join.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,9 +12,9 @@
 #include <utility>
 
 #include "join_plot.hpp"  // tools/plot: --plot
-#include "options.hpp"
+#include "report/options.hpp"
+#include "report/writers.hpp"
 #include "tokchron/export/json.hpp"
-#include "writers.hpp"
 
 namespace tokchron_report {
 

@@ -9,7 +9,7 @@
 #include <malloc.h>
 #endif
 
-#include "commands.hpp"
+#include "report/commands.hpp"
 
 int main(int argc, char** argv) {
 #if defined(__GLIBC__)

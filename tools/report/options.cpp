@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "options.hpp"
+#include "report/options.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,8 +10,8 @@
 #include <sstream>
 #include <thread>
 
-#include "commands.hpp"
 #include "option_once.hpp"
+#include "report/commands.hpp"
 
 namespace tokchron_report {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "sla.hpp"
+#include "report/sla.hpp"
 
 #include <cmath>
 #include <cstdlib>

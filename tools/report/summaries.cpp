@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "summaries.hpp"
+#include "report/summaries.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "writers.hpp"
+#include "report/writers.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "inputs.hpp"
-#include "options.hpp"
+#include "report/inputs.hpp"
+#include "report/options.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 
 namespace tokchron_report {

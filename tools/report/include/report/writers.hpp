@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inputs.hpp"
+#include "report/inputs.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 
 namespace tokchron_report {

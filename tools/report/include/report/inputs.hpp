@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "align.hpp"
-#include "options.hpp"
+#include "report/align.hpp"
+#include "report/options.hpp"
 #include "tokchron/io/trace.hpp"
 #include "tokchron/io/trace_json_reader.hpp"
 #include "tokchron/io/vllm_result.hpp"

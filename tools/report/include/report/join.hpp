@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "inputs.hpp"
-#include "options.hpp"
+#include "report/inputs.hpp"
+#include "report/options.hpp"
 #include "tokchron/metrics/distribution.hpp"
 
 namespace tokchron_report {

@@ -10,13 +10,13 @@
 /// messages), sla.hpp (--slo, --goodput, claim files) and commands.hpp (the commands and
 /// `run`). This header includes them all.
 
-#include "align.hpp"
-#include "commands.hpp"
-#include "inputs.hpp"
-#include "join.hpp"
-#include "options.hpp"
-#include "sla.hpp"
-#include "summaries.hpp"
-#include "writers.hpp"
+#include "report/align.hpp"
+#include "report/commands.hpp"
+#include "report/inputs.hpp"
+#include "report/join.hpp"
+#include "report/options.hpp"
+#include "report/sla.hpp"
+#include "report/summaries.hpp"
+#include "report/writers.hpp"
 
 #endif  // TOKCHRON_TOOLS_REPORT_REPORT_HPP

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "inputs.hpp"
-#include "options.hpp"
+#include "report/inputs.hpp"
+#include "report/options.hpp"
 #include "tokchron/sla/consistency.hpp"
 #include "tokchron/sla/evaluator.hpp"
 #include "tokchron/sla/goodput.hpp"

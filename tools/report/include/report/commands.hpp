@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "options.hpp"
+#include "report/options.hpp"
 
 namespace tokchron_report {
 
