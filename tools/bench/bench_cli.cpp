@@ -17,9 +17,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cli/option_once.hpp"
 #include "client.hpp"
 #include "loadgen/options.hpp"
-#include "option_once.hpp"
 #include "otel_export.hpp"
 #include "report/commands.hpp"
 #include "report/inputs.hpp"
@@ -272,7 +272,7 @@ settings parse(const std::vector<std::string>& argv) {
                                   [&](const own_option& o) { return o.name == name; });
     const bool load = std::count(workload_options().begin(), workload_options().end(), name) > 0;
     if (own == own_options().end() && !load) throw usage_error("unknown option --" + dashes(name));
-    // An option given twice is refused (tools/cli/option_once.hpp); --slo is a list. One --sweep.
+    // An option given twice is refused (cli/option_once.hpp); --slo is a list. One --sweep.
     if (own != own_options().end()
             ? !own->repeatable && bool(repeated = once.note(dashes(name), value))
             : bool(repeated = once.note(dashes(name), value)))

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "option_once.hpp"
+#include "cli/option_once.hpp"
 #include "report/commands.hpp"
 
 namespace tokchron_report {

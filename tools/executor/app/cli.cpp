@@ -12,8 +12,8 @@
 #include <limits>
 #include <map>
 
+#include "cli/option_once.hpp"
 #include "loadgen/options.hpp"
-#include "option_once.hpp"
 
 namespace batching {
 namespace {

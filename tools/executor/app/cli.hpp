@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "cli/option_once.hpp"
 #include "loadgen.hpp"
 #include "loadgen/options.hpp"
-#include "option_once.hpp"
 #include "scheduler.hpp"
 #include "sim_backend.hpp"
 
@@ -48,7 +48,7 @@ using option_info = tokchron_loadgen::option_info;
 /// `std::invalid_argument` naming the option and the bad value.
 void set_option(run_config& c, std::string_view name, std::string_view value);
 
-/// The rule for an option given twice (tools/cli/option_once.hpp), for every parser of the
+/// The rule for an option given twice (cli/option_once.hpp), for every parser of the
 /// executor's options (the run, serve, calibrate, published, tokchron-bench): a single-valued
 /// option's second value gives the message to refuse it with; `--slo` and `--sweep` are lists;
 /// `--sim KEY=V` and `--compute KEY=V` are lists that take each KEY once. `name` in either
