@@ -272,7 +272,8 @@ struct load_options {
   /// failed (a dead, refusing or failing server): the run then ends with `gave_up` set, its
   /// requests in flight run to their end. Zero: never.
   clock::duration give_up = std::chrono::seconds(30);
-  /// When set, each request is handed over here (on the scheduling thread) as it ends, with
+  /// When set, each request is handed over here as it ends, in the order they end, on a thread
+  /// of the run's own (never the scheduling thread: nothing it does delays a send), with
   /// the time the run's schedule counts from (`load_result::zero`), instead of being kept in
   /// `load_result::requests`: the run then keeps only the requests in flight, so its memory is
   /// bounded by the users (closed loop) or the rate times the request time (open loop), not by
