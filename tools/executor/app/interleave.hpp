@@ -29,7 +29,7 @@
 #include "backend.hpp"
 #include "cli.hpp"
 #include "engine.hpp"
-#include "plot/executor_steps.hpp"
+#include "pictures/executor_steps.hpp"
 
 namespace batching {
 

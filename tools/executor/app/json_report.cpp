@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "report.hpp"
+#include "run_reports.hpp"
 #include "tokchron/export/json.hpp"
 
 namespace batching {

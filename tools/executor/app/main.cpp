@@ -22,10 +22,10 @@
 #endif
 #include "engine.hpp"
 #include "interleave.hpp"
-#include "plot/executor_plot.hpp"
+#include "pictures/executor_plot.hpp"
 #include "published_points.hpp"
-#include "report.hpp"
 #include "run_limits.hpp"
+#include "run_reports.hpp"
 #include "server.hpp"
 #include "tokchron/sla/capacity.hpp"
 

@@ -5,7 +5,7 @@
 // (export/summary_gauges.hpp) and the executor's own gauges; written by export/prometheus.hpp.
 #include <string>
 
-#include "report.hpp"
+#include "run_reports.hpp"
 #include "tokchron/export/prometheus.hpp"
 #include "tokchron/export/serving_metrics.hpp"
 #include "tokchron/export/summary_gauges.hpp"

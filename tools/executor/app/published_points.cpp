@@ -12,7 +12,7 @@
 #include "calibrate.hpp"
 #include "cli.hpp"
 #include "loadgen.hpp"
-#include "report.hpp"
+#include "run_reports.hpp"
 
 namespace batching {
 namespace {

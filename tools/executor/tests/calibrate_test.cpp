@@ -17,7 +17,7 @@
 #include "cli.hpp"
 #include "loadgen.hpp"
 #include "nelder_mead.hpp"
-#include "report.hpp"
+#include "run_reports.hpp"
 #include "scheduler.hpp"
 
 using namespace batching;

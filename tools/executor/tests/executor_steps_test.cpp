@@ -9,8 +9,8 @@
 
 #include "engine.hpp"
 #include "loadgen.hpp"
-#include "plot/executor_plot.hpp"
-#include "plot/executor_steps.hpp"
+#include "pictures/executor_plot.hpp"
+#include "pictures/executor_steps.hpp"
 #include "sim_backend.hpp"
 
 TEST_CASE("record_steps: every step, integrals equal to the engine's totals") {

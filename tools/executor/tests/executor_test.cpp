@@ -11,8 +11,8 @@
 
 #include "cli.hpp"
 #include "engine.hpp"
-#include "report.hpp"
 #include "report/report.hpp"
+#include "run_reports.hpp"
 
 using namespace batching;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_REPORT_HPP
-#define TOKCHRON_TOOLS_EXECUTOR_APP_REPORT_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_RUN_REPORTS_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_RUN_REPORTS_HPP
 
 /// \file
 /// Everything the executor reports goes through tokchron: the run summary
@@ -81,4 +81,4 @@ void write_trace(std::ostream& out, const outcome& o);
 
 }  // namespace batching
 
-#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_REPORT_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_RUN_REPORTS_HPP

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "report.hpp"
+#include "run_reports.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_PLOT_HPP
-#define TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_PLOT_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_PICTURES_EXECUTOR_PLOT_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_PICTURES_EXECUTOR_PLOT_HPP
 
 /// \file
 /// batching-executor's `--plot DIR`: the pictures of a run or a sweep from the executor's own
-/// outcomes (app/report.hpp). Each configuration is summarised exactly as
+/// outcomes (app/run_reports.hpp). Each configuration is summarised exactly as
 /// `batching::evaluate` summarises it (the same profile, options and measured requests), with
 /// the pictures' percentiles added; the frontier is the planner's answer for
 /// `batching::load_points`; the token timeline shows the planner's choice (else the first
@@ -16,7 +16,7 @@
 
 #include "executor_steps.hpp"
 #include "plot.hpp"
-#include "report.hpp"
+#include "run_reports.hpp"
 
 namespace plot {
 
@@ -123,4 +123,4 @@ inline plot_result plot_executor(const std::vector<batching::outcome>& all,
 
 }  // namespace plot
 
-#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_PLOT_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_PICTURES_EXECUTOR_PLOT_HPP

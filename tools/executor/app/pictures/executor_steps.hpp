@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_STEPS_HPP
-#define TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_STEPS_HPP
+#ifndef TOKCHRON_TOOLS_EXECUTOR_APP_PICTURES_EXECUTOR_STEPS_HPP
+#define TOKCHRON_TOOLS_EXECUTOR_APP_PICTURES_EXECUTOR_STEPS_HPP
 
 /// \file
 /// The executor's over-time record for the pictures: a `batching::step_observer` (the engine's
@@ -34,4 +34,4 @@ namespace plot {
 
 }  // namespace plot
 
-#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_PLOT_EXECUTOR_STEPS_HPP
+#endif  // TOKCHRON_TOOLS_EXECUTOR_APP_PICTURES_EXECUTOR_STEPS_HPP
