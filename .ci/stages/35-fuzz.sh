@@ -60,6 +60,8 @@ build_target() {
   if [ -n "${fuzz_sources[$1]:-}" ]; then
     extra=("$TOKCHRON_ROOT/${fuzz_sources[$1]}" -I"$TOKCHRON_ROOT/$(dirname "${fuzz_sources[$1]}")")
   fi
+  # serve's request parser names prompt blocks with the executor's core/kv_cache.hpp.
+  [ "$1" = serve_request ] && extra+=(-I"$TOKCHRON_ROOT/tools/executor/core")
   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -fno-omit-frame-pointer -Wall -Wextra -Werror -I"$TOKCHRON_ROOT/include" \
     "$src/${1}_fuzz.cpp" "${extra[@]}" -o "$out/fuzz_$1" >"$out/build_$1.log" 2>&1

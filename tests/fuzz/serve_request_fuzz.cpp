@@ -54,6 +54,7 @@ const sv::request_limits& limits() {
     x.max_prompt_tokens = 300;
     x.reasoning_fraction = 0.25;
     x.shared_prefix = 8;
+    x.block_size = 16;  // prefix caching on: the prompt's block hashes are made too
     return x;
   }();
   return l;
@@ -96,7 +97,7 @@ void check_body(sv::endpoint kind, std::string_view body) {
   TOKCHRON_FUZZ_CHECK(g.output_tokens >= 1 && g.output_tokens <= g.max_tokens);
   TOKCHRON_FUZZ_CHECK(g.reasoning_tokens <= g.output_tokens);
   TOKCHRON_FUZZ_CHECK(kind == sv::endpoint::chat || g.reasoning_tokens == 0);
-  TOKCHRON_FUZZ_CHECK(g.prefix_tokens <= g.prompt_tokens && g.prefix_tokens <= l.shared_prefix);
+  TOKCHRON_FUZZ_CHECK(g.block_hashes.size() == g.prompt_tokens / l.block_size);
 }
 
 struct parsed_request {

@@ -3,7 +3,7 @@
 # The fuzzing itself (clang -fsanitize=fuzzer) is CI stage .ci/stages/35-fuzz.sh. The targets
 # of the tools compile the tool's source they test with them (as the stage does):
 # sse_decoder tools/bench/sse.cpp, serve_request tools/executor/serve/openai.cpp (with
-# Boost.Beast's headers).
+# Boost.Beast's headers and the executor's core/ for its kv_cache.hpp).
 set(_tc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 find_package(nlohmann_json 3 QUIET)
 set(_tc_fuzz_source_sse_decoder ${PROJECT_SOURCE_DIR}/tools/bench/sse.cpp)
@@ -25,8 +25,10 @@ foreach(_t IN ITEMS slo log_histogram trace_line timeline_calls sse_decoder serv
     get_filename_component(_dir ${_tc_fuzz_source_${_t}} DIRECTORY)
     target_include_directories(tokchron_fuzz_replay_${_t} PRIVATE ${_dir})
   endif()
-  if(_t STREQUAL "serve_request")
+  if(_t STREQUAL "serve_request")  # openai.cpp names prompt blocks with core/kv_cache.hpp
     target_link_libraries(tokchron_fuzz_replay_${_t} PRIVATE Boost::headers)
+    target_include_directories(tokchron_fuzz_replay_${_t}
+                               PRIVATE ${PROJECT_SOURCE_DIR}/tools/executor/core)
   endif()
   tokchron_target_warnings(tokchron_fuzz_replay_${_t})
   add_test(NAME tokchron_fuzz_replay_${_t}
