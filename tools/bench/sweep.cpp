@@ -92,20 +92,26 @@ window_metrics measure_window(const std::vector<tc::trace_timeline>& run,
                               const std::optional<tc::request_slo>& slo) {
   window_metrics w;
   w.requests = run.size();
-  double first_end = std::numeric_limits<double>::infinity();
   double last_send = -std::numeric_limits<double>::infinity();
   double first_arrival = std::numeric_limits<double>::infinity();
+  std::vector<double> ends;
+  ends.reserve(run.size());
   for (const auto& tl : run) {
     if (const auto s = tl.send_time()) last_send = std::max(last_send, trace_seconds(*s));
     if (const auto a = tl.arrival()) first_arrival = std::min(first_arrival, trace_seconds(*a));
-    if (const auto f = tl.finish_time()) first_end = std::min(first_end, trace_seconds(*f));
+    if (const auto f = tl.finish_time()) ends.push_back(trace_seconds(*f));
   }
-  if (!std::isfinite(first_end) || !std::isfinite(last_send)) return w;
+  if (ends.empty() || !std::isfinite(last_send)) return w;
+  std::sort(ends.begin(), ends.end());
+  // Both edges are the first end at or after an instant (the run's start, its last send), so
+  // they sit at the same place in a burst of ends: (start, end] then holds whole batches.
+  const auto closing = std::lower_bound(ends.begin(), ends.end(), last_send);
+  if (closing == ends.end()) return w;
   w.run_start_s = std::isfinite(first_arrival) ? first_arrival : 0.0;
-  w.window = {first_end, last_send};
+  w.window = {ends.front(), *closing};
   if (w.window.empty()) return w;
   const double from = w.window.start_s, to = w.window.end_s;
-  const auto inside = [&](double t) { return t >= from && t <= to; };
+  const auto inside = [&](double t) { return t > from && t <= to; };
   tc::exact_quantiles<double> ttft, tpot, e2e;
   std::optional<tc::goodput_counter> good;
   if (slo) good.emplace(*slo, tc::goodput_options{tc::missing_metric_rule::excluded});
@@ -216,14 +222,15 @@ nlohmann::json optional_json(const std::optional<double>& v) {
 
 void print_window(std::ostream& out, const window_metrics& w) {
   if (w.window.empty()) {
-    out << "Steady state: none (the run sent its last request before any request ended: "
-           "lengthen --duration)\n";
+    out << "Steady state: none (no request ended before the run's last send, or none at or "
+           "after it: lengthen --duration)\n";
     return;
   }
   const double t0 = w.run_start_s;
   out << "Steady state: " << fixed(w.window.start_s - t0, 3) << " s to "
       << fixed(w.window.end_s - t0, 3) << " s after the first arrival ("
-      << fixed(w.window.length_s(), 3) << " s, from the first request's end to the last send); "
+      << fixed(w.window.length_s(), 3)
+      << " s: after the first end of a request, to the first end at or after the last send); "
       << w.ended << " of " << w.requests << " requests ended in it, " << w.failed << " failed\n";
   out << "  requests/s " << fixed(*w.request_rate, 3) << ", output tok/s "
       << fixed(*w.output_rate, 1);
@@ -255,7 +262,7 @@ void print_window(std::ostream& out, const window_metrics& w) {
 
 nlohmann::json window_json(const window_metrics& w) {
   nlohmann::json j;
-  j["rule"] = "from the first request's end to the last send";
+  j["rule"] = "(first end, first end at or after the last send]";
   j["start_s"] = w.window.start_s - w.run_start_s;
   j["end_s"] = w.window.end_s - w.run_start_s;
   j["length_s"] = w.window.empty() ? 0.0 : w.window.length_s();

@@ -32,10 +32,16 @@ namespace tc = tokchron;
 /// std::invalid_argument when neither rate is positive or either is not finite.
 [[nodiscard]] std::vector<double> sweep_rates(double synchronous, double throughput, unsigned n);
 
-/// The steady-state window of one run, in seconds on the trace's clock: from the first end of a
-/// request (ramp-up: every request in flight from then on was sent under the run's load, and the
-/// first one has been served whole) to the last send (drain: nothing is sent after it, so the
-/// load only falls). Empty when the run sent its last request before any request ended.
+/// The steady-state window of one run, in seconds on the trace's clock, the interval
+/// (start_s, end_s]: from the first end of a request (ramp-up: every request in flight from then
+/// on was sent under the run's load, and the first one has been served whole) to the first end
+/// at or after the last send (drain: nothing is sent after the last send, and until that end
+/// as many requests are in flight as then; from it on the load only falls). Both edges are the
+/// first end at or after an instant, so they sit at the same place in a burst of ends (a batch
+/// that completes together) and the window holds whole batches: every rate over it counts the
+/// events in (start_s, end_s] (an event at start_s is out, one at end_s in), and on ends that
+/// come in equal batches the request rate is the completion rate exactly. Empty when no request
+/// ended before the last send, or none at or after it.
 struct steady_window {
   double start_s = 0, end_s = 0;
   [[nodiscard]] double length_s() const noexcept { return end_s - start_s; }
@@ -47,7 +53,7 @@ struct window_metrics {
   steady_window window;
   double run_start_s = 0;  ///< the earliest arrival of the run (the seconds below count from it)
   std::uint64_t requests = 0;               ///< requests of the run (the trace's lines)
-  std::uint64_t ended = 0;                  ///< of which ended in the window
+  std::uint64_t ended = 0;                  ///< of which ended in (start_s, end_s]
   std::uint64_t succeeded = 0, failed = 0;  ///< of those, by outcome
   std::uint64_t output_tokens = 0;     ///< token-chunk tokens received in the window (any request)
   std::optional<double> request_rate;  ///< succeeded / window length

@@ -20,6 +20,11 @@ predicts for the same configuration and load, within
 
 so  predicted (1 - e_res - e_jit - e_rt) <= measured <= predicted (1 + e_res + e_jit).
 
+Its request rate likewise, e_res then the window's resolution in requests: its edges are each
+the first end at or after an instant, so it holds whole batches when the bursts of ends at its
+two edges are alike, and otherwise at most one batch less one request more or less:
+(max_batch_size - 1) of the window's ended requests.
+
 The sweep must also be GuideLLM's: the open-loop points' rates evenly spaced from the
 synchronous point's measured rate to the throughput point's, the last one the throughput's
 own; and no point may measure more than the predicted capacity (the upper bound above, with
@@ -101,6 +106,12 @@ def main():
     print(f"ratio {m_tok / p_tok:.4f}; bounds [{low / p_tok:.4f}, {high / p_tok:.4f}] "
           f"(e_res {e_res:.4f}, e_jit {e_jit:.4f}, e_rt {e_rt:.4f})")
     ok = low <= m_tok <= high
+    m_req = w["request_rate"]
+    e_req = (a.max_batch - 1) / max(w["ended"], 1)
+    r_low, r_high = p_req * (1 - e_req - e_jit - e_rt), p_req * (1 + e_req + e_jit)
+    print(f"request rate ratio {m_req / p_req:.4f}; bounds [{r_low / p_req:.4f}, "
+          f"{r_high / p_req:.4f}] (e_res {e_req:.4f}, {w['ended']} ended in the window)")
+    ok = ok and r_low <= m_req <= r_high
     for label, win in zip(labels, windows):
         e = 2 * a.max_batch / max(win["output_tokens"], 1)
         # Above too, the real-time overhead: a starved serve writes a late step's chunks in a

@@ -121,27 +121,29 @@ TEST_CASE("Student's t quantiles, and AIPerf's interval over runs") {
   CHECK_THROWS_AS((void)tb::t_interval({1, INFINITY}, 0.9), std::invalid_argument);
 }
 
-TEST_CASE("the steady-state window: first end to last send, and what lies in it") {
+TEST_CASE("the steady-state window: first end to the first end after the last send") {
   std::vector<tc::trace_timeline> run;
   run.push_back(request(0.0, {{1.0, 1}, {1.2, 1}}, 10));  // ends first: the window opens at 1.2
   run.push_back(request(0.5, {{1.5, 2}, {2.0, 1}}, 20));  // TTFT 1.0, TPOT 0.25
   run.push_back(request(1.0, {{1.1, 1}}, 5, 1.8, tc::finish_reason::error));  // failed in it
   run.push_back(request(2.0, {{2.5, 1}}, 7));                                 // one token: no TPOT
-  run.push_back(request(3.0, {{3.5, 1}}, 9));  // the last send closes it at 3.0
+  run.push_back(request(3.0, {{3.2, 1}, {3.5, 1}}, 9));  // the last send; its end closes it
+  run.push_back(request(0.6, {{3.6, 1}}, 4));            // ends after it, in the drain
   const tb::window_metrics w = tb::measure_window(run, tc::request_slo::parse("tpot:1s"));
-  CHECK(w.requests == 5);
+  CHECK(w.requests == 6);
   CHECK(w.window.start_s == doctest::Approx(1.2));
-  CHECK(w.window.end_s == doctest::Approx(3.0));
+  CHECK(w.window.end_s == doctest::Approx(3.5));
   CHECK(w.run_start_s == doctest::Approx(0.0));
-  CHECK(w.ended == 4);  // not the request that ended at 3.5, in the drain
+  CHECK(w.ended == 4);  // not the request whose end opens it, nor the one in the drain
   CHECK(w.succeeded == 3);
   CHECK(w.failed == 1);
-  // tokens by their own times: 1.2, 1.5 (2), 2.0, 2.5; not 1.0 (ramp-up), 1.1 (before it), 3.5
-  CHECK(w.output_tokens == 5);
-  CHECK(*w.output_rate == doctest::Approx(5 / 1.8));
-  CHECK(*w.request_rate == doctest::Approx(3 / 1.8));
-  CHECK(*w.ttft_p50 == doctest::Approx(1.0));  // of 0.5, 1.0, 1.0 the nearest-rank median
-  CHECK(*w.tpot_p99 == doctest::Approx(0.25));
+  // tokens by their own times: 1.5 (2), 2.0, 2.5, 3.2, 3.5; not 1.0 and 1.1 (before it), 1.2
+  // (its start), 3.6 (after it)
+  CHECK(w.output_tokens == 6);
+  CHECK(*w.output_rate == doctest::Approx(6 / 2.3));
+  CHECK(*w.request_rate == doctest::Approx(3 / 2.3));
+  CHECK(*w.ttft_p50 == doctest::Approx(0.5));  // of 0.2, 0.5, 1.0 the nearest-rank median
+  CHECK(*w.tpot_p99 == doctest::Approx(0.3));
   // GuideLLM's inclusion: the failed request is judged (not good), the 1-token one is left out,
   // the one in the drain is not counted at all
   REQUIRE(w.goodput);
@@ -150,14 +152,14 @@ TEST_CASE("the steady-state window: first end to last send, and what lies in it"
   CHECK(g.excluded == 1);
   CHECK(g.good == 2);
   CHECK(*g.attainment() == doctest::Approx(2.0 / 3.0));
-  CHECK(*g.goodput() == doctest::Approx(2 / 1.8));
-  CHECK(*g.token_goodput() == doctest::Approx((10 + 20 + 2 + 3) / 1.8));
+  CHECK(*g.goodput() == doctest::Approx(2 / 2.3));
+  CHECK(*g.token_goodput() == doctest::Approx((20 + 3 + 9 + 2) / 2.3));
   const auto j = tb::window_json(w);
   CHECK(j["start_s"].get<double>() == doctest::Approx(1.2));
   CHECK(j["goodput"]["excluded"] == 1);
   std::ostringstream text;
   tb::print_window(text, w);
-  CHECK(text.str().find("Steady state: 1.200 s to 3.000 s after the first arrival (1.800 s") !=
+  CHECK(text.str().find("Steady state: 1.200 s to 3.500 s after the first arrival (2.300 s") !=
         std::string::npos);
 
   // no limits: no goodput; a run that sent its last request before any ended: no window
@@ -171,6 +173,82 @@ TEST_CASE("the steady-state window: first end to last send, and what lies in it"
   std::ostringstream t2;
   tb::print_window(t2, none);
   CHECK(t2.str().find("lengthen --duration") != std::string::npos);
+}
+
+namespace {
+
+// A saturated engine's run: `users` closed-loop users in batches of `batch` that run in lockstep,
+// batch k (1, 2, ..., batches) ending at k seconds plus `spread` x its request's index (a client
+// reads a batch's ends one after another), each request sent 10 ms after its user's previous end
+// (the first batch at 0), with 2 tokens at k - 0.5, its last token at its end and a prompt of 10.
+std::vector<tc::trace_timeline> lockstep(unsigned batch, unsigned batches, double spread) {
+  std::vector<tc::trace_timeline> run;
+  for (unsigned k = 1; k <= batches; ++k)
+    for (unsigned i = 0; i < batch; ++i) {
+      const double end = k + spread * i;
+      const double send = k == 1 ? 0.0 : (k - 1) + spread * i + 0.01;
+      run.push_back(request(send, {{k - 0.5, 2}, {end, 1}}, 10));
+    }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("the steady-state window's rates are the true rates when ends come in batches") {
+  // 6 batches of 8 ending at 1, 2, ..., 6 s: the engine completes 8 requests and 24 tokens a
+  // second. The window opens at the first end (1 s), the last send is 5.01 s, and the window
+  // closes at the first end after it (6 s): (1, 6] holds batches 2 to 6, 40 ends, 120 tokens.
+  for (const double spread : {0.0, 1e-4}) {
+    CAPTURE(spread);
+    const tb::window_metrics w =
+        tb::measure_window(lockstep(8, 6, spread), tc::request_slo::parse("ttft:10s"));
+    CHECK(w.window.start_s == doctest::Approx(1.0));
+    CHECK(w.window.end_s == doctest::Approx(6.0));
+    CHECK(w.ended == 40);
+    CHECK(w.succeeded == 40);
+    CHECK(*w.request_rate == doctest::Approx(8.0).epsilon(1e-9));
+    CHECK(*w.output_rate == doctest::Approx(24.0).epsilon(1e-9));
+    REQUIRE(w.goodput);
+    CHECK(*w.goodput->goodput() == doctest::Approx(8.0).epsilon(1e-9));
+    CHECK(*w.goodput->token_goodput() == doctest::Approx(8.0 * (10 + 3)).epsilon(1e-9));
+    CHECK(*w.goodput->output_token_goodput() == doctest::Approx(24.0).epsilon(1e-9));
+  }
+  // One user (the synchronous point): each request 0.5 s, the next sent 1 ms after its end;
+  // the window from the first end to the last holds 9 requests in 9 cycles of 0.501 s.
+  std::vector<tc::trace_timeline> one;
+  double send = 0;
+  for (int k = 0; k < 10; ++k) {
+    one.push_back(request(send, {{send + 0.25, 1}, {send + 0.5, 1}}));
+    send += 0.501;
+  }
+  const tb::window_metrics s = tb::measure_window(one, std::nullopt);
+  CHECK(s.ended == 9);
+  CHECK(s.window.length_s() == doctest::Approx(9 * 0.501));
+  CHECK(*s.request_rate == doctest::Approx(1 / 0.501).epsilon(1e-9));
+  CHECK(*s.output_rate == doctest::Approx(2 / 0.501).epsilon(1e-9));
+}
+
+TEST_CASE("the steady-state window is (start, end]: an event at its start is out, at its end in") {
+  std::vector<tc::trace_timeline> run;
+  run.push_back(request(0.0, {{0.5, 1}, {1.0, 1}}));  // ends first: opens the window at 1.0
+  run.push_back(request(0.3, {{1.0, 2}}));            // ends at the opening too: out
+  run.push_back(request(0.2, {{1.0, 4}, {2.0, 1}}));  // 4 tokens at the opening: out; ends at
+                                                      // the first end after the last send: in
+  run.push_back(request(1.2, {{2.0, 3}, {2.5, 1}}));  // the last send; 3 tokens at the close: in
+  const tb::window_metrics w = tb::measure_window(run, std::nullopt);
+  CHECK(w.window.start_s == doctest::Approx(1.0));
+  CHECK(w.window.end_s == doctest::Approx(2.0));
+  CHECK(w.ended == 1);          // 2.0; not the two at 1.0 (its start), not 2.5 (after it)
+  CHECK(w.output_tokens == 4);  // at 2.0: 1 + 3
+  CHECK(*w.request_rate == doctest::Approx(1.0));
+  // the last send after every end: no end closes the window
+  std::vector<tc::trace_timeline> open;
+  open.push_back(request(0.0, {{1.0, 1}}));
+  tc::trace_timeline unfinished;
+  REQUIRE(unfinished.arrive(at(2.0)) == tc::record_status::ok);
+  REQUIRE(unfinished.send(at(2.0)) == tc::record_status::ok);
+  open.push_back(std::move(unfinished));
+  CHECK(tb::measure_window(open, std::nullopt).window.empty());
 }
 
 TEST_CASE("--rate sweep against the scripted server: synchronous, throughput, rates between") {
