@@ -162,12 +162,14 @@ replay small "$work/mooncake-half.jsonl" bounded --sim memory=2.5e10 || exit 1
 # sim's jitter above and below, and below also the real-time engine's overhead, at most 3 ms a
 # step: serve's steps measured 1.7 ms longer than modelled on average (its trace, and the two
 # runs' ratios 0.947 and 0.949, before serve had a prefix cache) on the 2-core machine at load
-# average 15; 3 ms is that with a margin of 1.8x. With the prefix cache (the prediction below):
-# ratios 0.979 and 0.975 at load average 1-4. About 27 s wall and 1.5 s CPU.
+# average 15; 3 ms is that with a margin of 1.8x. Each generated prompt is words of its own
+# (no two share a block of 16 tokens), so serve's prefix cache serves none of them: its
+# /metrics must count no hit, and the prediction computes every prompt whole.
+# About 27 s wall and 1.5 s CPU.
 echo "--- tokchron-bench --rate sweep against serve, and the executor's prediction"
 sweep_cfg=(--hw a10g --model llama2-7b --max-batch-size 8)
 sweep_load=(--prompt-len fixed:64 --output-len fixed:32)
-"$bx" serve --host 127.0.0.1 --port 0 "${sweep_cfg[@]}" --served-model tokchron-sim \
+"$bx" serve --host 127.0.0.1 --port 0 "${sweep_cfg[@]}" --served-model tokchron-sim --names vllm \
   >"$work/sweep-serve.log" 2>&1 &
 server=$!
 pids+=("$server")
@@ -178,14 +180,14 @@ base=$(tc_serve_url "$work/sweep-serve.log")
   2>"$work/rate-sweep.err" ||
   { echo "tokchron-bench exited with $?"; cat "$work/rate-sweep.err"; exit 1; }
 cat "$work/rate-sweep.err"
+curl -fsS "$base/metrics" >"$work/sweep-metrics.txt"
+awk '/^vllm:prefix_cache_queries_total/ { q += $NF } /^vllm:prefix_cache_hits_total/ { h += $NF }
+  END { printf "  serve'"'"'s prefix cache: %d of %d prompt tokens hit\n", h, q; exit !(q > 0 && h == 0) }' \
+  "$work/sweep-metrics.txt" || { echo "the sweep's prompts share cached blocks"; exit 1; }
 kill -INT "$server"
 wait "$server" || { echo "serve exited with $?"; cat "$work/sweep-serve.log"; exit 1; }
 pids=()
-# tokchron-bench's prompts of 64 words are the same 64 words ("the"), so serve's prefix cache
-# serves the first 3 blocks of 16 of each (never the last token: 48 tokens); the prediction
-# runs the same prompts as a shared system prompt of 48 tokens and 16 of the request's own.
-"$bx" --backend sim "${sweep_cfg[@]}" --users 24 --think-time none --shared-prefix 48 \
-  --prompt-len fixed:16 --output-len fixed:32 --duration 300 --format json \
-  >"$work/rate-sweep-predicted.json"
+"$bx" --backend sim "${sweep_cfg[@]}" --users 24 --think-time none "${sweep_load[@]}" \
+  --duration 300 --format json >"$work/rate-sweep-predicted.json"
 python3 "$TOKCHRON_ROOT/tools/bench/tests/check_rate_sweep.py" --sweep "$work/rate-sweep.json" \
   --predicted "$work/rate-sweep-predicted.json" --max-batch 8 --points 2 --step-overhead-ms 3

@@ -165,11 +165,49 @@ void check_id_prefix(const std::string& prefix) {
   }
 }
 
-std::string request_body(const target& t, std::uint32_t prompt_tokens, std::uint32_t max_tokens) {
+namespace {
+
+std::uint64_t mix(std::uint64_t x) noexcept {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Two alphabets of 16 words each, every word one token (with its leading space) in common
+// tokenizers; the filler after a key's 16 words is alphabet 0's first word.
+constexpr const char* alphabets[2][16] = {{"the", "of", "and", "to", "in", "is", "it", "that",
+                                           "for", "on", "was", "with", "as", "at", "by", "be"},
+                                          {"a", "you", "he", "we", "they", "this", "are", "have",
+                                           "not", "but", "or", "from", "an", "his", "all", "one"}};
+
+}  // namespace
+
+void append_words(std::string& out, std::uint64_t key, unsigned alphabet, std::uint32_t n,
+                  bool space_first) {
+  const std::uint64_t bits = mix(key);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (i > 0 || space_first) out += ' ';
+    out += i < 16 ? alphabets[alphabet & 1][(bits >> (60 - 4 * i)) & 15] : alphabets[0][0];
+  }
+}
+
+std::uint64_t block_key(std::uint64_t seed, std::uint64_t id) noexcept { return mix(seed) ^ id; }
+std::uint64_t own_key(std::uint64_t seed, std::uint64_t id) noexcept {
+  return mix(seed ^ 0x5bd1e9955bd1e995ULL) ^ id;
+}
+
+std::uint64_t prompt_seed(std::uint64_t seed, std::string_view id_prefix) noexcept {
+  for (const char c : id_prefix) seed = mix(seed ^ static_cast<unsigned char>(c));
+  return seed;
+}
+
+std::string synthetic_prompt(std::uint64_t seed, std::uint64_t number,
+                             std::uint32_t prompt_tokens) {
   std::string prompt;
-  prompt.reserve(std::size_t{4} * prompt_tokens);
-  for (std::uint32_t i = 0; i < prompt_tokens; ++i) prompt += i ? " the" : "the";
-  return request_body(t, std::move(prompt), max_tokens);
+  prompt.reserve(std::size_t{5} * prompt_tokens);
+  append_words(prompt, own_key(seed, number), 1, prompt_tokens, false);
+  return prompt;
 }
 
 namespace {
@@ -1120,6 +1158,8 @@ load_result run_load(const load_options& opt) {
   const bool closed = !opt.schedule && opt.work.mode == tokchron_loadgen::arrival_mode::closed;
   std::vector<std::uint32_t> fast_failures(closed ? opt.work.users : 0);
   std::mt19937_64 jitter(opt.work.seed ^ 0x9e3779b97f4a7c15ULL);
+  // The synthetic prompts' words: of the seed, the id prefix and the request's number.
+  const std::uint64_t prompts_seed = prompt_seed(opt.work.seed, opt.id_prefix);
   // The latest time a stream received bytes of a 200 answer (the sessions store it), and the
   // latest failure: the give-up watches both.
   std::atomic<clock::rep> progress_at{0};
@@ -1232,8 +1272,12 @@ load_result run_load(const load_options& opt) {
       gen.release(virtual_now(now), released);
       for (const tokchron_loadgen::arrival& r : released) {
         if (r.at >= gen.end()) continue;
-        std::string body = opt.body ? opt.body(opt.tgt, r)
-                                    : request_body(opt.tgt, r.prompt_tokens, r.output_tokens);
+        std::string body =
+            opt.body ? opt.body(opt.tgt, r)
+                     : request_body(opt.tgt,
+                                    synthetic_prompt(prompts_seed, opt.first_request_id + r.id,
+                                                     r.prompt_tokens),
+                                    r.output_tokens);
         std::vector<std::pair<std::string, std::string>> headers;
         if (opt.headers) headers = opt.headers(r);
         const std::uint64_t key = opt.on_end ? next_key++ : result.requests.size();

@@ -89,13 +89,36 @@ inline constexpr std::size_t max_id_prefix = 64;
 /// keep). Throws `std::invalid_argument` saying what is wrong.
 void check_id_prefix(const std::string& prefix);
 
+/// Prompt text. The server's tokenizer is not at hand, so a prompt of n tokens is n words, each
+/// a common English word that common tokenizers (GPT-2, cl100k, Llama 3, Qwen 2) hold as one
+/// token with its leading space, and that batching-executor's `serve` counts as one token (a
+/// whitespace-separated word); the server's `usage.prompt_tokens`, which the trace records, says
+/// what it counted (a chat template and a BOS token add their own). `append_words` writes a key
+/// (64 bits, mixed) as 16 words of one 16-word alphabet (hexadecimal digits), then `the` for
+/// every further word. Alphabet 0 makes blocks (a `hash_ids` entry, a prefix group); alphabet 1
+/// a request's own words, so they never continue a block. One key gives the same bytes; two
+/// different keys differ within their first 16 words (the mix is a bijection), and agree in
+/// their first k words with probability 16^-k (a prompt shorter than 16 words may equal
+/// another). The first word gets a leading space when `space_first`.
+void append_words(std::string& out, std::uint64_t key, unsigned alphabet, std::uint32_t n,
+                  bool space_first);
+/// The keys of blocks (`block_key`) and of requests' own words (`own_key`): the seed mixed in,
+/// so two runs with different seeds share nothing.
+[[nodiscard]] std::uint64_t block_key(std::uint64_t seed, std::uint64_t id) noexcept;
+[[nodiscard]] std::uint64_t own_key(std::uint64_t seed, std::uint64_t id) noexcept;
+/// The seed of a run's synthetic prompts: `--seed` with the id prefix mixed in (clients given
+/// different `--id-prefix` send different prompts).
+[[nodiscard]] std::uint64_t prompt_seed(std::uint64_t seed, std::string_view id_prefix) noexcept;
+/// A synthetic request's prompt (no trace, no prefix groups): `prompt_tokens` words of its own
+/// key (`own_key(seed, number)`, `number` the request's number in the run, as its X-Request-Id),
+/// so that no two requests of a run, nor of a sweep's points, share a prompt block of 16 tokens
+/// or more, and the same options send the same prompts.
+[[nodiscard]] std::string synthetic_prompt(std::uint64_t seed, std::uint64_t number,
+                                           std::uint32_t prompt_tokens);
+
 /// The JSON body of one streamed request asking for `max_tokens` tokens (with `ignore_eos`, so a
-/// server that honours it returns exactly that many) after a prompt of `prompt_tokens` words
-/// (one word is one token in common tokenizers; the server's `usage.prompt_tokens` is what the
-/// trace records when it sends usage), with `stream_options.include_usage`.
-[[nodiscard]] std::string request_body(const target& t, std::uint32_t prompt_tokens,
-                                       std::uint32_t max_tokens);
-/// The same body with `prompt` as the prompt (the user message of a chat request).
+/// server that honours it returns exactly that many) after `prompt` (the user message of a chat
+/// request), with `stream_options.include_usage`.
 [[nodiscard]] std::string request_body(const target& t, std::string prompt,
                                        std::uint32_t max_tokens);
 /// The same body for the chat endpoint with `messages` (a JSON array of chat messages) as the
@@ -283,7 +306,8 @@ struct load_options {
   /// workloads.hpp): made once per run; its times count from `load_result::zero`. Its arrivals'
   /// ids are distinct; the closed loop's backoff does not apply.
   std::function<std::unique_ptr<tokchron_loadgen::arrival_source>()> schedule;
-  /// The JSON body of each request (empty: `request_body` of its prompt and output lengths);
+  /// The JSON body of each request (empty: `request_body` of its `synthetic_prompt` and output
+  /// length);
   /// called on the scheduling thread, in order of intended send.
   std::function<std::string(const target&, const tokchron_loadgen::arrival&)> body;
   /// More headers of each request, after the target's (called with `body`); each must pass

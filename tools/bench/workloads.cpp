@@ -261,40 +261,6 @@ replay_plan read_replay(std::istream& in, const std::string& name,
 
 namespace {
 
-std::uint64_t mix(std::uint64_t x) noexcept {  // splitmix64's finalizer
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Two alphabets of 16 words each, every word one token (with its leading space) in common
-// tokenizers; the filler after a key's 16 words is alphabet 0's first word.
-constexpr const char* alphabets[2][16] = {{"the", "of", "and", "to", "in", "is", "it", "that",
-                                           "for", "on", "was", "with", "as", "at", "by", "be"},
-                                          {"a", "you", "he", "we", "they", "this", "are", "have",
-                                           "not", "but", "or", "from", "an", "his", "all", "one"}};
-
-}  // namespace
-
-void append_words(std::string& out, std::uint64_t key, unsigned alphabet, std::uint32_t n,
-                  bool space_first) {
-  const std::uint64_t bits = mix(key);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    if (i > 0 || space_first) out += ' ';
-    out += i < 16 ? alphabets[alphabet & 1][(bits >> (60 - 4 * i)) & 15] : alphabets[0][0];
-  }
-}
-
-namespace {
-
-// The keys of blocks and of requests' own words: the seed mixed in, so two runs with different
-// seeds share nothing.
-std::uint64_t block_key(std::uint64_t seed, std::uint64_t id) noexcept { return mix(seed) ^ id; }
-std::uint64_t own_key(std::uint64_t seed, std::uint64_t id) noexcept {
-  return mix(seed ^ 0x5bd1e9955bd1e995ULL) ^ id;
-}
-
 class replay_source final : public tokchron_loadgen::arrival_source {
  public:
   using time_point = tokchron_loadgen::time_point;

@@ -14,15 +14,8 @@
 /// Both reach `run_load` through its hooks (`load_options::schedule` and `load_options::body`),
 /// made by `replay_hooks` and `prefix_group_hooks`.
 ///
-/// Prompt text (`append_words`): the server's tokenizer is not at hand, so a prompt of n tokens
-/// is n words, each a common English word that common tokenizers (GPT-2, cl100k, Llama 3,
-/// Qwen 2) hold as one token with its leading space; the server's `usage.prompt_tokens`, which
-/// the trace records, says what it counted (a chat template and a BOS token add their own). A
-/// block (a `hash_ids` entry, a prefix group) is its key in 16 words of one 16-word alphabet
-/// (hexadecimal digits of a mix of the key and the seed), then `the`; a request's own words use
-/// another alphabet, so they never continue a block. Blocks with the same key in the same
-/// position are the same bytes; different keys differ within their first 16 words (a block
-/// shorter than that may agree with another in its first words).
+/// Prompt text: `append_words` (client.hpp) of `block_key`s for blocks and of an `own_key` for
+/// a request's own words.
 
 #include <cstddef>
 #include <cstdint>
@@ -83,11 +76,6 @@ struct replay_error : std::invalid_argument {
 /// and 8 bytes per `hash_ids` entry.
 [[nodiscard]] replay_plan read_replay(std::istream& in, const std::string& name,
                                       std::optional<replay_format> format);
-
-/// Appends `n` words encoding `key` in alphabet `alphabet` (0: blocks, 1: a request's own), the
-/// first word with a leading space when `space_first` (see the file's comment).
-void append_words(std::string& out, std::uint64_t key, unsigned alphabet, std::uint32_t n,
-                  bool space_first);
 
 /// How a replay is run.
 struct replay_settings {

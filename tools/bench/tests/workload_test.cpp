@@ -213,6 +213,78 @@ TEST_CASE("append_words: n words; one key one text; keys differ within 16 words"
     CHECK(std::find(wa.begin(), wa.begin() + 16, wd[i]) == wa.begin() + 16);
 }
 
+TEST_CASE("synthetic prompts: exact lengths, their own words, no shared block of 16") {
+  // Each prompt is its number's own key (alphabet 1) in its first 16 words.
+  for (const std::uint32_t n : {1u, 15u, 16u, 17u, 600u}) {
+    const std::string p = tb::synthetic_prompt(1, 3, n);
+    CHECK(words(p).size() == n);
+    CHECK(p.front() != ' ');
+    CHECK(p.find("  ") == std::string::npos);
+    CHECK(p == tb::synthetic_prompt(1, 3, n));
+  }
+  std::string own;
+  tb::append_words(own, tb::own_key(1, 3), 1, 40, false);
+  CHECK(tb::synthetic_prompt(1, 3, 40) == own);
+  CHECK(tb::synthetic_prompt(2, 3, 40) != own);  // another --seed, other words
+  CHECK(tb::prompt_seed(1, "") == 1);
+  CHECK(tb::prompt_seed(1, "host1-") != tb::prompt_seed(1, "host2-"));
+  // Keys differ, so two numbers' prompts differ within 16 words; the first words of 4096
+  // consecutive numbers agree with the next one's in about 1 case in 16 (binomial, n = 4095,
+  // p = 1/16: mean 256, standard deviation 15.5; the bound is 6 deviations).
+  std::size_t same_first = 0;
+  std::vector<std::string> previous = words(tb::synthetic_prompt(7, 0, 16));
+  for (std::uint64_t i = 1; i < 4096; ++i) {
+    const std::vector<std::string> w = words(tb::synthetic_prompt(7, i, 16));
+    CAPTURE(i);
+    CHECK(w != previous);
+    same_first += w[0] == previous[0];
+    previous = w;
+  }
+  CHECK(same_first >= 163);
+  CHECK(same_first <= 349);
+}
+
+TEST_CASE("a synthetic run: each request's own prompt of its length, points share none") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  tb::load_options lo;
+  lo.tgt = tb::parse_target(url_of(srv), "completions", "m");
+  lo.work.mode = tokchron_loadgen::arrival_mode::closed;
+  lo.work.users = 2;
+  lo.work.max_requests = 6;
+  lo.work.duration_s = 30;
+  lo.work.seed = 5;
+  lo.work.prompt =
+      tokchron_loadgen::distribution::fixed(40, tokchron_loadgen::quantity::prompt_length);
+  lo.work.output =
+      tokchron_loadgen::distribution::fixed(2, tokchron_loadgen::quantity::output_length);
+  // Two points of a sweep: the second's request numbers continue from the first's.
+  const auto first = tb::run_load(lo);
+  lo.first_request_id = 6;
+  lo.work.prompt =
+      tokchron_loadgen::distribution::fixed(23, tokchron_loadgen::quantity::prompt_length);
+  const auto second = tb::run_load(lo);
+  REQUIRE(first.requests.size() == 6);
+  REQUIRE(second.requests.size() == 6);
+  const auto prompts = srv.prompts();
+  std::vector<std::vector<std::string>> w;
+  for (const auto* r : {&first, &second})
+    for (const auto& o : r->requests) {
+      CHECK(o.error.empty());
+      w.push_back(words(prompts.at(o.request_id)));
+      CHECK(w.back().size() == (r == &first ? 40u : 23u));
+      CHECK(w.back().size() == *o.tl.prompt_tokens());
+    }
+  // The first two requests' prompts differ in their first word (for seed 5); every pair
+  // within its first 16 words, so no prefix cache block of 16 tokens is shared.
+  CHECK(w[0][0] != w[1][0]);
+  for (std::size_t i = 0; i < w.size(); ++i)
+    for (std::size_t j = i + 1; j < w.size(); ++j) {
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(!std::equal(w[i].begin(), w[i].begin() + 16, w[j].begin()));
+    }
+}
+
 TEST_CASE("a Mooncake replay: the recorded schedule, lengths and shared blocks, exactly") {
   tb::scripted_server srv({1ms, 1ms, 2});
   // Timestamps in ms; requests 0 and 2 share their first block, 1 and 2 none with 0 beyond it.
