@@ -1026,7 +1026,13 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       if (genai) genai->add(o);
       if (!anchor) anchor = tc::read_clock_anchor<clock>(zero);
       sum.add(o);
-      tc::write_trace_line(trace_file, to_trace(o, zero, *anchor));
+      tc::trace_record rec = to_trace(o, zero, *anchor);
+      // Every line says where the measured run starts (the warm-up's end, on the trace's clock
+      // whose 0 is the schedule's), as batching-executor's trace does: the report's durations
+      // start there rather than at the first measured request's intended send
+      // (docs/library/trace-format.md, "The benchmark start").
+      rec.benchmark_start = lo.warmup_s;
+      tc::write_trace_line(trace_file, rec);
     };
     load_result r;
     try {

@@ -154,7 +154,11 @@ std::string option_name(std::string_view name) {
 }
 
 void bad_option_value(std::string_view opt, std::string_view value, const std::string& why) {
-  throw std::invalid_argument("--" + option_name(opt) + " '" + std::string(value) + "': " + why);
+  // Named as the docs and the help spell it (--prompt-len), whichever spelling was given.
+  std::string shown(opt);
+  for (char& c : shown)
+    if (c == '_') c = '-';
+  throw std::invalid_argument("--" + shown + " '" + std::string(value) + "': " + why);
 }
 
 double option_number(std::string_view opt, std::string_view value) {

@@ -190,12 +190,12 @@ TEST_CASE("options: each workload option sets its field; a bad value names the o
   CHECK(is_workload_option("think-time"));
   CHECK_FALSE(is_workload_option("max_batch_size"));
   CHECK_THROWS_WITH_AS(set_workload_option(w, warmup, "reasoning-fraction", "1.5"),
-                       "--reasoning_fraction '1.5': must be in [0, 1]", std::invalid_argument);
+                       "--reasoning-fraction '1.5': must be in [0, 1]", std::invalid_argument);
   CHECK_THROWS_WITH_AS(set_workload_option(w, warmup, "duration", "1e-12"),
                        doctest::Contains("below the clock's resolution of 1 ns"),
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(set_workload_option(w, warmup, "prompt_len", "gauss:3,1"),
-                       doctest::Contains("--prompt_len 'gauss:3,1': distribution"),
+                       doctest::Contains("--prompt-len 'gauss:3,1': distribution"),
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(set_workload_option(w, warmup, "max_batch_size", "4"),
                        "unknown option 'max_batch_size'", std::invalid_argument);
