@@ -254,6 +254,7 @@ struct open_session {
   const session_spec* spec = nullptr;  // null: synthetic
   std::uint32_t turns = 0;             // turns it has
   std::uint32_t sent = 0;              // turns sent
+  std::uint32_t ended = 0;             // turns ended (each logged)
   std::vector<std::string> users;      // generated user messages so far (empty: the file's)
   std::vector<std::string> replies;    // the live replies so far
   std::uint64_t bytes = 0;             // the conversation's text (system, users, replies)
@@ -579,11 +580,21 @@ session_hooks make_session_hooks(const session_settings& settings) {
       r.reply.clear();
       if (tr.turn + 1 == o.turns) stop = "completed";
     }
+    ++o.ended;
     log_turn(*st, o, tr.turn, r, reply_bytes, reply_words, stop);
   };
   h.finish = [st] {
-    for (const auto& [n, o] : st->open)
+    for (const auto& [n, o] : st->open) {
       if (o.measured) ++st->stats->cut;
+      // A session the run's end cut has no turn that ended it: a line of its own says so.
+      if (st->s.log && o.ended > 0) {
+        nlohmann::ordered_json j;
+        j["session"] = o.id;
+        j["turns"] = o.ended;
+        j["session_end"] = "cut";
+        *st->s.log << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+      }
+    }
     st->open.clear();
   };
   return h;

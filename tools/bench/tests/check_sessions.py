@@ -14,7 +14,8 @@ every session, exactly:
     message: the conversation grew by the live reply, not by anything else;
   - the reply the client kept (reply_words) is the reply serve streamed;
   - turns are numbered 1, 2, ... with no gap, every one completed, and the log's last turn of a
-    session says how it ended;
+    session says how it ended, or a line of the session's own says the run's end cut it after
+    the turns logged;
 and with --report, that the JSON report's sessions counts agree with the log.
 """
 import argparse
@@ -39,10 +40,18 @@ def main():
         r = json.loads(line)
         server[r["id"]] = r
     turns = collections.defaultdict(list)
+    cut = {}  # sessions the run's end cut: their line without a turn
     logged = 0
     for path in a.log:
         for line in open(path):
             t = json.loads(line)
+            if "turn" not in t:
+                if t.get("session_end") != "cut":
+                    bad_line = line.strip()[:200]
+                    print(f"check_sessions: FAIL: a line without a turn that is no cut: {bad_line}")
+                    sys.exit(1)
+                cut[t["session"]] = t["turns"]
+                continue
             turns[t["session"]].append(t)
             logged += 1
     bad = []
@@ -77,12 +86,17 @@ def main():
                            f"prompt tokens, expected {want} ({how})")
             prev = (rec["prompt_tokens"], out)
             checked += 1
-        if ts[-1].get("session_end") not in ("completed",):
+        if session in cut:
+            if ts[-1].get("session_end") is not None or cut[session] != len(ts):
+                bad.append(f"{session}: cut after {cut[session]} turns, its log has "
+                           f"{len(ts)}, the last saying {ts[-1].get('session_end')!r}")
+        elif ts[-1].get("session_end") not in ("completed",):
             bad.append(f"{session}: its last turn says {ts[-1].get('session_end')!r}")
     if a.report:
         s = json.load(open(a.report))["sessions"]
         first = a.log[0]
-        sessions = collections.Counter(json.loads(l)["session"] for l in open(first))
+        sessions = collections.Counter(
+            t["session"] for t in map(json.loads, open(first)) if "turn" in t)
         n = sum(sessions.values())
         if s["started"] != len(sessions) or s["completed"] != len(sessions) or s["turns"] != n:
             bad.append(f"report: {s['started']} started, {s['completed']} completed, "

@@ -74,6 +74,10 @@ std::vector<logged_turn> read_log(const std::string& path) {
   std::ifstream f(path);
   for (std::string l; std::getline(f, l);) {
     const auto j = nlohmann::json::parse(l);
+    if (!j.contains("turn")) {  // a session the run's end cut: checked by the test that cuts
+      CHECK(j.at("session_end") == "cut");
+      continue;
+    }
     logged_turn t;
     t.session = j.at("session");
     t.turn = j.at("turn");
@@ -380,8 +384,10 @@ TEST_CASE("a failed turn stops its session: no later turn is sent") {
 TEST_CASE("the run's end cuts sessions; a huge turn count allocates nothing by its number") {
   tb::scripted_server srv({1ms, 1ms, 2, {"numbered"}});
   std::ostringstream out, err;
+  const std::string log_path = std::string(TOKCHRON_BENCH_TEST_DIR) + "/session_cut.log";
   // A billion turns each; think 0.2 s; the run ends at 1 s: each session is cut by it.
   const int rc = tb::run_cli({"--url",           "http://127.0.0.1:" + std::to_string(srv.port()),
+                              "--session-log",   log_path,
                               "--endpoint",      "chat",
                               "--session-turns", "fixed:1000000000",
                               "--turn-think",    "fixed:0.2",
@@ -404,6 +410,22 @@ TEST_CASE("the run's end cuts sessions; a huge turn count allocates nothing by i
   CHECK(s.at("turns").get<std::uint64_t>() <= 12);
   // Turns past the 32nd would share the last row: here every turn has its own.
   CHECK(s.at("by_turn").back().at("turn") != "33+");
+  // The log: no turn ends a session; each session's own line says the run's end cut it after
+  // the turns logged.
+  std::map<std::string, std::uint64_t> turns, cut;
+  std::ifstream f(log_path);
+  for (std::string l; std::getline(f, l);) {
+    const auto j = nlohmann::json::parse(l);
+    if (j.contains("turn")) {
+      CHECK_FALSE(j.contains("session_end"));
+      ++turns[j.at("session").get<std::string>()];
+    } else {
+      CHECK(j.at("session_end") == "cut");
+      cut[j.at("session").get<std::string>()] = j.at("turns").get<std::uint64_t>();
+    }
+  }
+  CHECK(cut.size() == 2);
+  CHECK(cut == turns);
 }
 
 TEST_CASE("sessions on the command line: refusals") {
