@@ -20,6 +20,7 @@
 #include "cli/option_once.hpp"
 #include "client.hpp"
 #include "loadgen/options.hpp"
+#include "loadgen/random.hpp"
 #include "otel_export.hpp"
 #include "report/commands.hpp"
 #include "report/inputs.hpp"
@@ -919,16 +920,22 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     lo.give_up = s.give_up;
     std::shared_ptr<prefix_counts> prefixes;  // what the prompts shared (replay, prefix groups)
     if (plan || rc.load.shared_prefix > 0) {
+      // The words of this run's shared blocks and prefixes are its own (keyed by its first
+      // request number, which no other run of a sweep or --repeat has, and the id prefix, as
+      // synthetic prompts are): a later run would otherwise send an earlier one's prompts, and
+      // a server's prefix cache would serve them (its runs are measured as independent ones).
+      const std::uint64_t words_seed =
+          tokchron_loadgen::mix_seed(prompt_seed(rc.load.seed, s.id_prefix), next_request_id);
       workload_hooks h;
       if (plan) {
         replay_settings rs;
         rs.speed = s.replay_speed;
         if (s.duration_given) rs.until_s = rc.load.duration_s;
         rs.max_requests = rc.load.max_requests;
-        rs.seed = rc.load.seed;
+        rs.seed = words_seed;
         h = replay_hooks(plan, rs);
       } else {
-        h = prefix_group_hooks(std::max<std::uint32_t>(1, s.prefix_groups), rc.load.seed);
+        h = prefix_group_hooks(std::max<std::uint32_t>(1, s.prefix_groups), words_seed);
       }
       lo.schedule = std::move(h.schedule);
       lo.body = std::move(h.body);

@@ -432,6 +432,42 @@ TEST_CASE("--replay: a limit, a window, the speed; bad combinations and files re
   std::remove(out_path.c_str());
 }
 
+TEST_CASE("sweep points and repeated runs: each run's prefixes and blocks are words of its own") {
+  tb::scripted_server srv({1ms, 1ms, 2});
+  const std::string trace = write_file("repeat_trace.jsonl",
+                                       "{\"timestamp\": 0, \"input_length\": 40, "
+                                       "\"output_length\": 2, \"hash_ids\": [7]}\n");
+  const auto run = [&](std::vector<std::string> args) {
+    std::ostringstream out, err;
+    std::vector<std::string> all{"--url",    url_of(srv), "--progress", "never",
+                                 "--format", "csv",       "--profile",  "canonical"};
+    all.insert(all.end(), args.begin(), args.end());
+    const int rc = tb::run_cli(all, out, err);
+    CAPTURE(err.str());
+    CHECK(rc == 0);
+  };
+  // One group's 20-word prefix, two requests a point, two points of one seed: within a point
+  // both share it; the second point's prefix is another (a prefix cache warm from the first
+  // point would serve none of it).
+  run({"--users", "1", "--max-requests", "2", "--duration", "30", "--shared-prefix", "20",
+       "--prompt-len", "fixed:16", "--output-len", "fixed:2", "--sweep", "users=1,1"});
+  // A one-request trace of one 40-token block, replayed twice (--repeat): the block's words
+  // differ.
+  run({"--replay", trace, "--repeat", "2", "--id-prefix", "r-"});
+  auto prompts = srv.prompts();
+  REQUIRE(prompts.size() == 6);
+  std::vector<std::vector<std::string>> w;
+  for (const auto& [id, text] : prompts) w.push_back(words(text));  // by id: 0 ... 3, r-0, r-1
+  const auto same = [&](std::size_t a, std::size_t b, std::size_t n) {
+    return std::equal(w[a].begin(), w[a].begin() + static_cast<std::ptrdiff_t>(n), w[b].begin());
+  };
+  CHECK(same(0, 1, 20));   // point 1: one prefix
+  CHECK(same(2, 3, 20));   // point 2: one prefix
+  CHECK(!same(0, 2, 16));  // not point 1's
+  CHECK(w[4].size() == 40);
+  CHECK(!same(4, 5, 16));  // the replayed block, run 1 and run 2
+}
+
 TEST_CASE("--shared-prefix with --prefix-groups: each group's prefix, byte for byte, only it") {
   tb::scripted_server srv({1ms, 1ms, 2});
   tb::load_options lo;
