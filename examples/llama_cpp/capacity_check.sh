@@ -10,8 +10,9 @@
 #
 # The server must run with N slots (-np N, default 4) and the model of build.sh (make_model.py's
 # defaults: 2 layers, width 256, feed-forward 512, F32 weights, F16 KV). Each load is a closed
-# loop of tokchron-bench (chat, prompts uniform(8, 200) words, outputs uniform(1, 32) tokens,
-# streamed, keep-alive), REQUESTS requests (default 120) in R rounds (default 3): every round
+# loop of tokchron-bench (chat, prompts of a 64-word prefix every request shares, as a system
+# prompt, then uniform(8, 200) words of their own, outputs uniform(1, 32) tokens, streamed,
+# keep-alive: with the prompt cache on, a slot reuses the prefix), REQUESTS requests (default 120) in R rounds (default 3): every round
 # runs the four loads one after the other (in a rotated order), so a neighbour that comes and
 # goes on the machine slows every load alike; the traces are DIR/uUSERS-rROUND.jsonl, and
 # calibrate replays each round on its own and pools them (FILE+FILE).
@@ -63,7 +64,7 @@ for r in $(seq "$rounds"); do
     u=${loads[$(( (i + r) % 4 ))]}
     f=$out/u$u-r$r
     "$bench" --url "$url" --endpoint chat --model m --users "$u" --max-requests "$per_round" \
-      --duration 600 --prompt-len uniform:8,200 --output-len uniform:1,32 \
+      --duration 600 --shared-prefix 64 --prompt-len uniform:8,200 --output-len uniform:1,32 \
       --seed "$((100 * r + u))" --id-prefix "cap$u-r$r-" --keep-alive on --progress never \
       --format json --trace-out "$f.jsonl" >"$f.json" 2>"$f.err" ||
       { echo "capacity_check.sh: tokchron-bench at $u users exited with $?" >&2; cat "$f.err" >&2; exit 1; }
