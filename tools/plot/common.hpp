@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plot.hpp"
+#include "plot/plot.hpp"
 
 namespace plot {
 namespace internal {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "join_plot.hpp"
+#include "plot/join_plot.hpp"
 
 #include <algorithm>
 #include <filesystem>

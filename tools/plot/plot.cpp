@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "plot.hpp"
+#include "plot/plot.hpp"
 
 #include <sys/types.h>
 #include <sys/wait.h>

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <utility>
 
-#include "plot.hpp"  // tools/plot: --plot
+#include "plot/plot.hpp"  // tools/plot: --plot
 #include "report/inputs.hpp"
 #include "report/join.hpp"
 #include "report/sla.hpp"

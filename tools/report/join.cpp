@@ -11,7 +11,7 @@
 #include <sstream>
 #include <utility>
 
-#include "join_plot.hpp"  // tools/plot: --plot
+#include "plot/join_plot.hpp"  // tools/plot: --plot
 #include "report/options.hpp"
 #include "report/writers.hpp"
 #include "tokchron/export/json.hpp"

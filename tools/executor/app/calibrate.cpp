@@ -17,7 +17,7 @@
 #include "engine.hpp"
 #include "loadgen.hpp"
 #include "number_text.hpp"
-#include "plot.hpp"
+#include "plot/plot.hpp"
 #include "report/inputs.hpp"  // tokchron-report's reader of traces and vLLM result files
 #include "tokchron/clock.hpp"
 #include "tokchron/metrics/builtin_profiles.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "plot.hpp"
+#include "plot/plot.hpp"
 #include "tokchron/metrics/run_summary.hpp"
 #include "tokchron/sla/evaluator.hpp"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "executor_steps.hpp"
-#include "plot.hpp"
+#include "plot/plot.hpp"
 #include "run_reports.hpp"
 
 namespace plot {

@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "engine.hpp"
-#include "plot.hpp"
+#include "plot/plot.hpp"
 
 namespace plot {
 

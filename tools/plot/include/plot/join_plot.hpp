@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "plot.hpp"
+#include "plot/plot.hpp"
 
 namespace plot {
 
