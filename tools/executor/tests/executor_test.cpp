@@ -73,7 +73,7 @@ TEST_CASE("cli: options, sweeps in order, errors name the option") {
     }
     return std::string();
   };
-  CHECK(err({"--max-batch-size", "0"}).find("max_batch_size") != std::string::npos);
+  CHECK(err({"--max-batch-size", "0"}).find("--max-batch-size") != std::string::npos);
   CHECK(err({"--policy", "lifo"}).find("fcfs") != std::string::npos);
   CHECK(err({"--prompt-len", "normal:300"}).find("expected 2 numbers") != std::string::npos);
   CHECK(err({"--sweep", "max_batch=8"}).find("unknown option") != std::string::npos);
