@@ -141,15 +141,6 @@ const std::vector<own_option>& own_options() {
   return o;
 }
 
-std::string underscores(std::string s) {
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
-}
-std::string dashes(std::string s) {
-  std::replace(s.begin(), s.end(), '_', '-');
-  return s;
-}
-
 std::string usage() {
   std::ostringstream o;
   o << "usage: tokchron-bench [OPTIONS]\n\n"
@@ -158,12 +149,14 @@ std::string usage() {
        "report of what the client measured (every profile, --slo verdicts, goodput).\n\nTarget, "
        "client and report:\n";
   for (const auto& x : own_options())
-    o << "  --" << std::left << std::setw(26) << (dashes(x.name) + " " + x.value) << x.help << '\n';
+    o << "  --" << std::left << std::setw(26)
+      << (tokchron_loadgen::option_dashes(x.name) + " " + x.value) << x.help << '\n';
   o << "\nLoad (as batching-executor's load generator):\n";
   for (const auto& x : tokchron_loadgen::workload_options())
-    if (std::count(workload_options().begin(), workload_options().end(), underscores(x.name)))
-      o << "  --" << std::left << std::setw(26) << (dashes(x.name) + " " + x.value_name) << x.help
-        << '\n';
+    if (std::count(workload_options().begin(), workload_options().end(),
+                   tokchron_loadgen::option_name(x.name)))
+      o << "  --" << std::left << std::setw(26)
+        << (tokchron_loadgen::option_dashes(x.name) + " " + x.value_name) << x.help << '\n';
   o << "\nAn option given twice is refused, naming it and both values (--slo is a list; one "
        "--sweep).\n";
   o << "\nExit codes: those of tokchron-report (0 ok, 1 no usable request, 3 an objective failed,\n"
@@ -181,7 +174,7 @@ double seconds_of(const std::string& opt, const std::string& v) {
           "must be 0 or in [1e-9, 1e7] seconds (under 1 ns would be 0: no limit)");
     return s;
   } catch (const std::invalid_argument& e) {
-    throw usage_error("--" + dashes(opt) + " '" + v + "': " + e.what());
+    throw usage_error("--" + tokchron_loadgen::option_dashes(opt) + " '" + v + "': " + e.what());
   }
 }
 
@@ -234,8 +227,8 @@ struct settings {
 unsigned count_of(const std::string& opt, const std::string& v, unsigned most) {
   const auto d = tokchron_loadgen::parse_decimal(v);
   if (!d || !(*d >= 1) || *d > most || *d != static_cast<double>(static_cast<unsigned>(*d)))
-    throw usage_error("--" + dashes(opt) + " '" + v + "': must be an integer in [1, " +
-                      std::to_string(most) + "]");
+    throw usage_error("--" + tokchron_loadgen::option_dashes(opt) + " '" + v +
+                      "': must be an integer in [1, " + std::to_string(most) + "]");
   return static_cast<unsigned>(*d);
 }
 
@@ -243,8 +236,9 @@ unsigned count_of(const std::string& opt, const std::string& v, unsigned most) {
 double positive_of(const std::string& opt, const std::string& v, double most) {
   const auto d = tokchron_loadgen::parse_decimal(v);
   if (!d || !(*d > 0) || *d > most)
-    throw usage_error("--" + dashes(opt) + " '" + v + "': must be a number in (0, " +
-                      std::to_string(static_cast<long long>(most)) + "]");
+    throw usage_error("--" + tokchron_loadgen::option_dashes(opt) + " '" + v +
+                      "': must be a number in (0, " + std::to_string(static_cast<long long>(most)) +
+                      "]");
   return *d;
 }
 
@@ -264,19 +258,22 @@ settings parse(const std::vector<std::string>& argv) {
       name.resize(eq);
       has_value = true;
     }
-    name = underscores(name);
+    name = tokchron_loadgen::option_name(name);
     if (!has_value) {
-      if (i + 1 >= argv.size()) throw usage_error("--" + dashes(name) + " needs a value");
+      if (i + 1 >= argv.size())
+        throw usage_error("--" + tokchron_loadgen::option_dashes(name) + " needs a value");
       value = argv[++i];
     }
     const auto own = std::find_if(own_options().begin(), own_options().end(),
                                   [&](const own_option& o) { return o.name == name; });
     const bool load = std::count(workload_options().begin(), workload_options().end(), name) > 0;
-    if (own == own_options().end() && !load) throw usage_error("unknown option --" + dashes(name));
+    if (own == own_options().end() && !load)
+      throw usage_error("unknown option --" + tokchron_loadgen::option_dashes(name));
     // An option given twice is refused (cli/option_once.hpp); --slo is a list. One --sweep.
     if (own != own_options().end()
-            ? !own->repeatable && bool(repeated = once.note(dashes(name), value))
-            : bool(repeated = once.note(dashes(name), value)))
+            ? !own->repeatable &&
+                  bool(repeated = once.note(tokchron_loadgen::option_dashes(name), value))
+            : bool(repeated = once.note(tokchron_loadgen::option_dashes(name), value)))
       throw usage_error(*repeated);
     if (load && name == "rate" && value == "sweep") {
       s.rate_sweep = true;
@@ -291,7 +288,7 @@ settings parse(const std::vector<std::string>& argv) {
       continue;
     }
     if (own->report) {
-      s.report_args.push_back("--" + dashes(name));
+      s.report_args.push_back("--" + tokchron_loadgen::option_dashes(name));
       s.report_args.push_back(value);
     } else if (name == "url") {
       s.url = value;
@@ -329,7 +326,8 @@ settings parse(const std::vector<std::string>& argv) {
       s.threads = static_cast<unsigned>(std::stoi(value));
     } else if (name == "keep_alive" || name == "busy_poll") {
       if (value != "on" && value != "off")
-        throw usage_error("--" + dashes(name) + " '" + value + "': expected on or off");
+        throw usage_error("--" + tokchron_loadgen::option_dashes(name) + " '" + value +
+                          "': expected on or off");
       (name == "keep_alive" ? s.keep_alive : s.busy_poll) = value == "on";
     } else if (name == "receive_time") {
       if (value != "kernel" && value != "read")
@@ -339,7 +337,7 @@ settings parse(const std::vector<std::string>& argv) {
       const auto eq = value.find('=');
       if (eq == std::string::npos || eq + 1 >= value.size())
         throw usage_error("--sweep '" + value + "': expected NAME=V1,V2,...");
-      s.sweep_name = underscores(value.substr(0, eq));
+      s.sweep_name = tokchron_loadgen::option_name(value.substr(0, eq));
       if (!std::count(workload_options().begin(), workload_options().end(), s.sweep_name))
         throw usage_error("--sweep: '" + s.sweep_name + "' is not a load option");
       std::stringstream list(value.substr(eq + 1));
@@ -410,7 +408,8 @@ settings parse(const std::vector<std::string>& argv) {
         else
           s.session_turns = d;
       } catch (const std::invalid_argument& e) {
-        throw usage_error("--" + dashes(name) + " '" + value + "': " + e.what());
+        throw usage_error("--" + tokchron_loadgen::option_dashes(name) + " '" + value +
+                          "': " + e.what());
       }
     } else if (name == "session_header") {
       if (value == "none") {
@@ -579,7 +578,7 @@ bool write_capacity_plan(std::ostream& out, std::ostream& err, const settings& s
   for (std::size_t i = 0; i < points.size(); ++i) {
     tc::load_point p;
     p.name = "#" + std::to_string(i + 1);
-    p.parameters = {{dashes(s.sweep_name), points[i]}};
+    p.parameters = {{tokchron_loadgen::option_dashes(s.sweep_name), points[i]}};
     try {
       const tr::loaded_inputs in = tr::load_inputs({traces[i]});
       if (in.timelines.empty()) throw std::runtime_error("no valid request in " + traces[i]);
@@ -595,9 +594,10 @@ bool write_capacity_plan(std::ostream& out, std::ostream& err, const settings& s
   const tc::capacity_plan plan = tc::plan_capacity(pts);
   out << "\nCapacity planner (most output tokens/s that meets the SLA, canonical profile):\n";
   if (plan.best)
-    out << "  choice: " << pts[*plan.best].name << ' ' << dashes(s.sweep_name) << '='
-        << points[*plan.best] << " at " << std::fixed << std::setprecision(1)
-        << pts[*plan.best].throughput << std::defaultfloat << " output tok/s\n";
+    out << "  choice: " << pts[*plan.best].name << ' '
+        << tokchron_loadgen::option_dashes(s.sweep_name) << '=' << points[*plan.best] << " at "
+        << std::fixed << std::setprecision(1) << pts[*plan.best].throughput << std::defaultfloat
+        << " output tok/s\n";
   out << plan.to_string(pts);
   return true;
 }
@@ -1186,7 +1186,8 @@ int run_cli(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       load_config rc = s.run;
       if (!v.empty()) set_option(rc, s.sweep_name, v);
       if (!run_repeated(rc, s.sweep_name, v,
-                        v.empty() ? std::string() : dashes(s.sweep_name) + " = " + v))
+                        v.empty() ? std::string()
+                                  : tokchron_loadgen::option_dashes(s.sweep_name) + " = " + v))
         return fatal;
     }
   }

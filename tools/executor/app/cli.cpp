@@ -231,12 +231,6 @@ std::vector<std::string> split_values(std::string_view list) {
   return out;
 }
 
-std::string dashed(std::string s) {
-  for (char& c : s)
-    if (c == '_') c = '-';
-  return s;
-}
-
 }  // namespace
 
 std::optional<std::string> note_option(tokchron_cli::option_once& once, std::string_view name,
@@ -246,10 +240,10 @@ std::optional<std::string> note_option(tokchron_cli::option_once& once, std::str
   if (n == "sim" || n == "compute") {                   // KEY=VALUE lists: each key once
     const auto eq = value.find('=');
     if (eq == std::string_view::npos) return std::nullopt;  // refused by its setter
-    return once.note(dashed(n) + " " + std::string(value.substr(0, eq)),
+    return once.note(tokchron_loadgen::option_dashes(n) + " " + std::string(value.substr(0, eq)),
                      std::string(value.substr(eq + 1)));
   }
-  return once.note(dashed(n), std::string(value));
+  return once.note(tokchron_loadgen::option_dashes(n), std::string(value));
 }
 
 const std::vector<option_info>& run_options() {
@@ -351,7 +345,8 @@ command_line parse_command_line(const std::vector<std::string>& args) {
         throw usage_error("--sweep '" + *value + "': expected NAME=V1,V2,...");
       const std::string key = canonical_name(value->substr(0, eq));
       if (!find_def(key)) throw usage_error("--sweep: unknown option '" + key + "'");
-      if (auto repeated = once.note("sweep " + dashed(key), value->substr(eq + 1)))
+      if (auto repeated =
+              once.note("sweep " + tokchron_loadgen::option_dashes(key), value->substr(eq + 1)))
         throw usage_error(*repeated + " (one --sweep per option; list all its values there)");
       cl.sweeps.emplace_back(key, split_values(std::string_view(*value).substr(eq + 1)));
     } else if (name == "slo") {

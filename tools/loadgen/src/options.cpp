@@ -153,12 +153,16 @@ std::string option_name(std::string_view name) {
   return s;
 }
 
+std::string option_dashes(std::string_view name) {
+  std::string s(name);
+  for (char& c : s)
+    if (c == '_') c = '-';
+  return s;
+}
+
 void bad_option_value(std::string_view opt, std::string_view value, const std::string& why) {
   // Named as the docs and the help spell it (--prompt-len), whichever spelling was given.
-  std::string shown(opt);
-  for (char& c : shown)
-    if (c == '_') c = '-';
-  throw std::invalid_argument("--" + shown + " '" + std::string(value) + "': " + why);
+  throw std::invalid_argument("--" + option_dashes(opt) + " '" + std::string(value) + "': " + why);
 }
 
 double option_number(std::string_view opt, std::string_view value) {

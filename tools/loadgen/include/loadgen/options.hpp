@@ -36,8 +36,10 @@ struct option_info {
 void set_workload_option(workload& w, double& warmup_s, std::string_view name,
                          std::string_view value);
 
-/// `name` with underscores for dashes (the spelling of a sweep and of error messages).
+/// `name` with underscores for dashes (the spelling of a sweep and of the option tables).
 [[nodiscard]] std::string option_name(std::string_view name);
+/// `name` with dashes for underscores (the spelling of the command line, the help and errors).
+[[nodiscard]] std::string option_dashes(std::string_view name);
 /// Refuses `value` of option `opt`: throws `std::invalid_argument("--opt 'value': why")`.
 [[noreturn]] void bad_option_value(std::string_view opt, std::string_view value,
                                    const std::string& why);
